@@ -1,0 +1,137 @@
+// Package checks turns checks.yaml into a fully resolved Config: decoded
+// strictly, environment-expanded, defaulted, validated and with every
+// consumer rule compiled. Load returns either a Config nothing downstream
+// needs to re-validate, or a list of errors each naming file:line:col.
+package checks
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Config is a loaded, validated checks.yaml.
+type Config struct {
+	// Path is the absolute path of the file the config was loaded from;
+	// relative paths inside it are resolved against its directory.
+	Path           string
+	Version        int
+	Storage        Storage
+	Server         Server
+	MaxConcurrency int
+	Notify         Notify
+	// Consumers maps a consumer's name to its compiled rules.
+	Consumers map[string]*consumers.Consumer
+	// Probes are in file order.
+	Probes []*Probe
+}
+
+// Storage is where results are kept and for how long.
+type Storage struct {
+	Path      string        // absolute
+	Retention time.Duration // 0 keeps everything
+}
+
+// Server is the read-only HTTP surface.
+type Server struct {
+	Listen string // "" disables the server
+	Token  Secret
+}
+
+// Notify says where alerts go and when.
+type Notify struct {
+	Slack            Slack
+	On               []string // outcomes and "shape_drift"
+	FailureThreshold int
+	RepeatInterval   time.Duration
+	SendResolved     bool
+}
+
+// Slack is either a webhook or a bot token with a channel.
+type Slack struct {
+	WebhookURL Secret
+	Token      Secret
+	Channel    string
+	APIURL     string
+}
+
+// Enabled reports whether alerts are delivered to Slack at all.
+func (s Slack) Enabled() bool { return s.WebhookURL != "" || s.Token != "" }
+
+// Probe is one synthetic check with every default applied.
+type Probe struct {
+	Name         string
+	Request      Request
+	Consumer     *consumers.Consumer
+	Interval     time.Duration
+	Jitter       time.Duration
+	Timeout      time.Duration // per attempt, including reading the body
+	MaxBodyBytes int64
+	Retries      Retries
+	Expect       Expect
+	Labels       map[string]string
+	// TLS is the client TLS configuration built at load (CA file read and
+	// parsed); nil means Go's defaults.
+	TLS *tls.Config
+}
+
+// Request is the known fixture a probe sends.
+type Request struct {
+	Method  string
+	URL     string
+	Headers map[string]Secret // every header value is treated as a secret
+	Query   map[string]string
+	// JSON is the decoded `json:` fixture (HasJSON tells an explicit null
+	// from an absent key); Body is the raw `body:` text. At most one is set.
+	JSON    any
+	HasJSON bool
+	Body    string
+}
+
+// Retries bounds the attempts of one run (SPEC §2).
+type Retries struct {
+	MaxAttempts int
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+	Budget      time.Duration
+}
+
+// Expect is what a run must produce to pass.
+type Expect struct {
+	Status     []int
+	MinResults int
+}
+
+// Secrets returns every secret value in the config, for a results.Redactor.
+func (c *Config) Secrets() []string {
+	var out []string
+	add := func(s Secret) {
+		if s != "" {
+			out = append(out, s.Reveal())
+		}
+	}
+	add(c.Server.Token)
+	add(c.Notify.Slack.WebhookURL)
+	add(c.Notify.Slack.Token)
+	for _, p := range c.Probes {
+		for _, v := range p.Request.Headers {
+			add(v)
+		}
+	}
+	return out
+}
+
+// Redactor returns a redactor that scrubs every secret of the config.
+func (c *Config) Redactor() *results.Redactor { return results.NewRedactor(c.Secrets()...) }
+
+// Probe returns the probe with the given name, or nil.
+func (c *Config) Probe(name string) *Probe {
+	for _, p := range c.Probes {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package checks
+
+import (
+	"log/slog"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Secret is a configuration value that must never be shown: header values,
+// tokens, webhook URLs. It prints, marshals and logs as results.Redacted;
+// only Reveal gives the value, at the one place that sends it.
+type Secret string
+
+const redacted = results.Redacted
+
+// Reveal returns the secret's value. Call it only to use the value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String implements fmt.Stringer.
+func (s Secret) String() string { return redacted }
+
+// GoString implements fmt.GoStringer, so %#v hides the value too.
+func (s Secret) GoString() string { return redacted }
+
+// LogValue implements slog.LogValuer.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// MarshalText implements encoding.TextMarshaler (JSON, YAML, map keys).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }

@@ -1,0 +1,5 @@
+module github.com/toolpulse/toolpulse
+
+go 1.26
+
+require github.com/expr-lang/expr v1.17.8

@@ -1,0 +1,67 @@
+package results
+
+// SchemaVersion is the version of the Envelope's JSON layout.
+const SchemaVersion = "1"
+
+// Envelope is the JSON form of a Result that CLI output, the API and
+// scripts read (SPEC §6). Its field names are a contract.
+type Envelope struct {
+	SchemaVersion string         `json:"schema_version"`
+	ToolName      string         `json:"tool_name"`
+	Status        Outcome        `json:"status"`
+	OperationID   string         `json:"operation_id"`
+	StartedAt     string         `json:"started_at"`
+	DurationMS    int64          `json:"duration_ms"`
+	Attempts      int            `json:"attempts"`
+	HTTPStatus    *int           `json:"http_status"`
+	Data          *EnvelopeData  `json:"data"`
+	Error         *Error         `json:"error"`
+	Shape         *EnvelopeShape `json:"shape"`
+	Consumer      ConsumerRef    `json:"consumer"`
+}
+
+// EnvelopeData is the payload of a passing operation.
+type EnvelopeData struct {
+	SelectedCount  int `json:"selected_count"`
+	ValidatedCount int `json:"validated_count"`
+}
+
+// EnvelopeShape is the response shape as the envelope shows it.
+type EnvelopeShape struct {
+	Fingerprint string   `json:"fingerprint"`
+	Baseline    string   `json:"baseline,omitempty"`
+	Drift       []string `json:"drift"`
+}
+
+// Envelope returns the SPEC §6 envelope of r. Data is set only on pass and
+// Error only otherwise, so a failure can never read as an empty success.
+func (r *Result) Envelope() Envelope {
+	env := Envelope{
+		SchemaVersion: SchemaVersion,
+		ToolName:      r.Probe,
+		Status:        r.Outcome,
+		OperationID:   r.OperationID,
+		StartedAt:     FormatTime(r.StartedAt),
+		DurationMS:    r.Duration.Milliseconds(),
+		Attempts:      r.AttemptCount(),
+		Consumer:      r.Consumer,
+	}
+	if r.HTTPStatus != 0 {
+		status := r.HTTPStatus
+		env.HTTPStatus = &status
+	}
+	if r.Outcome == Pass {
+		env.Data = &EnvelopeData{SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount}
+	} else if r.Error != nil {
+		e := *r.Error
+		env.Error = &e
+	}
+	if r.Shape != nil {
+		drift := r.Shape.Drift
+		if drift == nil {
+			drift = []string{}
+		}
+		env.Shape = &EnvelopeShape{Fingerprint: r.Shape.Fingerprint, Baseline: r.Shape.Baseline, Drift: drift}
+	}
+	return env
+}

@@ -1,0 +1,100 @@
+package results
+
+import (
+	"fmt"
+	"time"
+)
+
+// Error is the typed failure of one operation: a stable code, a message a
+// person can act on, and whether another attempt could help. It is data
+// about a provider, not a Go error of toolpulse's own.
+type Error struct {
+	Code      Code   `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// NewError returns an Error for code with a formatted message; Retryable
+// follows from the code.
+func NewError(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: code.Retryable()}
+}
+
+// Error implements the error interface so that a failure can travel through
+// code that expects one; callers recover it with errors.As.
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Attempt is one HTTP exchange of an operation. Every attempt is recorded,
+// including those of a run that passed after retries.
+type Attempt struct {
+	Number     int           // 1-based
+	StartedAt  time.Time     // when the request was sent
+	Duration   time.Duration // until the body was read or the attempt failed
+	HTTPStatus int           // 0 when no response arrived
+	Code       Code          // "" when this attempt produced a usable exchange
+	Message    string        // why the attempt failed; "" when Code is ""
+	Wait       time.Duration // back-off before the next attempt; 0 on the last
+}
+
+// Shape is the structural shape of a JSON response body: its canonical text,
+// its 16-hex fingerprint and, once drift detection has run, the path-level
+// diff against the probe's baseline.
+type Shape struct {
+	Fingerprint string
+	Canonical   string
+	Baseline    string   // the baseline fingerprint when Drift is not empty
+	Drift       []string // diff lines, SPEC §5 wording; empty when no drift
+}
+
+// ConsumerRef names the consumer rule that judged a response, with the
+// version its author gave and a hash of the rule text, so a result can be
+// traced to the exact logic that produced it.
+type ConsumerRef struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	RuleHash string `json:"rule_hash"`
+}
+
+// Result is one operation: one run of one probe, ending in exactly one
+// outcome.
+type Result struct {
+	OperationID    string
+	Probe          string
+	StartedAt      time.Time
+	Duration       time.Duration
+	Outcome        Outcome
+	Error          *Error // nil exactly when Outcome is Pass
+	Attempts       []Attempt
+	HTTPStatus     int // final status; 0 when no response arrived
+	SelectedCount  int
+	ValidatedCount int
+	Shape          *Shape // nil when no JSON body was decoded
+	Consumer       ConsumerRef
+	// ResponseSample is the start of the body, capped and with every known
+	// secret scrubbed; it is kept for runs that did not pass.
+	ResponseSample string
+}
+
+// Code returns the result's code, or "" on pass.
+func (r *Result) Code() Code {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
+}
+
+// Fail sets the outcome and error from a typed failure.
+func (r *Result) Fail(e *Error) {
+	r.Error = e
+	r.Outcome = e.Code.Outcome()
+}
+
+// AttemptCount is the number of HTTP attempts the operation made.
+func (r *Result) AttemptCount() int { return len(r.Attempts) }
+
+// TimeLayout is how toolpulse writes instants: RFC 3339 in UTC with
+// milliseconds, so that stored timestamps sort as text.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime writes t in TimeLayout, in UTC.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
