@@ -26,6 +26,9 @@ type Source struct {
 	Version  string
 	Select   string
 	Validate string // optional: "" accepts every selected item
+
+	Fixtures        []Fixture
+	AcceptMutations []AcceptedMutation
 }
 
 // Consumer is a compiled consumer. Its programs are safe to share across
@@ -38,6 +41,9 @@ type Consumer struct {
 	// RuleHash is 16 hex characters of SHA-256 over both rule texts: it
 	// changes whenever the logic does, whatever the version says.
 	RuleHash string
+
+	Fixtures        []Fixture
+	AcceptMutations []AcceptedMutation
 
 	selectProg   *vm.Program
 	validateProg *vm.Program // nil when Validate is empty
@@ -89,7 +95,10 @@ func Compile(src Source) (*Consumer, []*RuleError) {
 	if strings.TrimSpace(src.Select) == "" {
 		errs = append(errs, &RuleError{Rule: "select", Line: 1, Column: 1, Message: "select rule is empty"})
 	}
-	c := &Consumer{Name: src.Name, Version: src.Version, Select: src.Select, Validate: src.Validate}
+	c := &Consumer{
+		Name: src.Name, Version: src.Version, Select: src.Select, Validate: src.Validate,
+		Fixtures: src.Fixtures, AcceptMutations: src.AcceptMutations,
+	}
 	if len(errs) == 0 {
 		prog, err := compileRule("select", src.Select, "")
 		if err != nil {
