@@ -1,0 +1,156 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+func TestCodeOutcome(t *testing.T) {
+	for _, c := range UnavailableCodes {
+		if got := c.Outcome(); got != Unavailable {
+			t.Errorf("%s.Outcome() = %s, want unavailable", c, got)
+		}
+	}
+	for _, c := range ContractCodes {
+		if got := c.Outcome(); got != ContractError {
+			t.Errorf("%s.Outcome() = %s, want contract_error", c, got)
+		}
+		if c.Retryable() {
+			t.Errorf("%s.Retryable() = true; contract errors are never retried", c)
+		}
+	}
+	if got := Code("unsupported_results_container").Outcome(); got != ContractError {
+		t.Errorf("custom code outcome = %s, want contract_error", got)
+	}
+	if !CodeServerError.Retryable() || CodeCanceled.Retryable() {
+		t.Errorf("server_error must be retryable and canceled must not")
+	}
+}
+
+func TestValidCustomCode(t *testing.T) {
+	tests := []struct {
+		code string
+		want bool
+	}{
+		{"unsupported_results_container", true},
+		{"refund_not_processed", true},
+		{"timeout", false}, // a rule cannot claim the provider was unreachable
+		{"rate_limited", false},
+		{"Bad-Code", false},
+		{"", false},
+		{"9lives", false},
+	}
+	for _, tt := range tests {
+		if got := ValidCustomCode(tt.code); got != tt.want {
+			t.Errorf("ValidCustomCode(%q) = %v, want %v", tt.code, got, tt.want)
+		}
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor("sk-live-abcdef", "sk-live-abcdef-extended", "ab", "")
+	tests := []struct{ in, want string }{
+		{"Bearer sk-live-abcdef", "Bearer <redacted>"},
+		{"token=sk-live-abcdef-extended;", "token=<redacted>;"},
+		{"ab stays: too short to be a secret", "ab stays: too short to be a secret"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := r.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	var zero *Redactor
+	if got := zero.Redact("x sk-live-abcdef"); got != "x sk-live-abcdef" {
+		t.Errorf("nil Redactor changed text: %q", got)
+	}
+	res := Result{
+		Error:          &Error{Code: CodeServerError, Message: "echo sk-live-abcdef"},
+		Attempts:       []Attempt{{Message: "sk-live-abcdef"}},
+		ResponseSample: `{"auth":"sk-live-abcdef"}`,
+	}
+	r.RedactResult(&res)
+	b, _ := json.Marshal(res)
+	if bytes.Contains(b, []byte("sk-live")) {
+		t.Errorf("RedactResult left a secret: %s", b)
+	}
+}
+
+func TestEnvelopeGolden(t *testing.T) {
+	started := time.Date(2026, 10, 26, 13, 7, 0, 123456789, time.FixedZone("CET", 3600))
+	tests := []struct {
+		name string
+		res  Result
+	}{
+		{"pass", Result{
+			OperationID: "0b7f6c1e-2f65-4a39-9a8e-6a1c8d3f2b10", Probe: "external_search",
+			StartedAt: started, Duration: 41 * time.Millisecond, Outcome: Pass,
+			Attempts: []Attempt{{Number: 1}, {Number: 2}}, HTTPStatus: 200, SelectedCount: 2, ValidatedCount: 2,
+			Shape:    &Shape{Fingerprint: "4917809db2bdb220", Canonical: "…"},
+			Consumer: ConsumerRef{Name: "select_results", Version: "2", RuleHash: "9c1e0a4f5b6d7e8f"},
+		}},
+		{"contract_error", Result{
+			OperationID: "5a0e4c1b-7d2e-4f7a-8b9c-0d1e2f3a4b5c", Probe: "external_search",
+			StartedAt: started, Duration: 41 * time.Millisecond, Outcome: ContractError,
+			Error:    &Error{Code: "unsupported_results_container", Message: "results is map"},
+			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200,
+			Shape: &Shape{Fingerprint: "b600aab8c56e2f2f", Baseline: "4917809db2bdb220",
+				Drift: []string{"results: list<object(3 keys)> -> object(1 keys)"}},
+			Consumer: ConsumerRef{Name: "select_results", Version: "2", RuleHash: "9c1e0a4f5b6d7e8f"},
+		}},
+		{"unavailable", Result{
+			OperationID: "c3d4e5f6-0000-4000-8000-000000000001", Probe: "tracker",
+			StartedAt: started, Duration: 5 * time.Second, Outcome: Unavailable,
+			Error:    NewError(CodeConnectionRefused, "dial tcp 127.0.0.1:9: connection refused"),
+			Attempts: []Attempt{{Number: 1}, {Number: 2}, {Number: 3}},
+			Consumer: ConsumerRef{Name: "search_runs", Version: "1", RuleHash: "0011223344556677"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // shape summaries contain < and >
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(tt.res.Envelope()); err != nil {
+				t.Fatal(err)
+			}
+			got := buf.Bytes()
+			golden := filepath.Join("testdata", "envelope-"+tt.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("envelope mismatch\ngot:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestEnvelopeNeverEmptySuccess is the seed-003 guard at the envelope: a
+// failure must never serialise as data, and a pass never as an error.
+func TestEnvelopeNeverEmptySuccess(t *testing.T) {
+	failed := Result{Outcome: Unavailable, Error: NewError(CodeTimeout, "deadline")}
+	env := failed.Envelope()
+	if env.Data != nil || env.Error == nil || env.Status != Unavailable {
+		t.Errorf("failed result envelope = %+v, want error set and data null", env)
+	}
+	passed := Result{Outcome: Pass, SelectedCount: 1, ValidatedCount: 1}
+	env = passed.Envelope()
+	if env.Data == nil || env.Error != nil {
+		t.Errorf("pass envelope = %+v, want data set and error null", env)
+	}
+}

@@ -1,0 +1,99 @@
+package shape_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/toolpulse/toolpulse/results/shape"
+)
+
+// searchBody returns a search-results body of at least size bytes, shaped
+// like the ones toolpulse probes: a list of results with nested source,
+// tags and highlights, some fields null in some items.
+func searchBody(tb testing.TB, size int) []byte {
+	tb.Helper()
+	type highlight struct {
+		Field     string   `json:"field"`
+		Fragments []string `json:"fragments"`
+	}
+	var results []map[string]any
+	body := func() []byte {
+		b, err := json.Marshal(map[string]any{
+			"query": "api migration", "took_ms": 12, "total": len(results),
+			"results": results, "next_cursor": "c_" + fmt.Sprint(len(results)),
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	for i := 0; ; i++ {
+		var author any
+		if i%3 == 0 {
+			author = fmt.Sprintf("author %d", i)
+		}
+		results = append(results, map[string]any{
+			"id":           fmt.Sprintf("doc_%d", i),
+			"title":        fmt.Sprintf("API migration guide, part %d", i),
+			"url":          fmt.Sprintf("https://docs.example.com/api/migration/%d", i),
+			"snippet":      "How to move from the v1 search endpoint to v2, with the new pagination cursor and result wrapper.",
+			"score":        1 / float64(i+1),
+			"published_at": "2026-10-01T09:00:00Z",
+			"author":       author,
+			"source":       map[string]any{"name": "Example Docs", "domain": "docs.example.com", "verified": i%2 == 0},
+			"tags":         []string{"api", "migration", "v2"}[:i%4%3],
+			"highlights":   []highlight{{Field: "title", Fragments: []string{"API <em>migration</em> guide"}}},
+		})
+		if b := body(); len(b) >= size {
+			return b
+		}
+	}
+}
+
+// BenchmarkFingerprint measures Of and Fingerprint on a decoded body, which
+// is what the runner adds to every run; the decode variant includes
+// json.Unmarshal for scale.
+func BenchmarkFingerprint(b *testing.B) {
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"4KB", 4 << 10}, {"256KB", 256 << 10}} {
+		body := searchBody(b, size.bytes)
+		b.Run(size.name, func(b *testing.B) {
+			v := decode(b, body)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if fp := shape.Of(v).Fingerprint(); len(fp) != 16 {
+					b.Fatal(fp)
+				}
+			}
+		})
+		b.Run(size.name+"/decode", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var v any
+				if err := json.Unmarshal(body, &v); err != nil {
+					b.Fatal(err)
+				}
+				shape.Of(v).Fingerprint()
+			}
+		})
+	}
+}
+
+// TestSearchBody keeps the benchmark input honest: a valid body of about
+// the stated size whose shape is the expected one.
+func TestSearchBody(t *testing.T) {
+	body := searchBody(t, 4<<10)
+	if len(body) > 5<<10 {
+		t.Errorf("4KB body is %d bytes", len(body))
+	}
+	got := shape.Of(decode(t, body)).String()
+	want := "object{next_cursor:string,query:string,results:list<object{author:null|string,highlights:list<object{field:string,fragments:list<string>}>,id:string,published_at:string,score:number,snippet:string,source:object{domain:string,name:string,verified:bool},tags:list<string>,title:string,url:string}>,took_ms:number,total:number}"
+	if got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,255 @@
+// Package shape computes the structural shape of a decoded JSON value, its
+// 16-hex fingerprint and a path-level diff between two shapes (SPEC §5). It
+// imports nothing but the standard library.
+//
+// A shape keeps kinds and keys, never values or key order. The vocabulary is
+// null, bool, number (integers and floats alike), string, object with its
+// keys, and list with the shape of its elements. Every list at one position
+// merges into one list shape whose element is the union of the shapes of all
+// its elements; all objects at one position merge into one object shape with
+// the union of their keys, each key's shape being the union of its shapes.
+// So [{"a":1},{"a":"x","b":true}] is a list of one object with the keys a
+// (number|string) and b (bool). An empty list adds no element shape, so
+// list<empty> appears only where every list at that position is empty.
+//
+// # Canonical text
+//
+// String gives the canonical text, which Parse reads back and Fingerprint
+// hashes. It has no spaces:
+//
+//	shape  = alt *( "|" alt )        ; kinds in the order below, each at most once
+//	alt    = "..." / "bool" / list / "null" / "number" / object / "string"
+//	list   = "list<" ( "empty" / shape ) ">"
+//	object = "object{" [ field *( "," field ) [ ",..." count ] ] "}"
+//	field  = key ":" shape           ; keys in byte order, no duplicates
+//	key    = 1*( ALPHA / DIGIT / "_" / "-" ) / quoted
+//	quoted = DQUOTE *( %x20-21 / %x23-5B / %x5D-7E / escape ) DQUOTE
+//	escape = "\" DQUOTE / "\\" / "\x" 2HEXLOW / "\u" 4HEXLOW / "\U" 8HEXLOW
+//	count  = %x31-39 *8DIGIT          ; keys left out, see Limits
+//	HEXLOW = DIGIT / %x61-66
+//
+// A key made only of ASCII letters, digits, '_' and '-' is written bare; any
+// other key (including the empty key) is quoted. In a quoted key '"' and '\'
+// are escaped with a backslash, control bytes, DEL and bytes that are not
+// valid UTF-8 as \xNN, and every other non-ASCII character as \uNNNN (or
+// \UNNNNNNNN beyond the BMP), so the text is printable ASCII and does not
+// depend on Unicode tables. For example the body
+//
+//	{"results":[{"id":"doc_784","title":"API migration guide","score":0.93}],"next_cursor":null}
+//
+// has the canonical text
+//
+//	object{next_cursor:null,results:list<object{id:string,score:number,title:string}>}
+//
+// # Limits
+//
+// Shapes are bounded so that a hostile body cannot make them explode. A
+// list or object nested deeper than [MaxDepth] levels (the root being level
+// 1) is recorded as the marker "...", structure not inspected. An object
+// position with more than [MaxKeys] distinct keys keeps its first MaxKeys keys
+// in byte order followed by ",...N", N being the number of keys left out;
+// its summary still counts every key. A value of a Go type that decoded JSON
+// never holds is also "...", as is the whole value when it holds more than
+// about four million values (only possible with Go values that share
+// subtrees, or JSON documents of several megabytes).
+package shape
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+)
+
+const (
+	// MaxDepth is the deepest nesting of lists and objects a shape records;
+	// a list or object below it is the marker "...".
+	MaxDepth = 64
+	// MaxKeys is the number of keys an object shape keeps; the rest are
+	// counted, not kept.
+	MaxKeys = 256
+)
+
+// maxValues bounds the work Of does. Decoded JSON needs at least two bytes
+// per value, so no body under 8 MB reaches it; it exists for Go values that
+// share subtrees, where a few bytes of memory can stand for 2^64 values.
+const maxValues = 1 << 22
+
+// kind is a set of shape kinds. The bit order is the canonical order of
+// the alternatives of a union, which is also their byte order by name.
+type kind uint8
+
+const (
+	kindDeep kind = 1 << iota
+	kindBool
+	kindList
+	kindNull
+	kindNumber
+	kindObject
+	kindString
+	kindEnd
+)
+
+var kindNames = [...]string{"...", "bool", "list", "null", "number", "object", "string"}
+
+// node is one position in a shape: the union of the kinds seen there, with
+// the object part (fields, nkeys) and the list part (elem) when present.
+// A node is immutable once its Shape is built.
+type node struct {
+	kinds  kind
+	fields []field // object part: sorted by key, at most MaxKeys
+	nkeys  int     // object part: distinct keys, including those not kept
+	elem   *node   // list part: element union, nil for list<empty>
+
+	idx map[string]*node // object part while Of builds it
+}
+
+type field struct {
+	key   string
+	shape *node
+}
+
+// truncated reports whether the object part lost keys to MaxKeys.
+func (n *node) truncated() bool { return n.nkeys > len(n.fields) }
+
+// Shape is the structure of a JSON value, independent of values and key
+// order. The zero Shape is the shape of nothing and is not valid: its String
+// and Fingerprint are empty. Build one with Of or Parse, and compare two with
+// String, Fingerprint or Diff, not with ==. A Shape is immutable and safe for
+// concurrent use.
+type Shape struct {
+	root *node
+	text string
+}
+
+func newShape(root *node) Shape {
+	return Shape{root: root, text: string(root.appendText(nil))}
+}
+
+// Of returns the shape of v, which holds decoded JSON: nil, bool, int, int64,
+// float64, json.Number, string, []any or map[string]any, nested. Other Go
+// numeric types also count as number; a value of any other type is the
+// marker "...". Of never panics and its work is bounded (see Limits).
+func Of(v any) Shape {
+	b := builder{budget: maxValues}
+	root := &node{}
+	b.add(root, v, 1)
+	if b.budget < 0 {
+		return newShape(&node{kinds: kindDeep})
+	}
+	root.finish()
+	return newShape(root)
+}
+
+type builder struct {
+	budget int
+}
+
+// add merges the shape of v, found at nesting level depth, into n.
+func (b *builder) add(n *node, v any, depth int) {
+	b.budget--
+	if b.budget < 0 {
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		n.kinds |= kindNull
+	case bool:
+		n.kinds |= kindBool
+	case string:
+		n.kinds |= kindString
+	case float64, int, int64, json.Number, float32, int8, int16, int32,
+		uint, uint8, uint16, uint32, uint64, uintptr:
+		n.kinds |= kindNumber
+	case []any:
+		if depth > MaxDepth {
+			n.kinds |= kindDeep
+			return
+		}
+		n.kinds |= kindList
+		for _, e := range v {
+			if n.elem == nil {
+				n.elem = &node{}
+			}
+			b.add(n.elem, e, depth+1)
+			if b.budget < 0 {
+				return
+			}
+		}
+	case map[string]any:
+		if depth > MaxDepth {
+			n.kinds |= kindDeep
+			return
+		}
+		n.kinds |= kindObject
+		if n.idx == nil {
+			n.idx = make(map[string]*node, len(v))
+		}
+		for k, e := range v {
+			c := n.idx[k]
+			if c == nil {
+				c = &node{}
+				n.idx[k] = c
+			}
+			b.add(c, e, depth+1)
+			if b.budget < 0 {
+				return
+			}
+		}
+	default:
+		n.kinds |= kindDeep
+	}
+}
+
+// finish turns the key index of every object part into sorted fields,
+// keeping at most MaxKeys of them.
+func (n *node) finish() {
+	if n.kinds&kindObject != 0 {
+		keys := make([]string, 0, len(n.idx))
+		for k := range n.idx {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		n.nkeys = len(keys)
+		keys = keys[:min(len(keys), MaxKeys)]
+		n.fields = make([]field, len(keys))
+		for i, k := range keys {
+			c := n.idx[k]
+			c.finish()
+			n.fields[i] = field{key: k, shape: c}
+		}
+		n.idx = nil
+	}
+	if n.elem != nil {
+		n.elem.finish()
+	}
+}
+
+// String returns the canonical text of s (see the package documentation):
+// deterministic, keys sorted, readable by Parse. It is "" for the zero Shape.
+func (s Shape) String() string { return s.text }
+
+// Fingerprint returns 16 lowercase hex characters, the first 8 bytes of the
+// SHA-256 of the canonical text. Equal shapes, whatever their values and key
+// order, have equal fingerprints. It is "" for the zero Shape.
+func (s Shape) Fingerprint() string {
+	if s.root == nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(s.text))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Summary returns the short form of s used in diff lines: kinds by name,
+// an object as "object(N keys)" with N counting every key (even when N is 1),
+// a list as "list<ELEM>" or "list<empty>", alternatives joined by "|", for
+// example "list<object(3 keys)>" or "number|string". It is "none" for the
+// zero Shape.
+func (s Shape) Summary() string { return summary(s.root) }
+
+func summary(n *node) string {
+	if n == nil {
+		return "none"
+	}
+	return string(n.appendSummary(nil))
+}
