@@ -3,20 +3,25 @@ package consumers
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
 
 	"github.com/toolpulse/toolpulse/results"
 )
 
 // Input is what a rule sees of one exchange (SPEC §4). Response holds JSON
 // values as DecodeJSON returns them: maps, lists, strings, bools, nil, int
-// for integral numbers and float64 for the rest.
+// for integral numbers and float64 for the rest. Request.JSON must hold the
+// same kind of values (pass a YAML fixture through Normalize once, at load).
 type Input struct {
 	Response any
 	Status   int
-	Headers  map[string]string // lower-case names
+	Headers  map[string]string // names are lower-cased before a rule sees them
 	Request  Request
 	Probe    string
 }
@@ -28,29 +33,46 @@ type Request struct {
 }
 
 // Verdict is what a consumer made of one response. Err is nil exactly when
-// the response passed; otherwise its code is a contract_error code.
+// the response passed; otherwise its code is a contract_error code. Selected
+// and Validated count what the rules got through before any failure, so an
+// empty selection (0, 0, empty_selection) never looks like a rule that could
+// not run (0, 0, rule_error).
 type Verdict struct {
 	Selected  int
 	Validated int
 	Err       *results.Error
 }
 
+// maxMessageBytes bounds a verdict's message: it is stored, shown in the CLI
+// and sent to Slack, and a rule can build a string as large as the body.
+const maxMessageBytes = 512
+
 // Apply runs the consumer on in and requires at least minResults selected
 // and validated items. It never panics on hostile input: every failure of
-// the rules becomes a typed contract error.
+// the rules becomes a typed contract error, and a panic in toolpulse's own
+// code becomes internal_error rather than taking the runner down.
 func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 	defer func() {
 		if p := recover(); p != nil {
-			v.Err = results.NewError(results.CodeRuleError, "rule panicked: %v", p)
+			v.Err = results.NewError(results.CodeInternalError,
+				"consumer panicked: %s", clip(fmt.Sprint(p), maxMessageBytes))
 		}
 	}()
-	env := in.env()
-
-	out, err := expr.Run(c.selectProg, *env)
-	if err != nil {
-		return Verdict{Err: runError("select", err, 0)}
+	if c == nil || c.selectProg == nil {
+		// A Consumer not made by Compile; failing loudly beats a nil
+		// dereference inside expr.
+		return Verdict{Err: results.NewError(results.CodeInternalError, "consumer is not compiled")}
 	}
-	items, ok := out.([]any)
+	env := in.env()
+	// One VM per call: a VM is not safe to share, but reusing it across the
+	// select run and every validate run saves its stack and scope allocations.
+	var machine vm.VM
+
+	out, err := machine.Run(c.selectProg, env)
+	if err != nil {
+		return Verdict{Err: runError("select", c.Select, err, 0)}
+	}
+	items, ok := asList(out)
 	if !ok {
 		return Verdict{Err: results.NewError(results.CodeSelectionNotList,
 			"select returned %s, want a list", typeName(out))}
@@ -58,10 +80,14 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 	v.Selected = len(items)
 
 	for i, item := range items {
-		valid, err := c.validateItem(env, item)
+		valid, err := c.validateItem(&machine, env, item)
 		if err != nil {
+			if err.Code == results.CodeRuleError {
+				// The author's own fail() message is kept verbatim;
+				// a run-time error needs the item to be traced.
+				err.Message = clip(fmt.Sprintf("item %d: %s", i, err.Message), maxMessageBytes)
+			}
 			v.Err = err
-			v.Err.Message = fmt.Sprintf("item %d: %s", i, v.Err.Message)
 			return v
 		}
 		if !valid {
@@ -86,18 +112,20 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 
 // validateItem runs the validate rule on one item; a nil error with false
 // means the item was judged invalid.
-func (c *Consumer) validateItem(env *ruleEnv, item any) (bool, *results.Error) {
+func (c *Consumer) validateItem(machine *vm.VM, env *ruleEnv, item any) (bool, *results.Error) {
 	if c.validateProg == nil {
 		return true, nil
 	}
 	env.Item = item
-	out, err := expr.Run(c.validateProg, *env)
+	out, err := machine.Run(c.validateProg, env)
 	if err != nil {
-		return false, runError("validate", err, len([]rune(validatePrefix)))
+		return false, runError("validate", c.Validate, err, len([]rune(validatePrefix)))
 	}
+	// The wrapper maps a one-item list, so anything else means the rule
+	// text broke out of it.
 	list, ok := out.([]any)
 	if !ok || len(list) != 1 {
-		return false, results.NewError(results.CodeRuleError, "validate produced %s", typeName(out))
+		return false, results.NewError(results.CodeRuleError, "validate produced %s, want a bool", typeName(out))
 	}
 	valid, ok := list[0].(bool)
 	if !ok {
@@ -107,10 +135,27 @@ func (c *Consumer) validateItem(env *ruleEnv, item any) (bool, *results.Error) {
 	return valid, nil
 }
 
+// asList accepts every list a rule can build: []any from JSON and most
+// builtins, and typed slices such as split()'s []string.
+func asList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	l := make([]any, rv.Len())
+	for i := range l {
+		l[i] = rv.Index(i).Interface()
+	}
+	return l, true
+}
+
 func (in Input) env() *ruleEnv {
 	headers := make(map[string]any, len(in.Headers))
 	for k, v := range in.Headers {
-		headers[k] = v
+		headers[strings.ToLower(k)] = v
 	}
 	query := make(map[string]any, len(in.Request.Query))
 	for k, v := range in.Request.Query {
@@ -128,22 +173,37 @@ func (in Input) env() *ruleEnv {
 // runError maps a run-time failure of a rule to its contract code: the
 // rule's own fail(code, message), or rule_error with the position inside
 // the rule.
-func runError(rule string, err error, prefixRunes int) *results.Error {
+func runError(rule, text string, err error, prefixRunes int) *results.Error {
 	var fail *failError
 	if errors.As(err, &fail) {
 		if !results.ValidCustomCode(fail.code) {
 			return results.NewError(results.CodeRuleError,
 				"%s rule called fail with invalid code %q (want snake_case, not an unavailable code): %s",
-				rule, fail.code, fail.message)
+				rule, clip(fail.code, 80), clip(fail.message, maxMessageBytes))
 		}
-		return &results.Error{Code: results.Code(fail.code), Message: fail.message}
+		return &results.Error{Code: results.Code(fail.code), Message: clip(fail.message, maxMessageBytes)}
 	}
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		re := ruleError(rule, err, prefixRunes)
-		return results.NewError(results.CodeRuleError, "%s rule %d:%d: %s", rule, re.Line, re.Column, re.Message)
+		re := ruleError(rule, text, err, prefixRunes)
+		return results.NewError(results.CodeRuleError, "%s rule %d:%d: %s",
+			rule, re.Line, re.Column, clip(explain(re.Message), maxMessageBytes))
 	}
-	return results.NewError(results.CodeRuleError, "%s rule: %v", rule, err)
+	return results.NewError(results.CodeRuleError, "%s rule: %s", rule, clip(err.Error(), maxMessageBytes))
+}
+
+// explain rewrites the expr run-time messages that only make sense to
+// someone who knows expr's internals; the original stays in parentheses so
+// that it can still be searched for.
+func explain(msg string) string {
+	switch {
+	case msg == "invalid operation: int(string)":
+		return "cannot read a field of a list or a string (" + msg + ")"
+	case strings.HasPrefix(msg, "reflect: call of reflect.Value.Index on map"),
+		strings.HasPrefix(msg, "reflect: call of reflect.Value.Len on map"):
+		return "cannot iterate over a map, want a list (" + msg + ")"
+	}
+	return msg
 }
 
 // typeName names a rule value's type the way expr's type() does.
@@ -164,16 +224,84 @@ func typeName(v any) string {
 	case map[string]any:
 		return "map"
 	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map:
+		return "map"
+	}
 	return fmt.Sprintf("%T", v)
 }
 
 // previewBytes bounds how much of an item a message quotes.
 const previewBytes = 120
 
+// preview quotes the start of v in JSON-like text for a message. It stops
+// after previewBytes and a few levels, so a huge or deep item costs no more
+// than a small one.
 func preview(v any) string {
-	s := fmt.Sprintf("%v", v)
-	if len(s) > previewBytes {
-		s = s[:previewBytes] + "…"
+	var b strings.Builder
+	writePreview(&b, v, 0)
+	return clip(b.String(), previewBytes)
+}
+
+const previewDepth = 4
+
+func writePreview(b *strings.Builder, v any, depth int) {
+	if b.Len() > previewBytes {
+		return
 	}
-	return s
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case int:
+		b.WriteString(strconv.Itoa(t))
+	case float64:
+		b.WriteString(strconv.FormatFloat(t, 'g', -1, 64))
+	case string:
+		b.WriteString(strconv.Quote(clip(t, previewBytes)))
+	case []any:
+		if depth >= previewDepth {
+			b.WriteString("[…]")
+			return
+		}
+		b.WriteByte('[')
+		for i, x := range t {
+			if b.Len() > previewBytes {
+				break
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writePreview(b, x, depth+1)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		if depth >= previewDepth {
+			b.WriteString("{…}")
+			return
+		}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if b.Len() > previewBytes {
+				break
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(clip(k, previewBytes)))
+			b.WriteByte(':')
+			writePreview(b, t[k], depth+1)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(clip(fmt.Sprintf("%v", t), previewBytes))
+	}
 }

@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
@@ -63,6 +65,8 @@ type RuleError struct {
 	Message string
 }
 
+// Error formats e as "select rule 2:5: message", the position being inside
+// the rule's own text, as an operator sees it in the consumer file.
 func (e *RuleError) Error() string {
 	return fmt.Sprintf("%s rule %d:%d: %s", e.Rule, e.Line, e.Column, e.Message)
 }
@@ -134,9 +138,39 @@ func compileRule(rule, text, prefix string) (*vm.Program, *RuleError) {
 	}
 	prog, err := expr.Compile(source, compileOptions()...)
 	if err != nil {
-		return nil, ruleError(rule, err, len([]rune(prefix)))
+		return nil, ruleError(rule, text, err, len([]rune(prefix)))
+	}
+	if prefix == "" {
+		// expr types what it can see: a select rule that can only yield a
+		// number or a string is a config error now rather than a
+		// selection_not_list on every run. Values read from JSON are
+		// `any` and are checked at run time instead.
+		if t := prog.Node().Type(); t != nil && t.Kind() != reflect.Interface &&
+			t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return nil, &RuleError{Rule: rule, Line: 1, Column: 1,
+				Message: fmt.Sprintf("select must evaluate to a list; this rule gives %s", kindName(t))}
+		}
 	}
 	return prog, nil
+}
+
+// kindName names a static type the way expr's type() names its values.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "bool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "int"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "uint"
+	case reflect.Float32, reflect.Float64:
+		return "float"
+	case reflect.String:
+		return "string"
+	case reflect.Map:
+		return "map"
+	}
+	return t.String()
 }
 
 func compileOptions() []expr.Option {
@@ -148,12 +182,15 @@ func compileOptions() []expr.Option {
 
 // ruleError turns an expr error into a RuleError positioned in the user's
 // text; prefixRunes is the length of the wrapper on the rule's first line.
-func ruleError(rule string, err error, prefixRunes int) *RuleError {
+// A position that falls in the wrapper after the text (the parser ran out
+// of rule inside the wrapper) is reported at the end of the text, so a
+// validate rule reports what a select rule would.
+func ruleError(rule, text string, err error, prefixRunes int) *RuleError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return &RuleError{Rule: rule, Line: 1, Column: 1, Message: err.Error()}
 	}
-	line, col := fe.Line, fe.Column+1
+	line, col, msg := fe.Line, fe.Column+1, fe.Message // expr's columns are 0-based
 	if line < 1 {
 		line = 1
 	}
@@ -163,7 +200,19 @@ func ruleError(rule string, err error, prefixRunes int) *RuleError {
 	if col < 1 {
 		col = 1
 	}
-	return &RuleError{Rule: rule, Line: line, Column: col, Message: fe.Message}
+	// Trailing blank lines (a YAML block always ends with one) are not
+	// where a reader looks for the end of the rule.
+	lines := strings.Split(strings.TrimRight(text, " \t\r\n"), "\n")
+	last := utf8.RuneCountInString(lines[len(lines)-1]) + 1
+	if line > len(lines) || (line == len(lines) && col > last) {
+		line, col = len(lines), last
+		if strings.HasPrefix(msg, "unexpected token") {
+			// What expr says for the same text as a select rule, so
+			// both rules read alike.
+			msg = "unexpected token EOF"
+		}
+	}
+	return &RuleError{Rule: rule, Line: line, Column: col, Message: msg}
 }
 
 // failError is what fail(code, message) raises; Apply recovers it with
@@ -176,7 +225,12 @@ type failError struct {
 func (e *failError) Error() string { return "fail(" + e.code + "): " + e.message }
 
 func failFunc(params ...any) (any, error) {
+	// The declared signature makes expr check literal arguments at compile
+	// time; values read from JSON are `any` and arrive as whatever they are.
 	code, _ := params[0].(string)
-	message, _ := params[1].(string)
+	message, ok := params[1].(string)
+	if !ok {
+		message = fmt.Sprint(params[1])
+	}
 	return nil, &failError{code: code, message: message}
 }
