@@ -6,6 +6,7 @@ package checks
 
 import (
 	"crypto/tls"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/consumers"
@@ -118,6 +119,11 @@ func (c *Config) Secrets() []string {
 	for _, p := range c.Probes {
 		for _, v := range p.Request.Headers {
 			add(v)
+			// A provider that echoes only the credential of
+			// "Bearer <token>" must not leak it either.
+			if _, cred, ok := strings.Cut(v.Reveal(), " "); ok {
+				add(Secret(strings.TrimSpace(cred)))
+			}
 		}
 	}
 	return out

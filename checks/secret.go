@@ -1,7 +1,10 @@
 package checks
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
+	"strconv"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -21,6 +24,17 @@ func (s Secret) String() string { return redacted }
 
 // GoString implements fmt.GoStringer, so %#v hides the value too.
 func (s Secret) GoString() string { return redacted }
+
+// Format implements fmt.Formatter. String alone is not enough: for a verb
+// that does not fit a string (%d, %x on some paths) fmt reports the bad verb
+// by printing the underlying value, secret included.
+func (s Secret) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		_, _ = io.WriteString(f, strconv.Quote(redacted))
+		return
+	}
+	_, _ = io.WriteString(f, redacted)
+}
 
 // LogValue implements slog.LogValuer.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }

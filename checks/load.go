@@ -1,0 +1,353 @@
+package checks
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/toolpulse/toolpulse/consumers"
+)
+
+// maxConfigBytes bounds checks.yaml; a config is a few kilobytes.
+const maxConfigBytes = 16 << 20
+
+var (
+	topKeys    = []string{"version", "storage", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
+	storageKey = []string{"path", "retention"}
+	serverKeys = []string{"listen", "token"}
+	notifyKeys = []string{"slack", "on", "failure_threshold", "repeat_interval", "send_resolved"}
+	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
+	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
+)
+
+// Load reads the config file at path and returns it fully resolved: every
+// default applied, every rule compiled, every CA file read. Otherwise it
+// returns an ErrorList with every error found, each naming file:line:col;
+// file names are path as given and, for files the config names (consumer
+// files, CA files), path's directory joined with their relative name.
+// A file that cannot be read at all gives one Error with Line 0.
+//
+// lookupEnv resolves ${VAR} references; pass os.LookupEnv, or a map lookup
+// in tests. nil means an empty environment.
+func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	data, err := readSmallConfig(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Message: "cannot read config: " + err.Error()}}
+	}
+	return Parse(path, data, filepath.Dir(path), lookupEnv)
+}
+
+func readSmallConfig(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	if fi.Size() > maxConfigBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxConfigBytes)
+	}
+	data, err := os.ReadFile(path)
+	return data, pathErr(err)
+}
+
+// Parse is Load on data already read: filename names the file in errors
+// and dir is the directory the config lives in, against which its relative
+// paths (storage, consumer files, CA files) are resolved. Config.Path is
+// filename's base name in dir, made absolute.
+func Parse(filename string, data []byte, dir string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	l := &loader{
+		dir:        dir,
+		errs:       &ErrorList{},
+		consumers:  map[string]*consumers.Consumer{},
+		consumerAt: map[string]place{},
+	}
+	cfg := l.load(filename, data, lookupEnv)
+	if err := l.errs.Err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// loader holds what decoding one config needs across its sections.
+type loader struct {
+	d          *decoder // checks.yaml
+	dir        string
+	errs       *ErrorList
+	consumers  map[string]*consumers.Consumer // compiled, by name
+	consumerAt map[string]place               // defined (compiled or not), by name
+	probeAt    map[string]ast.Node
+}
+
+func (l *loader) load(filename string, data []byte, lookupEnv func(string) (string, bool)) *Config {
+	d, root := parseYAML(filename, data, l.errs, lookupEnv)
+	l.d = d
+	if root == nil {
+		return nil
+	}
+	cfg := &Config{
+		Path:           l.abs(filepath.Base(filename)),
+		Storage:        Storage{Path: l.abs(DefaultStoragePath), Retention: DefaultRetention},
+		Server:         Server{Listen: DefaultListen},
+		MaxConcurrency: DefaultMaxConcurrency,
+		Notify: Notify{
+			On:               slices.Clone(DefaultNotifyOn),
+			FailureThreshold: DefaultFailureThreshold,
+			RepeatInterval:   DefaultRepeatInterval,
+			SendResolved:     DefaultSendResolved,
+		},
+		Consumers: l.consumers,
+	}
+	// Sections are collected first and decoded in dependency order below:
+	// probes refer to consumers and inherit defaults wherever they appear.
+	sections, ok := d.object(root, "", topKeys, func(entry) {})
+	if !ok {
+		return nil
+	}
+
+	if e, ok := sections["version"]; !ok {
+		d.errorf(root, "version is required; expected version: 1")
+	} else if v, ok := d.integer(e.value, e.path); ok {
+		if v != 1 {
+			d.errorf(e.value, "version: unsupported version %d; expected 1", v)
+		}
+		cfg.Version = int(v)
+	}
+	if e, ok := sections["storage"]; ok {
+		l.storage(e, &cfg.Storage)
+	}
+	if e, ok := sections["server"]; ok {
+		l.server(e, &cfg.Server)
+	}
+	if e, ok := sections["max_concurrency"]; ok {
+		if v, ok := d.integer(e.value, e.path); ok {
+			if v < 1 {
+				d.errorf(e.value, "max_concurrency: must be at least 1, got %d", v)
+			}
+			cfg.MaxConcurrency = int(v)
+		}
+	}
+	defaults := builtinTuning()
+	if e, ok := sections["defaults"]; ok {
+		var t tuning
+		d.object(e.value, e.path, tuningKeys, func(x entry) { d.tuningKey(x, fromDefaults, &t) })
+		defaults = defaults.over(t)
+		d.check(defaults)
+	}
+	if e, ok := sections["notify"]; ok {
+		l.notify(e, &cfg.Notify)
+	}
+	if e, ok := sections["consumers"]; ok {
+		items, _ := d.list(e.value, e.path)
+		for i, item := range items {
+			l.consumerEntry(item, index(e.path, i))
+		}
+	}
+	if e, ok := sections["probes"]; ok {
+		items, _ := d.list(e.value, e.path)
+		l.probeAt = map[string]ast.Node{}
+		for i, item := range items {
+			if p := l.probe(item, index(e.path, i), defaults); p != nil {
+				cfg.Probes = append(cfg.Probes, p)
+			}
+		}
+	}
+	return cfg
+}
+
+// rel names a file the config refers to: joined with the config's
+// directory unless absolute. It is both the path read and the name errors
+// give, so that a relative config path keeps every name relative to the
+// working directory.
+func (l *loader) rel(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.dir, p)
+}
+
+// abs resolves a path from the config against the config's directory.
+func (l *loader) abs(p string) string {
+	p = l.rel(p)
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func (l *loader) storage(e entry, s *Storage) {
+	d := l.d
+	d.object(e.value, e.path, storageKey, func(x entry) {
+		switch x.key {
+		case "path":
+			p, ok := d.str(x.value, x.path)
+			if ok && strings.TrimSpace(p) == "" {
+				d.errorf(x.value, "%s: expected the path of the SQLite file, got an empty string", x.path)
+			}
+			s.Path = l.abs(p)
+		case "retention":
+			v, ok := d.duration(x.value, x.path)
+			if ok && v < 0 {
+				d.errorf(x.value, "%s: must not be negative (0 keeps everything), got %s", x.path, fmtDuration(v))
+			}
+			s.Retention = v
+		}
+	})
+}
+
+func (l *loader) server(e entry, s *Server) {
+	d := l.d
+	var listenN ast.Node
+	listenOK := true
+	d.object(e.value, e.path, serverKeys, func(x entry) {
+		switch x.key {
+		case "listen":
+			s.Listen, listenOK = d.str(x.value, x.path)
+			listenN = x.value
+		case "token":
+			v, _ := d.str(x.value, x.path)
+			s.Token = Secret(v)
+		}
+	})
+	if listenN == nil || !listenOK || s.Listen == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(s.Listen)
+	if n, perr := strconv.ParseUint(port, 10, 16); err != nil || perr != nil || n > 65535 {
+		d.errorf(listenN, "server.listen: expected host:port such as 127.0.0.1:9321, or \"\" to disable the server, got %q", s.Listen)
+		return
+	}
+	if !isLoopback(host) && s.Token == "" {
+		d.errorf(listenN, "server.listen: %s is not a loopback address, so server.token is required (clients send it as a bearer token)", s.Listen)
+	}
+}
+
+// isLoopback reports whether a listen host only accepts local clients. An
+// empty host listens on every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (l *loader) notify(e entry, n *Notify) {
+	d := l.d
+	d.object(e.value, e.path, notifyKeys, func(x entry) {
+		switch x.key {
+		case "slack":
+			l.slack(x, &n.Slack)
+		case "on":
+			items, ok := d.list(x.value, x.path)
+			if !ok {
+				return
+			}
+			n.On = []string{}
+			seen := map[string]bool{}
+			for i, item := range items {
+				p := index(x.path, i)
+				s, ok := d.str(item, p)
+				switch {
+				case !ok:
+				case !slices.Contains(alertOn, s):
+					d.errorf(item, "%s: unknown alert trigger %q; expected contract_error, unavailable or shape_drift", p, s)
+				case seen[s]:
+					d.errorf(item, "%s: %s is listed twice", p, s)
+				default:
+					seen[s] = true
+					n.On = append(n.On, s)
+				}
+			}
+		case "failure_threshold":
+			v, ok := d.integer(x.value, x.path)
+			if ok && v < 1 {
+				d.errorf(x.value, "%s: must be at least 1 (consecutive non-pass runs before the first alert), got %d", x.path, v)
+			}
+			n.FailureThreshold = int(v)
+		case "repeat_interval":
+			v, ok := d.duration(x.value, x.path)
+			if ok && v <= 0 {
+				d.errorf(x.value, "%s: must be positive, got %s", x.path, fmtDuration(v))
+			}
+			n.RepeatInterval = v
+		case "send_resolved":
+			n.SendResolved, _ = d.boolean(x.value, x.path)
+		}
+	})
+}
+
+func (l *loader) slack(e entry, s *Slack) {
+	d := l.d
+	at := map[string]ast.Node{}
+	d.object(e.value, e.path, slackKeys, func(x entry) {
+		v, ok := d.str(x.value, x.path)
+		if !ok {
+			return
+		}
+		at[x.key] = x.value
+		switch x.key {
+		case "webhook_url":
+			s.WebhookURL = Secret(v)
+			if v != "" {
+				if problem := httpURLProblem(v); problem != "" {
+					// The URL is the credential: say what is wrong, never what it is.
+					d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
+				}
+			}
+		case "token":
+			s.Token = Secret(v)
+		case "channel":
+			s.Channel = v
+		case "api_url":
+			s.APIURL = v
+			if v != "" {
+				if problem := httpURLProblem(v); problem != "" {
+					d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
+				}
+			}
+		}
+	})
+	switch {
+	case s.WebhookURL != "" && s.Token != "":
+		d.errorf(at["token"], "%s.token: give either webhook_url, or token with channel, not both", e.path)
+	case s.Token != "" && s.Channel == "":
+		d.errorf(at["token"], "%s.token: a bot token needs channel: the channel to post to", e.path)
+	case s.Channel != "" && s.WebhookURL != "":
+		d.errorf(at["channel"], "%s.channel: a webhook posts to its own channel; channel goes with token", e.path)
+	case s.Channel != "" && at["token"] == nil:
+		d.errorf(at["channel"], "%s.channel: channel needs token (a Slack bot token)", e.path)
+	}
+}
+
+// httpURLProblem says why s is not an absolute http(s) URL, or "". It never
+// repeats the URL: it may carry credentials.
+func httpURLProblem(s string) string {
+	if !strings.Contains(s, "://") {
+		return "no scheme"
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return err.Error()
+	}
+	switch {
+	case u.Scheme == "":
+		return "no scheme"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("scheme %q", u.Scheme)
+	case u.Host == "":
+		return "no host"
+	}
+	return ""
+}

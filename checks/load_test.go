@@ -1,0 +1,492 @@
+package checks
+
+import (
+	"crypto/x509"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+// invalidConfigs is one config per validation rule, with the exact text
+// Load must return for it: every error, sorted, each at file:line:col.
+var invalidConfigs = []struct {
+	rule string
+	want []string
+}{
+	{rule: "api-url", want: []string{
+		"testdata/invalid-api-url.yaml:6:14: notify.slack.api_url: expected an absolute http:// or https:// URL: no scheme",
+	}},
+	{rule: "budget", want: []string{
+		"testdata/invalid-budget.yaml:9:14: probes[0].timeout: retries.budget (15s) must be at least timeout (20s), so that one attempt fits in it",
+	}},
+	{rule: "ca-file", want: []string{
+		"testdata/invalid-ca-file.yaml:9:20: probes[0].tls.ca_file: cannot read testdata/certs/missing.pem: no such file or directory",
+		"testdata/invalid-ca-file.yaml:13:20: probes[1].tls.ca_file: testdata/certs/not-pem.txt holds no PEM certificate; expected CA certificates in PEM form",
+	}},
+	{rule: "consumer-file-missing", want: []string{
+		"testdata/invalid-consumer-file-missing.yaml:4:11: consumers[0].file: cannot read consumer file testdata/consumers/missing.yaml: no such file or directory",
+	}},
+	{rule: "consumer-name-mismatch", want: []string{
+		`testdata/invalid-consumer-name-mismatch.yaml:3:11: consumers[0].name: "results" does not match the name "select_results" in testdata/consumers/select_results.yaml`,
+	}},
+	{rule: "duplicate-consumer", want: []string{
+		`testdata/invalid-duplicate-consumer.yaml:5:11: consumers[1].name: duplicate consumer name "select_results"; first defined at line 3, column 11`,
+	}},
+	{rule: "duplicate-key", want: []string{
+		`testdata/invalid-duplicate-key.yaml:5:3: defaults: duplicate key "interval"; first defined at line 3, column 3`,
+	}},
+	{rule: "duplicate-probe", want: []string{
+		`testdata/invalid-duplicate-probe.yaml:9:11: probes[1].name: duplicate probe name "p"; first defined at line 6, column 11`,
+	}},
+	{rule: "duration", want: []string{
+		`testdata/invalid-duration.yaml:3:13: defaults.interval: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got "5 minutes"`,
+		"testdata/invalid-duration.yaml:4:25: defaults.retries.base_delay: expected a duration with a unit, such as 30s, got 30",
+	}},
+	{rule: "failure-threshold", want: []string{
+		"testdata/invalid-failure-threshold.yaml:3:22: notify.failure_threshold: must be at least 1 (consecutive non-pass runs before the first alert), got 0",
+	}},
+	{rule: "fixture", want: []string{
+		`testdata/invalid-fixture.yaml:8:17: consumers[0].fixtures[0].expect: unknown outcome "passed"; expected pass, contract_error or unavailable`,
+		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
+		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response is required",
+		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled`,
+	}},
+	{rule: "header-name", want: []string{
+		"testdata/invalid-header-name.yaml:10:9: probes[0].request.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
+	}},
+	{rule: "jitter-interval", want: []string{
+		"testdata/invalid-jitter-interval.yaml:11:13: probes[0].jitter: jitter (10s) must be less than interval (10s)",
+	}},
+	{rule: "jitter-negative", want: []string{
+		"testdata/invalid-jitter-negative.yaml:3:11: defaults.jitter: must not be negative, got -1s",
+	}},
+	{rule: "json-and-body", want: []string{
+		"testdata/invalid-json-and-body.yaml:10:7: probes[0].request: json and body are mutually exclusive; send either a JSON fixture or raw text",
+	}},
+	{rule: "label", want: []string{
+		`testdata/invalid-label.yaml:9:14: probes[0].labels: "team-name" is not a valid label name; expected letters, digits and _, not starting with a digit or __`,
+		`testdata/invalid-label.yaml:9:33: probes[0].labels: "code" is reserved for toolpulse's own metric labels (probe, outcome, code)`,
+	}},
+	{rule: "listen", want: []string{
+		`testdata/invalid-listen.yaml:3:11: server.listen: expected host:port such as 127.0.0.1:9321, or "" to disable the server, got "localhost"`,
+	}},
+	{rule: "many", want: []string{
+		`testdata/invalid-many.yaml:3:22: storage.retention: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got "forever"`,
+		"testdata/invalid-many.yaml:4:18: server.listen: 10.0.0.1:9321 is not a loopback address, so server.token is required (clients send it as a bearer token)",
+		`testdata/invalid-many.yaml:6:12: defaults.timeout: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got "5 s"`,
+		"testdata/invalid-many.yaml:9:13: select rule (line 1, column 1): unknown name respons",
+		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
+		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
+		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
+		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+	}},
+	{rule: "max-attempts", want: []string{
+		"testdata/invalid-max-attempts.yaml:3:27: defaults.retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 0",
+		"testdata/invalid-max-attempts.yaml:11:29: probes[0].retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 11",
+	}},
+	{rule: "max-body-bytes", want: []string{
+		"testdata/invalid-max-body-bytes.yaml:3:19: defaults.max_body_bytes: must be positive, got 0",
+	}},
+	{rule: "max-concurrency", want: []string{
+		"testdata/invalid-max-concurrency.yaml:2:18: max_concurrency: must be at least 1, got 0",
+	}},
+	{rule: "max-delay", want: []string{
+		"testdata/invalid-max-delay.yaml:3:40: defaults.retries.max_delay: retries.max_delay (500ms) must be at least retries.base_delay (1s)",
+	}},
+	{rule: "method", want: []string{
+		`testdata/invalid-method.yaml:7:23: probes[0].request.method: unknown HTTP method "FETCH"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
+	}},
+	{rule: "min-results", want: []string{
+		"testdata/invalid-min-results.yaml:3:25: defaults.expect.min_results: must not be negative, got -1",
+	}},
+	{rule: "missing-consumer", want: []string{
+		"testdata/invalid-missing-consumer.yaml:3:5: probes[0]: consumer is required: the name of a consumer under consumers:",
+	}},
+	{rule: "missing-version", want: []string{
+		"testdata/invalid-missing-version.yaml:1:1: version is required; expected version: 1",
+	}},
+	{rule: "notify-on", want: []string{
+		`testdata/invalid-notify-on.yaml:3:8: notify.on[0]: unknown alert trigger "pass"; expected contract_error, unavailable or shape_drift`,
+	}},
+	{rule: "positive-duration", want: []string{
+		"testdata/invalid-positive-duration.yaml:9:15: probes[0].interval: must be positive, got 0s",
+		"testdata/invalid-positive-duration.yaml:10:14: probes[0].timeout: must be positive, got -1s",
+		"testdata/invalid-positive-duration.yaml:12:19: probes[0].retries.base_delay: must be positive, got 0s",
+		"testdata/invalid-positive-duration.yaml:13:18: probes[0].retries.max_delay: must be positive, got 0s",
+		"testdata/invalid-positive-duration.yaml:14:15: probes[0].retries.budget: must be positive, got -15s",
+	}},
+	{rule: "probe-name", want: []string{
+		`testdata/invalid-probe-name.yaml:6:11: probes[0].name: "External Search" is not a valid probe name; use lower-case letters, digits, _, . and -`,
+	}},
+	{rule: "repeat-interval", want: []string{
+		"testdata/invalid-repeat-interval.yaml:3:20: notify.repeat_interval: must be positive, got 0s",
+	}},
+	{rule: "retention", want: []string{
+		"testdata/invalid-retention.yaml:3:14: storage.retention: must not be negative (0 keeps everything), got -1h",
+	}},
+	{rule: "select-compile", want: []string{
+		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons",
+	}},
+	{rule: "slack-both", want: []string{
+		"testdata/invalid-slack-both.yaml:5:12: notify.slack.token: give either webhook_url, or token with channel, not both",
+	}},
+	{rule: "slack-channel", want: []string{
+		"testdata/invalid-slack-channel.yaml:4:12: notify.slack.token: a bot token needs channel: the channel to post to",
+	}},
+	{rule: "status", want: []string{
+		"testdata/invalid-status.yaml:3:26: defaults.expect.status[1]: 600 is not an HTTP status code; expected 100 to 599",
+		"testdata/invalid-status.yaml:11:22: probes[0].expect.status: must list at least one status code, such as [200]",
+	}},
+	{rule: "syntax", want: []string{
+		"testdata/invalid-syntax.yaml:5:5: YAML syntax error: ',' or '}' must be specified",
+	}},
+	{rule: "token-required", want: []string{
+		"testdata/invalid-token-required.yaml:3:11: server.listen: 0.0.0.0:9321 is not a loopback address, so server.token is required (clients send it as a bearer token)",
+	}},
+	{rule: "unknown-consumer", want: []string{
+		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
+	}},
+	{rule: "unknown-key", want: []string{
+		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+	}},
+	{rule: "unset-env", want: []string{
+		"testdata/invalid-unset-env.yaml:3:10: server.token: environment variable TOOLPULSE_TOKEN is not set; set it, or give a default with ${TOOLPULSE_TOKEN:-default}",
+		"testdata/invalid-unset-env.yaml:11:40: probes[0].request.headers.Authorization: environment variable SEARCH_TOKEN is not set; set it, or give a default with ${SEARCH_TOKEN:-default}",
+	}},
+	{rule: "url", want: []string{
+		"testdata/invalid-url.yaml:7:20: probes[0].request.url: expected an absolute http:// or https:// URL: no scheme",
+		`testdata/invalid-url.yaml:10:20: probes[1].request.url: expected an absolute http:// or https:// URL: scheme "ftp"`,
+		"testdata/invalid-url.yaml:13:14: probes[2].request: url is required",
+	}},
+	{rule: "validate-inline", want: []string{
+		"testdata/invalid-validate-inline.yaml:5:40: validate rule (line 1, column 26): unknown name scroe",
+	}},
+	{rule: "version", want: []string{
+		"testdata/invalid-version.yaml:1:10: version: unsupported version 2; expected 1",
+	}},
+	{rule: "webhook-url", want: []string{
+		"testdata/invalid-webhook-url.yaml:4:18: notify.slack.webhook_url: expected an absolute http:// or https:// URL: no scheme",
+	}},
+	{rule: "wrong-type", want: []string{
+		`testdata/invalid-wrong-type.yaml:4:19: defaults.retries.max_attempts: expected an integer, got "three"`,
+		"testdata/invalid-wrong-type.yaml:5:18: max_concurrency: expected an integer, got a list",
+		`testdata/invalid-wrong-type.yaml:7:18: notify.send_resolved: expected true or false, got "yes please"`,
+	}},
+}
+
+func TestLoadInvalid(t *testing.T) {
+	for _, tt := range invalidConfigs {
+		t.Run(tt.rule, func(t *testing.T) {
+			cfg, err := Load("testdata/invalid-"+tt.rule+".yaml", noEnv)
+			if cfg != nil {
+				t.Errorf("Load returned a config along with the error")
+			}
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("Load error = %v (%T), want an ErrorList", err, err)
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+			for _, e := range list {
+				if e.Line < 1 || e.Column < 1 {
+					t.Errorf("error without a position: %v", e)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidConfigsCovered keeps the table and testdata/ in step: a new
+// invalid-*.yaml without an expected text would otherwise prove nothing.
+func TestInvalidConfigsCovered(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		rule := strings.TrimSuffix(strings.TrimPrefix(f, "testdata/invalid-"), ".yaml")
+		if !slices.ContainsFunc(invalidConfigs, func(c struct {
+			rule string
+			want []string
+		}) bool {
+			return c.rule == rule
+		}) {
+			t.Errorf("%s has no case in invalidConfigs", f)
+		}
+	}
+}
+
+func TestLoadValidFull(t *testing.T) {
+	env := mapEnv(map[string]string{
+		"TP_TOKEN":        "server-token-0123",
+		"SLACK_BOT_TOKEN": "xoxb-bot-token-4567",
+		"SEARCH_TOKEN":    "search-token-89ab",
+	})
+	cfg, err := Load("testdata/valid-full.yaml", env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	dir, _ := filepath.Abs("testdata")
+
+	if got, want := cfg.Path, filepath.Join(dir, "valid-full.yaml"); got != want {
+		t.Errorf("Path = %q, want %q", got, want)
+	}
+	if cfg.Version != 1 {
+		t.Errorf("Version = %d, want 1", cfg.Version)
+	}
+	if got, want := cfg.Storage, (Storage{Path: filepath.Join(dir, "data/results.db"), Retention: 0}); got != want {
+		t.Errorf("Storage = %+v, want %+v", got, want)
+	}
+	if got, want := cfg.Server, (Server{Listen: "0.0.0.0:9400", Token: "server-token-0123"}); got != want {
+		t.Errorf("Server = %#v (token %q), want listen %q", got, got.Token.Reveal(), want.Listen)
+	}
+	if cfg.MaxConcurrency != 8 {
+		t.Errorf("MaxConcurrency = %d, want 8 (the ${TP_WORKERS:-8} default)", cfg.MaxConcurrency)
+	}
+	wantNotify := Notify{
+		Slack:            Slack{Token: "xoxb-bot-token-4567", Channel: "#tool-health", APIURL: "http://127.0.0.1:9999/api/"},
+		On:               []string{"contract_error", "shape_drift"},
+		FailureThreshold: 3,
+		RepeatInterval:   30 * time.Minute,
+		SendResolved:     false,
+	}
+	if !reflect.DeepEqual(cfg.Notify, wantNotify) {
+		t.Errorf("Notify = %+v, want %+v", cfg.Notify, wantNotify)
+	}
+
+	// Consumers: one from a file, one inline, both compiled.
+	if got := sortedKeys(cfg.Consumers); !slices.Equal(got, []string{"first_item", "select_results"}) {
+		t.Fatalf("Consumers = %v", got)
+	}
+	sel := cfg.Consumers["select_results"]
+	if sel.Version != "2" || !strings.HasPrefix(sel.Select, "let raw = response.results;\n") || len(sel.RuleHash) != 16 {
+		t.Errorf("select_results = version %q, select %q, hash %q", sel.Version, sel.Select, sel.RuleHash)
+	}
+	wantFixtures := []consumers.Fixture{
+		{Name: "original list layout",
+			Response: map[string]any{"results": []any{map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}}, "next_cursor": nil},
+			Expect:   consumers.Expectation{Outcome: results.Pass}},
+		{Name: "wrapped items layout",
+			Response: map[string]any{"results": map[string]any{"items": []any{map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}}}},
+			Status:   200, Headers: map[string]string{"content-type": "application/json"},
+			Expect: consumers.Expectation{Outcome: results.Pass, MinSelected: 1}},
+		{Name: "string score",
+			Response: map[string]any{"results": []any{map[string]any{"id": "doc_784", "score": "0.93"}}},
+			Expect:   consumers.Expectation{Outcome: results.ContractError, Code: results.CodeRuleError}},
+		{Name: "results is a string",
+			Response: map[string]any{"results": "none"},
+			Expect:   consumers.Expectation{Outcome: results.ContractError, Code: "unsupported_results_container"}},
+		{Name: "overloaded", Status: 503, Expect: consumers.Expectation{Outcome: results.Unavailable}},
+	}
+	if !reflect.DeepEqual(sel.Fixtures, wantFixtures) {
+		t.Errorf("select_results fixtures =\n%#v\nwant\n%#v", sel.Fixtures, wantFixtures)
+	}
+	wantMutations := []consumers.AcceptedMutation{{Mutation: "drop_optional_field", Reason: "title is informational; the agent only needs id and score"}}
+	if !reflect.DeepEqual(sel.AcceptMutations, wantMutations) {
+		t.Errorf("AcceptMutations = %+v, want %+v", sel.AcceptMutations, wantMutations)
+	}
+	first := cfg.Consumers["first_item"]
+	if first.Version != "1" || first.Select != "response.items" || first.Validate != `type(.id) == "string"` {
+		t.Errorf("first_item = %+v", first)
+	}
+	wantInline := []consumers.Fixture{{Name: "one item",
+		Response: map[string]any{"items": []any{map[string]any{"id": "a", "n": 1, "f": 1.5, "ok": true, "none": nil}}},
+		Expect:   consumers.Expectation{Outcome: results.Pass}}}
+	if !reflect.DeepEqual(first.Fixtures, wantInline) {
+		t.Errorf("first_item fixtures = %#v, want %#v", first.Fixtures, wantInline)
+	}
+
+	// Probes, in file order, with defaults: and built-ins filled in.
+	wantProbes := []Probe{
+		{
+			Name: "external_search",
+			Request: Request{
+				Method:  "POST", // implied by json
+				URL:     "https://search.example.test/search",
+				Headers: map[string]Secret{"Authorization": "Bearer search-token-89ab", "X-Team": "search"},
+				Query:   map[string]string{"lang": "en", "page": "1"},
+				JSON: map[string]any{"query": "API migration guide", "limit": 5,
+					"filters": map[string]any{"fresh": true, "min": 0.5}, "tags": []any{"a", "b"}, "cursor": nil},
+				HasJSON: true,
+			},
+			Interval:     30 * time.Second,    // probe
+			Jitter:       0,                   // probe
+			Timeout:      4 * time.Second,     // defaults:
+			MaxBodyBytes: DefaultMaxBodyBytes, // built-in
+			Retries:      Retries{MaxAttempts: 1, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+			Expect:       Expect{Status: []int{200, 203}, MinResults: 2},
+			Labels:       map[string]string{"team": "search", "tier": "1"},
+		},
+		{
+			Name:         "items.v2",
+			Request:      Request{Method: "POST", URL: "http://127.0.0.1:8099/items?x=1", Body: "plain text costs $5"},
+			Interval:     2 * time.Minute,
+			Jitter:       DefaultJitter,
+			Timeout:      4 * time.Second,
+			MaxBodyBytes: DefaultMaxBodyBytes,
+			Retries:      Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+			Expect:       Expect{Status: []int{200, 203}, MinResults: DefaultMinResults},
+		},
+		{
+			Name:         "plain-get",
+			Request:      Request{Method: "HEAD", URL: "http://localhost:8099/health"},
+			Interval:     2 * time.Minute,
+			Jitter:       DefaultJitter,
+			Timeout:      4 * time.Second,
+			MaxBodyBytes: DefaultMaxBodyBytes,
+			Retries:      Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+			Expect:       Expect{Status: []int{204}, MinResults: 0},
+		},
+	}
+	if len(cfg.Probes) != len(wantProbes) {
+		t.Fatalf("got %d probes, want %d", len(cfg.Probes), len(wantProbes))
+	}
+	wantConsumer := []string{"select_results", "first_item", "first_item"}
+	for i, p := range cfg.Probes {
+		if p.Consumer != cfg.Consumers[wantConsumer[i]] {
+			t.Errorf("probe %s: Consumer is not %s", p.Name, wantConsumer[i])
+		}
+		got := *p
+		got.Consumer, got.TLS = nil, nil
+		if !reflect.DeepEqual(got, wantProbes[i]) {
+			t.Errorf("probe %d =\n%#v\nwant\n%#v", i, got, wantProbes[i])
+		}
+	}
+	if cfg.Probe("plain-get") != cfg.Probes[2] {
+		t.Errorf("Probe(plain-get) did not find it")
+	}
+
+	pem, err := os.ReadFile("testdata/certs/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	if tc := cfg.Probes[0].TLS; tc == nil || tc.RootCAs == nil || !tc.RootCAs.Equal(pool) || tc.InsecureSkipVerify {
+		t.Errorf("external_search TLS = %+v, want RootCAs from certs/ca.pem", tc)
+	}
+	if tc := cfg.Probes[1].TLS; tc == nil || tc.RootCAs != nil || !tc.InsecureSkipVerify {
+		t.Errorf("items.v2 TLS = %+v, want InsecureSkipVerify only", tc)
+	}
+	if cfg.Probes[2].TLS != nil {
+		t.Errorf("plain-get TLS = %+v, want nil (Go's defaults)", cfg.Probes[2].TLS)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// TestLoadDefaults checks every built-in default on a config that sets
+// nothing it does not have to.
+func TestLoadDefaults(t *testing.T) {
+	src := `version: 1
+consumers:
+  - {name: c, select: response.items}
+probes:
+  - name: p
+    request: {url: "http://127.0.0.1:8099/"}
+    consumer: c
+`
+	cfg, err := Parse("checks.yaml", []byte(src), "conf", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("conf")
+	want := Config{
+		Path:           filepath.Join(abs, "checks.yaml"),
+		Version:        1,
+		Storage:        Storage{Path: filepath.Join(abs, "toolpulse.db"), Retention: 720 * time.Hour},
+		Server:         Server{Listen: "127.0.0.1:9321"},
+		MaxConcurrency: 64,
+		Notify: Notify{
+			On:               []string{"contract_error", "unavailable", "shape_drift"},
+			FailureThreshold: 1,
+			RepeatInterval:   time.Hour,
+			SendResolved:     true,
+		},
+	}
+	got := *cfg
+	got.Consumers, got.Probes = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("config =\n%#v\nwant\n%#v", got, want)
+	}
+	if cfg.Notify.Slack.Enabled() {
+		t.Errorf("Slack enabled without a webhook or token")
+	}
+	wantProbe := Probe{
+		Name:         "p",
+		Request:      Request{Method: "GET", URL: "http://127.0.0.1:8099/"},
+		Interval:     time.Minute,
+		Jitter:       5 * time.Second,
+		Timeout:      5 * time.Second,
+		MaxBodyBytes: 1048576,
+		Retries:      Retries{MaxAttempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second, Budget: 15 * time.Second},
+		Expect:       Expect{Status: []int{200}, MinResults: 1},
+	}
+	if len(cfg.Probes) != 1 {
+		t.Fatalf("got %d probes", len(cfg.Probes))
+	}
+	gotProbe := *cfg.Probes[0]
+	if gotProbe.Consumer != cfg.Consumers["c"] || gotProbe.Consumer == nil {
+		t.Errorf("probe consumer not resolved")
+	}
+	gotProbe.Consumer = nil
+	if !reflect.DeepEqual(gotProbe, wantProbe) {
+		t.Errorf("probe =\n%#v\nwant\n%#v", gotProbe, wantProbe)
+	}
+	// Each probe owns its status list: the built-in one must not be shared.
+	cfg.Probes[0].Expect.Status[0] = 999
+	if DefaultStatus[0] != 200 {
+		t.Errorf("a probe's Expect.Status aliases DefaultStatus")
+	}
+}
+
+// TestLoadRepoConfig loads the checks.yaml at the repository root, so the
+// example users start from can never rot, and runs its consumer on the
+// seed-000 baseline and drifted answers.
+func TestLoadRepoConfig(t *testing.T) {
+	cfg, err := Load("../checks.yaml", noEnv)
+	if err != nil {
+		t.Fatalf("Load(../checks.yaml): %v", err)
+	}
+	p := cfg.Probe("external_search")
+	if p == nil {
+		t.Fatal("no external_search probe")
+	}
+	if p.Request.Method != "POST" || p.Request.URL != "http://127.0.0.1:8099/search" ||
+		!reflect.DeepEqual(p.Request.JSON, map[string]any{"query": "API migration guide"}) {
+		t.Errorf("request = %+v, want POST http://127.0.0.1:8099/search with the seed-000 query", p.Request)
+	}
+	if p.Consumer == nil || p.Consumer.Name != "select_results" {
+		t.Fatalf("consumer = %+v, want select_results", p.Consumer)
+	}
+	if cfg.Server.Token != "" || cfg.Notify.Slack.Enabled() {
+		t.Errorf("with no environment the server token and Slack must be empty")
+	}
+	item := map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}
+	baseline := map[string]any{"results": []any{item}, "next_cursor": nil}
+	if v := p.Consumer.Apply(consumers.Input{Response: baseline, Status: 200}, p.Expect.MinResults); v.Err != nil {
+		t.Errorf("baseline answer: %v, want a pass", v.Err)
+	}
+	unknown := map[string]any{"results": "moved", "next_cursor": nil}
+	if v := p.Consumer.Apply(consumers.Input{Response: unknown, Status: 200}, p.Expect.MinResults); v.Err == nil {
+		t.Errorf("an unknown results container passed")
+	}
+}

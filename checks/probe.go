@@ -1,0 +1,284 @@
+package checks
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+var (
+	probeKeys   = append([]string{"name", "request", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
+	requestKeys = []string{"method", "url", "headers", "query", "json", "body"}
+	tlsKeys     = []string{"ca_file", "insecure"}
+	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+	probeName = regexp.MustCompile(`^[a-z0-9_.-]+$`)
+	// labelName is Prometheus's label syntax: labels may become metric labels.
+	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+)
+
+// reservedLabels are the labels toolpulse's own metrics carry (SPEC §9).
+var reservedLabels = []string{"probe", "outcome", "code"}
+
+// probe decodes, validates and resolves one probe; it returns nil when the
+// item is not even a mapping.
+func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
+	d := l.d
+	p := &Probe{}
+	var own tuning
+	var consumerN, requestN ast.Node
+	consumer, consumerOK := "", true
+	present, ok := d.object(item, path, probeKeys, func(e entry) {
+		if d.tuningKey(e, fromProbe, &own) {
+			return
+		}
+		switch e.key {
+		case "name":
+			l.probeName(e, p)
+		case "request":
+			requestN = e.value
+			l.request(e, &p.Request)
+		case "consumer":
+			var ok bool
+			consumer, ok = d.str(e.value, e.path)
+			consumerN = e.value
+			consumerOK = ok
+		case "labels":
+			p.Labels = l.labels(e)
+		case "tls":
+			p.TLS = l.tls(e)
+		}
+	})
+	if !ok {
+		return nil
+	}
+	if _, ok := present["name"]; !ok {
+		d.errorf(item, "%s: name is required", path)
+	}
+	if requestN == nil {
+		d.errorf(item, "%s: request is required: at least request.url", path)
+	}
+	switch {
+	case consumerN == nil:
+		d.errorf(item, "%s: consumer is required: the name of a consumer under consumers:", path)
+	case !consumerOK:
+	case !l.defined(consumer):
+		d.errorf(consumerN, "%s.consumer: unknown consumer %q; %s", path, consumer, l.definedConsumers())
+	default:
+		p.Consumer = l.consumers[consumer] // nil when it failed to compile, already reported
+	}
+
+	t := defaults.over(own)
+	d.check(t)
+	p.Interval, p.Jitter, p.Timeout = t.interval.v, t.jitter.v, t.timeout.v
+	p.MaxBodyBytes = t.maxBodyBytes.v
+	p.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
+	p.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
+	return p
+}
+
+func (l *loader) defined(consumer string) bool {
+	_, ok := l.consumerAt[consumer]
+	return ok
+}
+
+func (l *loader) definedConsumers() string {
+	if len(l.consumerAt) == 0 {
+		return "no consumers are defined"
+	}
+	names := make([]string, 0, len(l.consumerAt))
+	for n := range l.consumerAt {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return "defined consumers: " + strings.Join(names, ", ")
+}
+
+func (l *loader) probeName(e entry, p *Probe) {
+	d := l.d
+	name, ok := d.str(e.value, e.path)
+	if !ok {
+		return
+	}
+	p.Name = name
+	if !probeName.MatchString(name) {
+		d.errorf(e.value, "%s: %q is not a valid probe name; use lower-case letters, digits, _, . and -", e.path, name)
+		return
+	}
+	if first, dup := l.probeAt[name]; dup {
+		line, col := d.pos(first)
+		d.errorf(e.value, "%s: duplicate probe name %q; first defined at line %d, column %d", e.path, name, line, col)
+		return
+	}
+	l.probeAt[name] = e.value
+}
+
+func (l *loader) request(e entry, r *Request) {
+	d := l.d
+	var methodN, urlN, jsonN, bodyN ast.Node
+	methodOK := true
+	_, ok := d.object(e.value, e.path, requestKeys, func(x entry) {
+		switch x.key {
+		case "method":
+			r.Method, methodOK = d.str(x.value, x.path)
+			methodN = x.value
+		case "url":
+			var ok bool
+			r.URL, ok = d.str(x.value, x.path)
+			urlN = x.value
+			if problem := httpURLProblem(r.URL); ok && problem != "" {
+				// The URL is not quoted: its query string may carry a key.
+				d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
+			}
+		case "headers":
+			r.Headers = l.headers(x)
+		case "query":
+			r.Query, _, _ = d.stringMap(x.value, x.path)
+		case "json":
+			r.JSON, _ = d.value(x.value, x.path)
+			r.HasJSON = true
+			jsonN = x.keyN
+		case "body":
+			r.Body, _ = d.str(x.value, x.path)
+			bodyN = x.keyN
+		}
+	})
+	if !ok {
+		return
+	}
+	if jsonN != nil && bodyN != nil {
+		d.errorf(bodyN, "%s: json and body are mutually exclusive; send either a JSON fixture or raw text", e.path)
+	}
+	switch {
+	case methodN != nil && !methodOK:
+	case methodN != nil:
+		if !slices.Contains(methods, r.Method) {
+			d.errorf(methodN, "%s.method: unknown HTTP method %q; expected one of %s", e.path, r.Method, strings.Join(methods, ", "))
+		}
+	case jsonN != nil || bodyN != nil:
+		r.Method = "POST"
+	default:
+		r.Method = "GET"
+	}
+	if urlN == nil {
+		d.errorf(e.value, "%s: url is required", e.path)
+	}
+}
+
+// headers decodes request headers. Values are secrets: no message here or
+// in the decoder quotes one.
+func (l *loader) headers(x entry) map[string]Secret {
+	d := l.d
+	values, es, _ := d.stringMap(x.value, x.path)
+	out := make(map[string]Secret, len(values))
+	seen := map[string]string{}
+	for _, e := range es {
+		if !validHeaderName(e.key) {
+			d.errorf(e.keyN, "%s: %q is not a valid header name; expected letters, digits and !#$%%&'*+-.^_`|~", x.path, e.key)
+			continue
+		}
+		if first, dup := seen[strings.ToLower(e.key)]; dup {
+			d.errorf(e.keyN, "%s: header %q repeats %q; header names are case-insensitive", x.path, e.key, first)
+			continue
+		}
+		seen[strings.ToLower(e.key)] = e.key
+		v, ok := values[e.key]
+		if !ok {
+			continue // already reported
+		}
+		if !validHeaderValue(v) {
+			d.errorf(e.value, "%s: the value contains a line break or another control character", e.path)
+			continue
+		}
+		out[e.key] = Secret(v)
+	}
+	return out
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue rejects control characters other than tab: a line break
+// would let a value smuggle a second header.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *loader) labels(e entry) map[string]string {
+	d := l.d
+	values, es, _ := d.stringMap(e.value, e.path)
+	for _, x := range es {
+		switch {
+		case !labelName.MatchString(x.key) || strings.HasPrefix(x.key, "__"):
+			d.errorf(x.keyN, "%s: %q is not a valid label name; expected letters, digits and _, not starting with a digit or __", e.path, x.key)
+			delete(values, x.key)
+		case slices.Contains(reservedLabels, x.key):
+			d.errorf(x.keyN, "%s: %q is reserved for toolpulse's own metric labels (%s)", e.path, x.key, strings.Join(reservedLabels, ", "))
+			delete(values, x.key)
+		}
+	}
+	return values
+}
+
+// tls builds the probe's client TLS configuration at load, so that a
+// missing or malformed CA file is a config error and not a failing probe.
+func (l *loader) tls(e entry) *tls.Config {
+	d := l.d
+	var pool *x509.CertPool
+	insecure := false
+	d.object(e.value, e.path, tlsKeys, func(x entry) {
+		switch x.key {
+		case "ca_file":
+			file, ok := d.str(x.value, x.path)
+			if !ok {
+				return
+			}
+			if strings.TrimSpace(file) == "" {
+				d.errorf(x.value, "%s: expected the path of a PEM file of CA certificates", x.path)
+				return
+			}
+			name := l.rel(file)
+			data, err := readSmallFile(name)
+			if err != nil {
+				d.errorf(x.value, "%s: cannot read %s: %s", x.path, name, err)
+				return
+			}
+			pool = x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(data) {
+				d.errorf(x.value, "%s: %s holds no PEM certificate; expected CA certificates in PEM form", x.path, name)
+				pool = nil
+			}
+		case "insecure":
+			insecure, _ = d.boolean(x.value, x.path)
+		}
+	})
+	if pool == nil && !insecure {
+		return nil
+	}
+	// InsecureSkipVerify only where the probe says insecure: true.
+	return &tls.Config{RootCAs: pool, InsecureSkipVerify: insecure} //nolint:gosec
+}

@@ -1,0 +1,674 @@
+package checks
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// This file decodes the YAML syntax tree by hand instead of unmarshalling
+// into structs: only the tree keeps a position for every key and value, and
+// walking it lets one pass report every error (unknown keys, duplicates,
+// wrong types, bad durations) instead of stopping at the first.
+
+// maxNodes bounds how many values one file may expand to. Aliases make a
+// small file describe an exponential tree ("billion laughs").
+const maxNodes = 1 << 20
+
+// decoder reads one YAML file's tree and records positioned errors.
+type decoder struct {
+	file      string   // the name errors carry
+	lines     []string // the source, to locate text inside a scalar
+	lookupEnv func(string) (string, bool)
+	// expand says whether ${VAR} is expanded in scalars. Consumer rules and
+	// fixtures are never expanded: they are code and data, not settings,
+	// and a rule's hash must not depend on the environment.
+	expand  bool
+	errs    *ErrorList
+	anchors map[string]ast.Node
+	cyclic  map[string]bool
+	budget  int
+}
+
+// parseYAML parses one file into the body of its single document. It
+// reports a syntax error, an empty file or several documents and returns
+// nil then.
+func parseYAML(file string, data []byte, errs *ErrorList, lookupEnv func(string) (string, bool)) (d *decoder, body ast.Node) {
+	d = &decoder{
+		file:      file,
+		lines:     strings.Split(string(data), "\n"),
+		lookupEnv: lookupEnv,
+		expand:    true,
+		errs:      errs,
+		budget:    maxNodes,
+	}
+	defer func() {
+		// The parser is third-party code fed user input; a panic in it must
+		// become a config error, not a crashed daemon on SIGHUP.
+		if p := recover(); p != nil {
+			errs.add(file, 1, 1, "cannot parse YAML: %v", p)
+			body = nil
+		}
+	}()
+	// Duplicate keys are detected while walking, so that every one is
+	// reported instead of only the first.
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
+			pos := ye.GetToken().Position
+			errs.add(file, pos.Line, pos.Column, "YAML syntax error: %s", ye.GetMessage())
+		} else {
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			errs.add(file, 1, 1, "YAML syntax error: %s", msg)
+		}
+		return d, nil
+	}
+	var docs []*ast.DocumentNode
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) == 0 {
+		errs.add(file, 1, 1, "the file is empty; expected a YAML mapping")
+		return d, nil
+	}
+	if len(docs) > 1 {
+		line, col := d.pos(docs[1].Body)
+		errs.add(file, line, col, "a second YAML document; expected exactly one")
+		return d, nil
+	}
+	d.collectAnchors(docs[0].Body)
+	return d, docs[0].Body
+}
+
+// errorf records an error at n's position.
+func (d *decoder) errorf(n ast.Node, format string, args ...any) {
+	line, col := d.pos(n)
+	d.errs.add(d.file, line, col, format, args...)
+}
+
+// pos is where a node starts. A block mapping's own token is its first
+// colon, so it is reported at its first key instead.
+func (d *decoder) pos(n ast.Node) (line, col int) {
+	switch v := n.(type) {
+	case nil:
+		return 1, 1
+	case *ast.MappingNode:
+		if !v.IsFlowStyle && len(v.Values) > 0 {
+			return d.pos(v.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		if v.Key != nil {
+			return d.pos(v.Key)
+		}
+	case *ast.LiteralNode:
+		return tokenPos(v.Start)
+	}
+	return tokenPos(n.GetToken())
+}
+
+func tokenPos(tk *token.Token) (line, col int) {
+	if tk == nil || tk.Position == nil {
+		return 1, 1
+	}
+	return max(tk.Position.Line, 1), max(tk.Position.Column, 1)
+}
+
+// collectAnchors records every anchor of the document and marks those that
+// (directly or through other anchors) contain an alias to themselves.
+func (d *decoder) collectAnchors(root ast.Node) {
+	d.anchors = map[string]ast.Node{}
+	refs := map[string][]string{} // anchor -> aliases inside it
+	for _, n := range ast.Filter(ast.AnchorType, root) {
+		a := n.(*ast.AnchorNode)
+		name := nodeText(a.Name)
+		if a.Value == nil {
+			continue
+		}
+		d.anchors[name] = a.Value
+		for _, m := range ast.Filter(ast.AliasType, a.Value) {
+			refs[name] = append(refs[name], nodeText(m.(*ast.AliasNode).Value))
+		}
+	}
+	d.cyclic = map[string]bool{}
+	for name := range d.anchors {
+		seen := map[string]bool{}
+		stack := slices.Clone(refs[name])
+		for len(stack) > 0 {
+			r := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if r == name {
+				d.cyclic[name] = true
+				break
+			}
+			if !seen[r] {
+				seen[r] = true
+				stack = append(stack, refs[r]...)
+			}
+		}
+	}
+}
+
+func nodeText(n ast.Node) string {
+	if n == nil || n.GetToken() == nil {
+		return ""
+	}
+	return n.GetToken().Value
+}
+
+// resolve returns the node that carries n's value: anchors are stripped,
+// aliases followed, and the standard tags applied. It reports an error and
+// returns false for an unknown or cyclic alias, an unsupported tag, or a
+// document that expands to too many values.
+func (d *decoder) resolve(n ast.Node, path string) (ast.Node, bool) {
+	for range 64 {
+		d.budget--
+		if d.budget == 0 {
+			d.errorf(n, "%s: the document expands to more than %d values; simplify its aliases", label(path), maxNodes)
+		}
+		if d.budget <= 0 {
+			return nil, false
+		}
+		switch v := n.(type) {
+		case nil:
+			return nil, true
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.AliasNode:
+			name := nodeText(v.Value)
+			target, ok := d.anchors[name]
+			switch {
+			case !ok:
+				d.errorf(v, "%s: alias *%s refers to no anchor &%s", label(path), name, name)
+				return nil, false
+			case d.cyclic[name]:
+				d.errorf(v, "%s: alias *%s refers to itself", label(path), name)
+				return nil, false
+			}
+			n = target
+		case *ast.TagNode:
+			tag := nodeText(v)
+			switch tag {
+			case "!!str":
+				s, ok := v.Value.(ast.ScalarNode)
+				if !ok || s.GetToken() == nil {
+					d.errorf(v, "%s: !!str applies to a scalar", label(path))
+					return nil, false
+				}
+				text := s.GetToken().Value
+				if sn, ok := s.(*ast.StringNode); ok {
+					text = sn.Value
+				}
+				return &ast.StringNode{BaseNode: &ast.BaseNode{}, Token: s.GetToken(), Value: text}, true
+			case "!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq":
+				n = v.Value
+			default:
+				d.errorf(v, "%s: YAML tag %s is not supported", label(path), tag)
+				return nil, false
+			}
+		default:
+			return n, true
+		}
+	}
+	d.errorf(n, "%s: too many nested anchors, aliases and tags", label(path))
+	return nil, false
+}
+
+// label names a place in messages; the root has no path.
+func label(path string) string {
+	if path == "" {
+		return "top level"
+	}
+	return path
+}
+
+// join appends a key to a dotted path.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// entry is one key of a mapping with its value.
+type entry struct {
+	key   string
+	keyN  ast.Node
+	value ast.Node
+	path  string // the dotted path of this key
+}
+
+// entries returns a mapping's keys in file order. Null counts as an empty
+// mapping, so that a section with everything commented out is accepted.
+// Duplicate keys, merge keys and non-scalar keys are reported and skipped.
+func (d *decoder) entries(n ast.Node, path string) ([]entry, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return nil, false
+	}
+	if n == nil || n.Type() == ast.NullType {
+		return nil, true
+	}
+	m, ok := n.(ast.MapNode)
+	if !ok {
+		d.errorf(n, "%s: expected a mapping, got %s", label(path), describe(n))
+		return nil, false
+	}
+	var out []entry
+	seen := map[string]ast.Node{}
+	for it := m.MapRange(); it.Next(); {
+		kv := it.KeyValue()
+		if kv.Key == nil {
+			continue
+		}
+		if kv.Key.IsMergeKey() {
+			d.errorf(kv.Key, "%s: merge keys (<<) are not supported; put settings shared by probes under defaults:", label(path))
+			continue
+		}
+		key, ok := d.keyText(kv.Key, path)
+		if !ok {
+			continue
+		}
+		if first, dup := seen[key]; dup {
+			line, col := d.pos(first)
+			d.errorf(kv.Key, "%s: duplicate key %q; first defined at line %d, column %d", label(path), key, line, col)
+			continue
+		}
+		seen[key] = kv.Key
+		out = append(out, entry{key: key, keyN: kv.Key, value: kv.Value, path: join(path, key)})
+	}
+	return out, true
+}
+
+func (d *decoder) keyText(k ast.Node, path string) (string, bool) {
+	if mk, ok := k.(*ast.MappingKeyNode); ok {
+		k = mk.Value
+	}
+	k, ok := d.resolve(k, path)
+	if !ok {
+		return "", false
+	}
+	switch v := k.(type) {
+	case *ast.StringNode:
+		return v.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.NullNode:
+		return v.GetToken().Value, true
+	}
+	d.errorf(k, "%s: a key must be a scalar, got %s", label(path), describe(k))
+	return "", false
+}
+
+// object decodes a mapping with a fixed set of keys, calling fn for each
+// known key in file order and reporting unknown ones. It returns the keys
+// present, so callers can require some.
+func (d *decoder) object(n ast.Node, path string, known []string, fn func(e entry)) (map[string]entry, bool) {
+	es, ok := d.entries(n, path)
+	if !ok {
+		return nil, false
+	}
+	present := map[string]entry{}
+	for _, e := range es {
+		if !slices.Contains(known, e.key) {
+			hint := ""
+			if s := suggest(e.key, known); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			d.errorf(e.keyN, "%s: unknown key %q%s; expected one of %s", label(path), e.key, hint, strings.Join(known, ", "))
+			continue
+		}
+		present[e.key] = e
+		fn(e)
+	}
+	return present, true
+}
+
+// suggest returns the known key closest to a misspelt one, if it is close.
+func suggest(key string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if dist := editDistance(key, k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// describe names a value's kind for "expected X, got Y". Scalars are shown
+// by kind only: the value could be a secret.
+func describe(n ast.Node) string {
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "null"
+	case ast.MapNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode:
+		return "an integer"
+	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	}
+	return "a " + strings.ToLower(n.Type().String())
+}
+
+// show is describe plus the scalar's text, for fields that are never
+// secret (numbers, durations, flags): "three" says more than "a string".
+func show(n ast.Node, text string) string {
+	switch n.(type) {
+	case *ast.StringNode, *ast.LiteralNode:
+		return strconv.Quote(text)
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return n.GetToken().Value
+	}
+	return describe(n)
+}
+
+// str decodes a string. Other scalars give their text (version: 2 is the
+// string "2"); null is "". Errors never quote the value: header values and
+// tokens go through here.
+func (d *decoder) str(n ast.Node, path string) (string, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return "", false
+	}
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		return "", true
+	case *ast.StringNode:
+		return d.expandScalar(v, v.Value, path)
+	case *ast.LiteralNode:
+		return d.expandScalar(v, v.Value.Value, path)
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+		return v.GetToken().Value, true
+	}
+	d.errorf(n, "%s: expected a string, got %s", label(path), describe(n))
+	return "", false
+}
+
+// expandScalar expands ${VAR} in one scalar and reports each bad reference
+// at its own column when it can be found on the scalar's lines.
+func (d *decoder) expandScalar(n ast.Node, s, path string) (string, bool) {
+	if !d.expand {
+		return s, true
+	}
+	out, errs := expandEnv(s, d.lookupEnv)
+	for _, e := range errs {
+		line, col := d.locate(n, s[e.Offset:e.Offset+e.Length])
+		d.errs.add(d.file, line, col, "%s: %s", label(path), e.Message)
+	}
+	return out, len(errs) == 0
+}
+
+// locate finds text written inside scalar n in the source and returns its
+// position, or n's own position when it cannot (escapes in a quoted scalar
+// can make the value differ from the source).
+func (d *decoder) locate(n ast.Node, text string) (line, col int) {
+	line, col = d.pos(n)
+	text, _, _ = strings.Cut(text, "\n")
+	if text == "" {
+		return line, col
+	}
+	for l := line; l <= len(d.lines) && l < line+1000; l++ {
+		src := d.lines[l-1]
+		from := 0
+		if l == line {
+			from = runeOffset(src, col-1)
+		}
+		if i := strings.Index(src[from:], text); i >= 0 {
+			return l, utf8.RuneCountInString(src[:from+i]) + 1
+		}
+	}
+	return line, col
+}
+
+// runeOffset returns the byte offset of the n-th rune of s (or len(s)).
+func runeOffset(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
+
+// integer decodes an integer; a string is accepted when it holds one, so
+// that max_concurrency: ${WORKERS:-64} works.
+func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return 0, false
+	}
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		switch x := v.Value.(type) {
+		case int64:
+			return x, true
+		case uint64:
+			if x <= math.MaxInt64 {
+				return int64(x), true
+			}
+		}
+		d.errorf(n, "%s: %s is too large", label(path), v.GetToken().Value)
+		return 0, false
+	case *ast.StringNode:
+		s, ok := d.expandScalar(v, v.Value, path)
+		if !ok {
+			return 0, false
+		}
+		if i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+			return i, true
+		}
+		d.errorf(n, "%s: expected an integer, got %q", label(path), s)
+		return 0, false
+	case nil:
+		d.errorf(n, "%s: expected an integer, got null", label(path))
+		return 0, false
+	}
+	d.errorf(n, "%s: expected an integer, got %s", label(path), show(n, ""))
+	return 0, false
+}
+
+// duration decodes a Go duration ("90s", "1h30m"). Only 0 may omit the
+// unit: a bare 30 could mean seconds or nanoseconds.
+func (d *decoder) duration(n ast.Node, path string) (time.Duration, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return 0, false
+	}
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		if v.GetToken().Value == "0" {
+			return 0, true
+		}
+		d.errorf(n, "%s: expected a duration with a unit, such as %ss, got %s", label(path), v.GetToken().Value, v.GetToken().Value)
+		return 0, false
+	case *ast.StringNode:
+		s, ok := d.expandScalar(v, v.Value, path)
+		if !ok {
+			return 0, false
+		}
+		dur, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			d.errorf(n, "%s: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got %q", label(path), s)
+			return 0, false
+		}
+		return dur, true
+	case nil:
+		d.errorf(n, "%s: expected a duration such as 30s, got null", label(path))
+		return 0, false
+	}
+	d.errorf(n, "%s: expected a duration such as 30s, got %s", label(path), show(n, ""))
+	return 0, false
+}
+
+// boolean decodes true or false.
+func (d *decoder) boolean(n ast.Node, path string) (bool, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return false, false
+	}
+	switch v := n.(type) {
+	case *ast.BoolNode:
+		return v.Value, true
+	case *ast.StringNode:
+		s, ok := d.expandScalar(v, v.Value, path)
+		if !ok {
+			return false, false
+		}
+		switch strings.TrimSpace(s) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+		d.errorf(n, "%s: expected true or false, got %q", label(path), s)
+		return false, false
+	case nil:
+		d.errorf(n, "%s: expected true or false, got null", label(path))
+		return false, false
+	}
+	d.errorf(n, "%s: expected true or false, got %s", label(path), show(n, ""))
+	return false, false
+}
+
+// list decodes a sequence; null is an empty list.
+func (d *decoder) list(n ast.Node, path string) ([]ast.Node, bool) {
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return nil, false
+	}
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		return nil, true
+	case *ast.SequenceNode:
+		return v.Values, true
+	}
+	d.errorf(n, "%s: expected a list, got %s", label(path), describe(n))
+	return nil, false
+}
+
+// stringMap decodes a mapping of strings (headers, query, labels); a value
+// that fails to decode is reported and left out.
+func (d *decoder) stringMap(n ast.Node, path string) (map[string]string, []entry, bool) {
+	es, ok := d.entries(n, path)
+	if !ok {
+		return nil, nil, false
+	}
+	out := make(map[string]string, len(es))
+	all := true
+	for _, e := range es {
+		v, ok := d.str(e.value, e.path)
+		all = all && ok
+		if ok {
+			out[e.key] = v
+		}
+	}
+	return out, es, all
+}
+
+// maxValueDepth is the deepest nesting value accepts, the limit
+// consumers.DecodeJSON puts on bodies: fixtures and request bodies stand for
+// JSON and go through the same recursive code.
+const maxValueDepth = 128
+
+// value decodes any YAML value into rule values, as JSON decoding would
+// give them: map[string]any, []any, string, bool, nil, int for integers
+// and float64 for other numbers.
+func (d *decoder) value(n ast.Node, path string) (any, bool) {
+	return d.valueAt(n, path, 0)
+}
+
+func (d *decoder) valueAt(n ast.Node, path string, depth int) (any, bool) {
+	if depth > maxValueDepth {
+		d.errorf(n, "%s: nested deeper than %d levels", label(path), maxValueDepth)
+		return nil, false
+	}
+	n, ok := d.resolve(n, path)
+	if !ok {
+		return nil, false
+	}
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		return nil, true
+	case *ast.BoolNode:
+		return v.Value, true
+	case *ast.IntegerNode:
+		switch x := v.Value.(type) {
+		case int64:
+			return int(x), true
+		case uint64:
+			if x <= math.MaxInt64 {
+				return int(x), true
+			}
+			return float64(x), true
+		}
+	case *ast.FloatNode:
+		return v.Value, true
+	case *ast.InfinityNode, *ast.NanNode:
+		d.errorf(n, "%s: %s cannot be represented in JSON", label(path), v.GetToken().Value)
+		return nil, false
+	case *ast.StringNode:
+		return d.expandScalar(v, v.Value, path)
+	case *ast.LiteralNode:
+		return d.expandScalar(v, v.Value.Value, path)
+	case *ast.SequenceNode:
+		out := make([]any, 0, len(v.Values))
+		all := true
+		for i, item := range v.Values {
+			x, ok := d.valueAt(item, index(path, i), depth+1)
+			all = all && ok
+			out = append(out, x)
+		}
+		return out, all
+	case ast.MapNode:
+		es, ok := d.entries(n, path)
+		out := make(map[string]any, len(es))
+		for _, e := range es {
+			x, eok := d.valueAt(e.value, e.path, depth+1)
+			ok = ok && eok
+			out[e.key] = x
+		}
+		return out, ok
+	}
+	d.errorf(n, "%s: unsupported YAML value %s", label(path), describe(n))
+	return nil, false
+}
