@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+)
+
+// backoff returns how long to wait before the retry that follows retry
+// number n (0 after the first attempt). It is full jitter, rnd() *
+// min(max_delay, base_delay * 2^n), because a fleet of probes retrying
+// against the same recovering provider must not retry in lockstep. A
+// Retry-After on a 429 or 503 replaces it: the provider said when it will
+// take another request. Either way the wait never exceeds remaining, the
+// time left in the run's budget; the caller decides whether a wait that
+// long still leaves room for an attempt.
+func backoff(policy checks.Retries, n int, resp *http.Response, now time.Time, remaining time.Duration, rnd func() float64) time.Duration {
+	wait, ok := retryAfter(resp, now)
+	if !ok {
+		wait = time.Duration(rnd() * float64(backoffCeiling(policy.BaseDelay, policy.MaxDelay, n)))
+	}
+	return min(wait, max(remaining, 0))
+}
+
+// backoffCeiling is min(maxDelay, base * 2^n), without overflowing for
+// large n.
+func backoffCeiling(base, maxDelay time.Duration, n int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n >= 62 || base > maxDelay>>n {
+		return maxDelay
+	}
+	return base << n
+}
+
+// retryAfter returns the wait a 429 or 503 response asks for in its
+// Retry-After header, in seconds or as an HTTP date (RFC 9110 §10.2.3). A
+// date in the past means no wait; a header that does not parse is ignored.
+func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
+	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+		return 0, false
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > math.MaxInt64/int64(time.Second) {
+			return time.Duration(math.MaxInt64), true
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(at.Sub(now), 0), true
+}

@@ -1,0 +1,222 @@
+// Package runner runs probes. One operation sends a probe's known fixture
+// with bounded retries (go-retryablehttp), classifies every failure into a
+// stable code, runs the consumer's own rules on the answer and returns a
+// typed results.Result: a provider that fails is data, never a Go error.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Options are an Executor's dependencies. Every field is optional.
+type Options struct {
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
+	// Rand returns a number in [0,1) for back-off jitter. Runs call it
+	// concurrently, so it must be safe for concurrent use. nil: math/rand/v2.
+	Rand     func() float64
+	NewID    func() string     // operation ids; nil: uuid.NewString
+	Redactor *results.Redactor // scrubs secrets from messages and samples; nil scrubs nothing
+	// Version is sent in the User-Agent as toolpulse/<Version>. "": the
+	// module version from the build info, or "dev".
+	Version string
+}
+
+// Executor runs operations. It keeps one HTTP client per probe, so that
+// successive runs of a probe reuse its connections, and is safe for
+// concurrent use.
+type Executor struct {
+	logger    *slog.Logger
+	now       func() time.Time
+	rand      func() float64
+	newID     func() string
+	redactor  *results.Redactor
+	userAgent string
+
+	mu      sync.Mutex
+	clients map[*checks.Probe]*http.Client
+}
+
+// NewExecutor returns an Executor with opts' dependencies, defaulting the
+// ones left nil.
+func NewExecutor(opts Options) *Executor {
+	e := &Executor{
+		logger:   opts.Logger,
+		now:      opts.Now,
+		rand:     opts.Rand,
+		newID:    opts.NewID,
+		redactor: opts.Redactor,
+		clients:  map[*checks.Probe]*http.Client{},
+	}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.rand == nil {
+		e.rand = rand.Float64
+	}
+	if e.newID == nil {
+		e.newID = uuid.NewString
+	}
+	version := opts.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	e.userAgent = "toolpulse/" + version
+	return e
+}
+
+// buildVersion is the main module's version when the binary was built from
+// a tagged module, and "dev" otherwise.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+// CloseIdleConnections closes the idle connections of every probe's client
+// and forgets the clients; the next run of a probe builds a new one. Call it
+// after a config reload, whose probes are new values, and at shutdown.
+func (e *Executor) CloseIdleConnections() {
+	e.mu.Lock()
+	clients := e.clients
+	e.clients = map[*checks.Probe]*http.Client{}
+	e.mu.Unlock()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// httpClient returns p's client, creating it on p's first run. The client's
+// Timeout is the per-attempt limit and, because the body is read inside the
+// attempt, it covers reading the body too.
+func (e *Executor) httpClient(p *checks.Probe) *http.Client {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.clients[p]; ok {
+		return c
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if p.TLS != nil {
+		t.TLSClientConfig = p.TLS.Clone()
+	}
+	// DisableCompression stays false on purpose: the transport then asks for
+	// gzip and decodes it, and max_body_bytes is counted on decoded bytes.
+	c := &http.Client{Transport: t, Timeout: p.Timeout}
+	e.clients[p] = c
+	return c
+}
+
+// Run runs one operation of p: the request with its retries, then the
+// consumer's rules on the answer. It never panics and never returns a Go
+// error: every failure, toolpulse's own included, is a typed outcome in the
+// result. ctx ending (shutdown) stops the run as unavailable/canceled.
+func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result) {
+	op := &operation{e: e, p: p, parent: ctx}
+	defer func() {
+		// Recovering here, around everything, keeps one bad probe or a bug
+		// of ours from taking the daemon down; the result says what happened.
+		if v := recover(); v != nil {
+			op.recovered(&res, v)
+		}
+		e.complete(&res, op)
+	}()
+	res.StartedAt = e.now()
+	res.OperationID = e.newID()
+	res.Probe = p.Name
+	res.Consumer = p.Consumer.Ref()
+	op.run(&res)
+	return res
+}
+
+// complete fills what every result carries whatever happened (duration,
+// attempts, final status, sample) and scrubs secrets from it. A panic in
+// here leaves a bare internal_error rather than escaping Run.
+func (e *Executor) complete(res *results.Result, op *operation) {
+	defer func() {
+		if v := recover(); v != nil {
+			res.Fail(results.NewError(results.CodeInternalError, "panic while completing the result: %v", v))
+			res.ResponseSample = ""
+			e.redactor.RedactResult(res)
+		}
+	}()
+	if !res.Outcome.Valid() {
+		res.Fail(results.NewError(results.CodeInternalError, "operation ended without an outcome"))
+	}
+	res.Duration = e.now().Sub(res.StartedAt)
+	res.Attempts = op.attempts
+	if n := len(op.attempts); n > 0 {
+		res.HTTPStatus = op.attempts[n-1].HTTPStatus
+	}
+	if res.Outcome != results.Pass && op.body != nil {
+		res.ResponseSample = sample(e.redactor.Redact(string(op.body)))
+	}
+	e.redactor.RedactResult(res)
+	if res.Shape != nil {
+		// Keys are not secrets, but a provider that echoes a token as a key
+		// must not get it stored; the fingerprint stays as computed.
+		res.Shape.Canonical = e.redactor.Redact(res.Shape.Canonical)
+	}
+	if res.Outcome != results.Pass {
+		e.logger.Debug("probe run failed", "probe", res.Probe, "operation_id", res.OperationID,
+			"outcome", res.Outcome, "code", res.Code(), "message", res.Error.Message,
+			"attempts", len(res.Attempts))
+	}
+}
+
+// sampleBytes bounds the response sample kept for a failed run.
+const sampleBytes = 4 << 10
+
+// sample returns the first sampleBytes of body as valid UTF-8, cut on a
+// rune boundary. body must already be redacted: cutting first could leave
+// the start of a secret at the end of the sample.
+func sample(body string) string {
+	if len(body) > sampleBytes {
+		cut := sampleBytes
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = body[:cut]
+	}
+	return strings.ToValidUTF8(body, "\uFFFD")
+}
+
+// recovered turns a panic inside Run into a recorded internal_error. The
+// attempt in flight, if any, is recorded with it, and an open body closed.
+func (op *operation) recovered(res *results.Result, v any) {
+	err := &panicError{value: v}
+	msg := err.Error()
+	defer func() {
+		// Recording uses the injected clock and logger, which may be what
+		// panicked in the first place.
+		if recover() != nil {
+			res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
+		}
+	}()
+	if op.inAttempt {
+		op.record(classify(err, 0, nil), msg, 0)
+	}
+	if op.resp != nil {
+		op.resp.Body.Close()
+	}
+	res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
+	op.e.logger.Error("panic in probe run", "probe", res.Probe, "operation_id", res.OperationID,
+		"panic", op.e.redactor.Redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
+}
