@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// printResults writes results in the chosen format: "json" is one SPEC §6
+// envelope per line; "text" is a table a person can scan, then a summary.
+func printResults(w io.Writer, format string, all []results.Result) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false) // shape summaries contain < and >
+		for i := range all {
+			if err := enc.Encode(all[i].Envelope()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printTable(w, all)
+}
+
+// maxMessageRunes keeps a table row on one screen line in most terminals.
+const maxMessageRunes = 100
+
+func printTable(w io.Writer, all []results.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE\tOUTCOME\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE")
+	counts := map[results.Outcome]int{}
+	for i := range all {
+		r := &all[i]
+		counts[r.Outcome]++
+		code, message := "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
+		if r.Error != nil {
+			code, message = string(r.Error.Code), r.Error.Message
+		}
+		status := "-"
+		if r.HTTPStatus != 0 {
+			status = fmt.Sprint(r.HTTPStatus)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Probe, r.Outcome, code,
+			r.AttemptCount(), formatLatency(r.Duration), status, oneLine(message, maxMessageRunes))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	parts := make([]string, 0, len(results.Outcomes))
+	for _, o := range results.Outcomes {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+	}
+	_, err := fmt.Fprintf(w, "\n%d probes: %s\n", len(all), strings.Join(parts, ", "))
+	return err
+}
+
+func formatLatency(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
+}
+
+// oneLine folds whitespace runs (newlines included) to single spaces and
+// cuts s to n runes, so one result is one table row.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
