@@ -3,6 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +125,51 @@ func TestConcurrentRecord(t *testing.T) {
 		if got := count(t, op, query); got != want {
 			t.Errorf("%s: got %d, want %d", query, got, want)
 		}
+	}
+}
+
+// TestSqlite3ShellReadsWhileRecording runs the real sqlite3 shell, as an
+// operator would, against a database toolpulse is writing: every query
+// succeeds and sees a growing, committed count. CI installs the shell.
+func TestSqlite3ShellReadsWhileRecording(t *testing.T) {
+	shell, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("sqlite3 shell not installed")
+	}
+	ctx := context.Background()
+	s, path := newStore(t)
+	const total = 200
+	done := make(chan error, 1)
+	go func() {
+		for i := range total {
+			if err := s.Record(ctx, passAfterRetry(fmt.Sprintf("op-%d", i))); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	last := 0
+	for recording := true; recording; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Record while the shell reads: %v", err)
+			}
+			recording = false
+		default:
+		}
+		out, err := exec.Command(shell, "-readonly", path, "SELECT count(*) FROM results;").CombinedOutput()
+		if err != nil {
+			t.Fatalf("sqlite3 shell: %v\n%s", err, out)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil || n < last {
+			t.Fatalf("sqlite3 shell saw %q after %d rows", out, last)
+		}
+		last = n
+	}
+	if last != total {
+		t.Errorf("sqlite3 shell finally saw %d rows, want %d", last, total)
 	}
 }
