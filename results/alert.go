@@ -1,0 +1,118 @@
+package results
+
+import "time"
+
+// Drift is a change of a probe's response shape: the run's fingerprint
+// differs from the probe's dominant fingerprint of the previous 24 hours
+// (SPEC §5). It explains a contract change; the consumer rule proves the
+// impact.
+type Drift struct {
+	Probe       string
+	OperationID string // the run that showed the new shape
+	DetectedAt  time.Time
+	Baseline    string   // the dominant fingerprint
+	Current     string   // the run's fingerprint
+	Diff        []string // SPEC §5 diff lines, baseline -> current
+}
+
+// AlertKind says what an alert announces.
+type AlertKind string
+
+const (
+	// AlertFiring: a probe started failing (after failure_threshold runs).
+	AlertFiring AlertKind = "firing"
+	// AlertReminder: a probe is still failing, repeat_interval later.
+	AlertReminder AlertKind = "reminder"
+	// AlertResolved: a probe that was alerted on passes again.
+	AlertResolved AlertKind = "resolved"
+	// AlertDrift: a probe's response shape changed (SPEC §5).
+	AlertDrift AlertKind = "shape_drift"
+)
+
+// DeliveryState is where an alert is in the outbox.
+type DeliveryState string
+
+const (
+	// DeliveryPending: waiting for its first or next delivery attempt.
+	DeliveryPending DeliveryState = "pending"
+	// DeliveryDelivered: the receiver accepted it.
+	DeliveryDelivered DeliveryState = "delivered"
+	// DeliveryFailed: retries ran out, or the receiver refused it for good.
+	DeliveryFailed DeliveryState = "failed"
+	// DeliverySkipped: recorded only, because no receiver is configured.
+	DeliverySkipped DeliveryState = "skipped"
+)
+
+// Alert is one message about one probe: what happened, with the facts of
+// the run that caused it, so a receiver needs nothing else to render it.
+type Alert struct {
+	ID          int64 // outbox id; 0 until stored
+	Kind        AlertKind
+	Probe       string
+	CreatedAt   time.Time
+	OperationID string
+	Outcome     Outcome
+	Code        Code // "" for a resolved alert or a drift of a passing run
+	Message     string
+	Attempts    int
+	Duration    time.Duration
+	HTTPStatus  int // 0 when no response arrived
+	Consumer    ConsumerRef
+	// FailingSince is when the current failure began: set on firing,
+	// reminder and resolved alerts (resolved says how long it lasted).
+	FailingSince time.Time
+	Drift        *Drift // set on shape_drift alerts only
+
+	// Delivery bookkeeping, owned by the outbox.
+	State         DeliveryState
+	DeliveryTries int
+	NextAttemptAt time.Time
+	LastError     string
+	DeliveredAt   time.Time
+}
+
+// NewAlert returns an alert of kind about run r, created at now.
+func NewAlert(kind AlertKind, r *Result, now time.Time) Alert {
+	a := Alert{
+		Kind:        kind,
+		Probe:       r.Probe,
+		CreatedAt:   now,
+		OperationID: r.OperationID,
+		Outcome:     r.Outcome,
+		Attempts:    r.AttemptCount(),
+		Duration:    r.Duration,
+		HTTPStatus:  r.HTTPStatus,
+		Consumer:    r.Consumer,
+		State:       DeliveryPending,
+	}
+	if r.Error != nil {
+		a.Code, a.Message = r.Error.Code, r.Error.Message
+	}
+	return a
+}
+
+// AlertState is a probe's alerting memory, persisted with every result so
+// that a restart neither re-alerts a known failure nor forgets to resolve
+// it.
+type AlertState struct {
+	Probe string
+	// ConsecutiveFailures counts non-pass runs since the last pass.
+	ConsecutiveFailures int
+	// FailingSince is the start of the first non-pass run of the streak;
+	// zero while passing.
+	FailingSince time.Time
+	// Firing is true once a firing alert went out for this streak.
+	Firing bool
+	// LastNotifiedAt is when the last firing or reminder alert was made.
+	LastNotifiedAt time.Time
+}
+
+// RunRecord is everything one operation changes, committed in one
+// transaction: the result, the drift it showed, the probe's new alert
+// state and the alerts to deliver. A crash leaves all of it or none.
+type RunRecord struct {
+	Result     Result
+	Drift      *Drift      // nil when the shape did not drift (or was deduplicated)
+	AlertState *AlertState // nil leaves the stored state unchanged
+	Alerts     []Alert
+}

@@ -1,0 +1,49 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Store is what the daemon needs of storage. results/sqlite implements it;
+// cmd wires the two. Every method returns a Go error only when toolpulse
+// itself failed (disk, lock, corruption), never for a provider's failure.
+type Store interface {
+	// RecordRun commits a result with its drift, alert state and alerts in
+	// one transaction, and sets the ID of each stored alert.
+	RecordRun(ctx context.Context, rec *results.RunRecord) error
+	// DominantShape returns the fingerprint seen most often for probe in
+	// runs started at or after since, and how many runs had it; "" and 0
+	// when there are none. It must be cheap: it runs on every operation.
+	DominantShape(ctx context.Context, probe string, since time.Time) (fingerprint string, count int, err error)
+	// ShapeText returns the canonical shape text of a fingerprint, or an
+	// error wrapping ErrNotFound semantics of the implementation.
+	ShapeText(ctx context.Context, fingerprint string) (string, error)
+	// LastDriftAt returns when a drift to fingerprint was last recorded
+	// for probe, and false when never.
+	LastDriftAt(ctx context.Context, probe, fingerprint string) (time.Time, bool, error)
+	// AlertStates returns the persisted alert state of every probe.
+	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
+	// DueAlerts returns up to limit pending alerts whose next attempt is at
+	// or before now, oldest first.
+	DueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error)
+	// NextAlertDue returns the earliest next attempt of a pending alert,
+	// and false when none is pending.
+	NextAlertDue(ctx context.Context) (time.Time, bool, error)
+	// MarkAlertDelivered records a delivery the receiver accepted.
+	MarkAlertDelivered(ctx context.Context, id int64, at time.Time) error
+	// MarkAlertRetry records a failed delivery to be tried again at next.
+	MarkAlertRetry(ctx context.Context, id int64, tries int, next time.Time, lastErr string) error
+	// MarkAlertFailed records that an alert will not be delivered.
+	MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error
+}
+
+// Sender delivers one alert to its receiver (Slack). retry says whether a
+// failure is worth another attempt; retryAfter, when positive, is the
+// receiver's own wish (a 429's Retry-After). Messages in err must not
+// contain secrets.
+type Sender interface {
+	Send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error)
+}
