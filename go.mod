@@ -11,4 +11,11 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.53
 )
 
-require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+require (
+	github.com/go-co-op/gocron/v2 v2.21.2 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/slack-go/slack v0.35.0 // indirect
+)
