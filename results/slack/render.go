@@ -1,0 +1,295 @@
+package slack
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Message is the whole Slack payload of one alert. Text is the plain-text
+// fallback that notifications, screen readers and old clients show; it is
+// mrkdwn-escaped, as Slack parses it too. Blocks is the Block Kit layout.
+// Both respect Slack's size limits.
+type Message struct {
+	Text   string          `json:"text"`
+	Blocks []goslack.Block `json:"blocks"`
+}
+
+// Render returns the payload for a: a header, a section of fields, the
+// run's message in a code block, the shape diff for a drift, and a context
+// line with the operation id, consumer@version and rule hash. It is a pure
+// function of a: it neither redacts nor links (the Notifier does both), so
+// a golden file pins the exact layout.
+func Render(a results.Alert) Message { return render(a, "") }
+
+// render is Render with an optional status-page link to the probe.
+func render(a results.Alert, baseURL string) Message {
+	blocks := []goslack.Block{
+		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
+			clip(oneLine(header(a)), maxHeaderText), true, false)),
+	}
+	if intro := intro(a); intro != "" {
+		blocks = append(blocks, section(intro))
+	}
+	blocks = append(blocks, &goslack.SectionBlock{Type: goslack.MBTSection, Fields: fields(a)})
+	if a.Message != "" {
+		blocks = append(blocks, section(codeBlock("*Message*\n", []string{a.Message}, maxSectionText)))
+	}
+	if a.Kind == results.AlertDrift && a.Drift != nil {
+		blocks = append(blocks, section(diffText(a.Drift)))
+	}
+	blocks = append(blocks, contextBlock(a, baseURL))
+	if len(blocks) > maxBlocks {
+		blocks = blocks[:maxBlocks]
+	}
+	return Message{Text: fallback(a), Blocks: blocks}
+}
+
+// emoji marks an alert at a glance. The two failing outcomes get different
+// colours because they need different people: contract_error means the
+// provider changed what it returns, unavailable means it did not answer.
+func emoji(a results.Alert) string {
+	switch a.Kind {
+	case results.AlertResolved:
+		return ":large_green_circle:"
+	case results.AlertDrift:
+		return ":warning:"
+	}
+	if a.Outcome == results.Unavailable {
+		return ":large_orange_circle:"
+	}
+	return ":red_circle:"
+}
+
+func header(a results.Alert) string {
+	switch a.Kind {
+	case results.AlertFiring:
+		return fmt.Sprintf("%s %s failing: %s", emoji(a), a.Probe, a.Outcome)
+	case results.AlertReminder:
+		return fmt.Sprintf("%s %s still failing: %s", emoji(a), a.Probe, a.Outcome)
+	case results.AlertResolved:
+		return fmt.Sprintf("%s %s resolved", emoji(a), a.Probe)
+	case results.AlertDrift:
+		return fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
+	}
+	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
+}
+
+// failingFor is how long the current failure has lasted at the alert, or
+// lasted in all for a resolved alert; 0 when unknown.
+func failingFor(a results.Alert) time.Duration {
+	if a.FailingSince.IsZero() || a.CreatedAt.IsZero() || !a.CreatedAt.After(a.FailingSince) {
+		return 0
+	}
+	return a.CreatedAt.Sub(a.FailingSince)
+}
+
+// intro is a sentence a reader needs before the fields, for the kinds
+// whose header alone does not say enough.
+func intro(a results.Alert) string {
+	d := failingFor(a)
+	switch a.Kind {
+	case results.AlertResolved:
+		if d > 0 {
+			return fmt.Sprintf("Passing again after failing for *%s*.", humanDuration(d))
+		}
+		return "Passing again."
+	case results.AlertDrift:
+		return "The response shape differs from the dominant shape of the last 24h. " +
+			"The run's outcome below shows whether the consumer still copes."
+	}
+	return ""
+}
+
+func fields(a results.Alert) []*goslack.TextBlockObject {
+	outcomeLabel := "Outcome"
+	if a.Kind == results.AlertDrift {
+		outcomeLabel = "Outcome of this run"
+	}
+	var fs []*goslack.TextBlockObject
+	add := func(label, value string) {
+		fs = append(fs, mrkdwn(clip("*"+label+"*\n"+value, maxFieldText)))
+	}
+	add(outcomeLabel, code(string(a.Outcome)))
+	if a.Code != "" {
+		add("Code", code(string(a.Code)))
+	}
+	status := "none (no response)"
+	if a.HTTPStatus != 0 {
+		status = fmt.Sprint(a.HTTPStatus)
+	}
+	add("HTTP status", status)
+	add("Attempts", fmt.Sprint(a.Attempts))
+	add("Latency", latency(a.Duration))
+	if d := failingFor(a); d > 0 && (a.Kind == results.AlertFiring || a.Kind == results.AlertReminder) {
+		add("Failing for", humanDuration(d))
+	}
+	if a.Kind == results.AlertDrift && a.Drift != nil {
+		add("Baseline shape", code(a.Drift.Baseline))
+		add("Current shape", code(a.Drift.Current))
+	}
+	if len(fs) > maxFields {
+		fs = fs[:maxFields]
+	}
+	return fs
+}
+
+// code quotes s as inline code after escaping it.
+func code(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return "`" + strings.ReplaceAll(esc(oneLine(s)), "`", "'") + "`"
+}
+
+// mrkdwn is a text object that Slack shows verbatim: no automatic links or
+// channel and user names, which provider text could otherwise trigger even
+// without angle brackets.
+func mrkdwn(text string) *goslack.TextBlockObject {
+	return &goslack.TextBlockObject{Type: goslack.MarkdownType, Text: text, Verbatim: true}
+}
+
+func section(text string) *goslack.SectionBlock {
+	return &goslack.SectionBlock{Type: goslack.MBTSection, Text: mrkdwn(clip(text, maxSectionText))}
+}
+
+// codeBlock writes title and as many of lines as fit in limit characters
+// into a ``` block, and notes how many lines it left out. One line longer
+// than the whole budget is itself clipped, so the block is never empty.
+func codeBlock(title string, lines []string, limit int) string {
+	esced := make([]string, len(lines))
+	for i, l := range lines {
+		esced[i] = escCode(l)
+	}
+	const fence = "```"
+	fixed := runes(title) + 2*len(fence)
+	note := func(left int) string {
+		if left == 0 {
+			return ""
+		}
+		return fmt.Sprintf("\n_(%d more diff lines)_", left)
+	}
+	if len(esced) == 1 {
+		return title + fence + clip(esced[0], limit-fixed) + fence
+	}
+	// Take the longest prefix of lines that fits with its note.
+	keep, used := 0, 0
+	for i, l := range esced {
+		n := used + runes(l)
+		if i > 0 {
+			n++ // the newline before it
+		}
+		if fixed+n+runes(note(len(esced)-i-1)) > limit {
+			break
+		}
+		keep, used = i+1, n
+	}
+	if keep == 0 {
+		return clip(title+strings.TrimPrefix(note(len(esced)), "\n"), limit)
+	}
+	return title + fence + strings.Join(esced[:keep], "\n") + fence + note(len(esced)-keep)
+}
+
+// diffText is the drift section: both fingerprints and the diff lines.
+func diffText(d *results.Drift) string {
+	// The fingerprints are in the fields; the title only says which way.
+	const title = "*Shape diff* (baseline → current)\n"
+	if len(d.Diff) == 0 {
+		return title + "_(no diff lines recorded)_"
+	}
+	lines := make([]string, len(d.Diff))
+	for i, l := range d.Diff {
+		// Clip before escaping costs nothing in safety (clip never splits
+		// an entity) and keeps one monster path from taking the block.
+		lines[i] = clip(oneLine(l), maxDiffLine)
+	}
+	return codeBlock(title, lines, maxSectionText)
+}
+
+func contextBlock(a results.Alert, baseURL string) *goslack.ContextBlock {
+	var els []goslack.MixedElement
+	add := func(text string) {
+		if len(els) < maxContextElem {
+			els = append(els, mrkdwn(clip(text, maxSectionText)))
+		}
+	}
+	add("operation " + code(a.OperationID))
+	if a.Consumer.Name != "" {
+		c := a.Consumer.Name
+		if a.Consumer.Version != "" {
+			c += "@" + a.Consumer.Version
+		}
+		add("consumer " + code(c))
+	}
+	if a.Consumer.RuleHash != "" {
+		add("rule " + code(a.Consumer.RuleHash))
+	}
+	if !a.CreatedAt.IsZero() {
+		// Slack shows the reader's local time; the fallback is UTC. Worth it
+		// because the outbox may deliver an alert long after the run.
+		add(fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>",
+			a.CreatedAt.Unix(), results.FormatTime(a.CreatedAt)))
+	}
+	if link := probeLink(baseURL, a.Probe); link != "" {
+		add("<" + esc(link) + "|recent runs>")
+	}
+	return goslack.NewContextBlock("", els...)
+}
+
+// probeLink points at the probe's recent results in toolpulse's own API
+// (SPEC §9), the one per-probe address the contract promises.
+func probeLink(baseURL, probe string) string {
+	if baseURL == "" || probe == "" || strings.ContainsAny(baseURL, "|<> ") {
+		return ""
+	}
+	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+}
+
+// fallback is the one line a phone notification shows, e.g.
+// ":red_circle: external_search contract_error (unsupported_results_container): results is map".
+func fallback(a results.Alert) string {
+	what := string(a.Outcome)
+	if a.Code != "" {
+		what += " (" + string(a.Code) + ")"
+	}
+	if a.Message != "" {
+		what += ": " + a.Message
+	}
+	var s string
+	switch a.Kind {
+	case results.AlertFiring:
+		s = fmt.Sprintf("%s %s %s", emoji(a), a.Probe, what)
+	case results.AlertReminder:
+		if d := failingFor(a); d > 0 {
+			s = fmt.Sprintf("%s %s still failing after %s: %s", emoji(a), a.Probe, humanDuration(d), what)
+		} else {
+			s = fmt.Sprintf("%s %s still failing: %s", emoji(a), a.Probe, what)
+		}
+	case results.AlertResolved:
+		if d := failingFor(a); d > 0 {
+			s = fmt.Sprintf("%s %s resolved: passing again after failing for %s", emoji(a), a.Probe, humanDuration(d))
+		} else {
+			s = fmt.Sprintf("%s %s resolved: passing again", emoji(a), a.Probe)
+		}
+	case results.AlertDrift:
+		s = fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
+		if d := a.Drift; d != nil {
+			s += fmt.Sprintf(" (%s → %s)", d.Baseline, d.Current)
+			if len(d.Diff) > 0 {
+				s += ": " + clip(d.Diff[0], maxDiffLine)
+				if len(d.Diff) > 1 {
+					s += fmt.Sprintf(" (+%d more)", len(d.Diff)-1)
+				}
+			}
+		}
+		s += "; this run: " + what
+	default:
+		s = fmt.Sprintf("%s %s %s: %s", emoji(a), a.Probe, a.Kind, what)
+	}
+	return clip(esc(oneLine(s)), maxFallback)
+}
