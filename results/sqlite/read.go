@@ -107,6 +107,14 @@ func (s *Store) result(ctx context.Context, operationID string) (results.Result,
 	return r, nil
 }
 
+// parseNullTime reads a nullable time column; NULL is the zero time.
+func parseNullTime(s sql.NullString) (time.Time, error) {
+	if !s.Valid {
+		return time.Time{}, nil
+	}
+	return parseTime(s.String)
+}
+
 func parseTime(s string) (time.Time, error) {
 	t, err := time.Parse(results.TimeLayout, s)
 	if err != nil {

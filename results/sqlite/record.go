@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -28,36 +31,138 @@ const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
-// Record stores r with every attempt, and counts its shape as seen, in one
-// transaction: either all of it is stored or none of it. It fails with
-// ErrDuplicate (wrapped) if r.OperationID is already stored, and leaves the
-// stored result unchanged. A result that breaks the domain's invariants (a
-// pass with an error, a failure without a code) is refused, not repaired.
+const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
+VALUES (?, ?, ?, 1, ?)
+ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
+    runs      = runs + 1,
+    last_seen = max(last_seen, excluded.last_seen)`
+
+const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, baseline, current, diff)
+VALUES (?, ?, ?, ?, ?, ?)`
+
+const upsertAlertState = `INSERT INTO alert_state (
+    probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at
+) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (probe) DO UPDATE SET
+    consecutive_failures = excluded.consecutive_failures,
+    failing_since        = excluded.failing_since,
+    firing               = excluded.firing,
+    last_notified_at     = excluded.last_notified_at,
+    updated_at           = excluded.updated_at`
+
+const insertAlert = `INSERT INTO alerts (
+    kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
+    http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
+    state, delivery_tries, next_attempt_at, last_error
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// Record stores r alone: RecordRun with no drift, alert state or alerts.
+func (s *Store) Record(ctx context.Context, r results.Result) error {
+	return s.RecordRun(ctx, &results.RunRecord{Result: r})
+}
+
+// RecordRun stores everything one operation changes in one transaction:
+// the result with every attempt, its shape counted as seen (in shapes and
+// in the hourly shape_counts behind DominantShape), the drift if any, the
+// probe's alert state if not nil, and every alert, queued in the outbox in
+// the state it has (pending or skipped). A shape_drift alert is linked to
+// rec.Drift, stored in the same transaction. Either all of it is stored or
+// none of it; on success the ID of each of rec.Alerts is set, and on
+// failure none is.
+//
+// It fails with ErrDuplicate (wrapped) if the operation id is already
+// stored, and leaves the stored result unchanged. A record that breaks the
+// domain's invariants (a pass with an error, a failure without a code, an
+// alert of another probe or in a delivered state, a drift alert without a
+// drift) is refused as a whole, not repaired.
 //
 // Durations are stored in whole milliseconds and times with millisecond
 // precision. The response sample is stored only for runs that did not pass
-// and received a response. Shape.Baseline and Shape.Drift are not stored
-// here: drift events have their own table.
+// and received a response. Shape.Baseline and Shape.Drift are not stored:
+// rec.Drift is.
 //
-// Record stops waiting when ctx is done; a caller that must not lose a
-// result during shutdown passes a context that is not cancelled with it.
-func (s *Store) Record(ctx context.Context, r results.Result) error {
-	if err := validate(&r); err != nil {
-		return fmt.Errorf("sqlite: record %s: invalid result: %w", r.OperationID, err)
+// RecordRun stops waiting when ctx is done; a caller that must not lose a
+// run during shutdown passes a context that is not cancelled with it.
+func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
+	if rec == nil {
+		return errors.New("sqlite: record: nil run record")
 	}
-	if err := s.record(ctx, &r); err != nil {
+	r := &rec.Result
+	if err := validateRun(rec); err != nil {
 		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, err)
+	}
+	ids, err := s.record(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, err)
+	}
+	for i, id := range ids {
+		rec.Alerts[i].ID = id
 	}
 	return nil
 }
 
-func (s *Store) record(ctx context.Context, r *results.Result) error {
+// record runs RecordRun's transaction and returns the new alert ids, in
+// the order of rec.Alerts.
+func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
 
+	r := &rec.Result
+	if err := insertResultRows(ctx, tx, r); err != nil {
+		return nil, err
+	}
+
+	var driftID sql.NullInt64
+	if d := rec.Drift; d != nil {
+		res, err := tx.ExecContext(ctx, insertDrift, d.Probe, d.OperationID,
+			results.FormatTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"))
+		if err != nil {
+			return nil, fmt.Errorf("drift: %w", err)
+		}
+		if driftID.Int64, err = res.LastInsertId(); err != nil {
+			return nil, fmt.Errorf("drift: %w", err)
+		}
+		driftID.Valid = true
+	}
+
+	if st := rec.AlertState; st != nil {
+		_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
+			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt))
+		if err != nil {
+			return nil, fmt.Errorf("alert state: %w", err)
+		}
+	}
+
+	ids := make([]int64, len(rec.Alerts))
+	for i := range rec.Alerts {
+		a := &rec.Alerts[i]
+		var link sql.NullInt64
+		if a.Kind == results.AlertDrift {
+			link = driftID
+		}
+		res, err := tx.ExecContext(ctx, insertAlert,
+			string(a.Kind), a.Probe, results.FormatTime(a.CreatedAt), a.OperationID, string(a.Outcome),
+			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
+			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
+			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError))
+		if err != nil {
+			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
+		}
+		if ids[i], err = res.LastInsertId(); err != nil {
+			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// insertResultRows writes r, its attempts and its shape counts in tx.
+func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	startedAt := results.FormatTime(r.StartedAt)
 	var fingerprint sql.NullString
 	if r.Shape != nil {
@@ -65,6 +170,10 @@ func (s *Store) record(ctx context.Context, r *results.Result) error {
 		if _, err := tx.ExecContext(ctx, upsertShape,
 			r.Shape.Fingerprint, r.Shape.Canonical, startedAt, startedAt); err != nil {
 			return fmt.Errorf("shape %s: %w", r.Shape.Fingerprint, err)
+		}
+		if _, err := tx.ExecContext(ctx, upsertShapeCount,
+			r.Probe, hourOf(r.StartedAt), r.Shape.Fingerprint, startedAt); err != nil {
+			return fmt.Errorf("shape count %s: %w", r.Shape.Fingerprint, err)
 		}
 	}
 
@@ -78,7 +187,7 @@ func (s *Store) record(ctx context.Context, r *results.Result) error {
 		// "the body was empty" stays distinguishable.
 		sample = sql.NullString{String: r.ResponseSample, Valid: r.HTTPStatus != 0 || r.ResponseSample != ""}
 	}
-	_, err = tx.ExecContext(ctx, insertResult,
+	_, err := tx.ExecContext(ctx, insertResult,
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
 		len(r.Attempts), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
@@ -99,7 +208,99 @@ func (s *Store) record(ctx context.Context, r *results.Result) error {
 			return fmt.Errorf("attempt %d: %w", a.Number, err)
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// validateRun checks a whole run record before any of it is written.
+func validateRun(rec *results.RunRecord) error {
+	r := &rec.Result
+	if err := validate(r); err != nil {
+		return fmt.Errorf("invalid result: %w", err)
+	}
+	if d := rec.Drift; d != nil {
+		if err := validateDrift(d, r); err != nil {
+			return fmt.Errorf("invalid drift: %w", err)
+		}
+	}
+	if st := rec.AlertState; st != nil {
+		switch {
+		case st.Probe != r.Probe:
+			return fmt.Errorf("invalid alert state: probe %q, want the result's %q", st.Probe, r.Probe)
+		case st.ConsecutiveFailures < 0:
+			return fmt.Errorf("invalid alert state: %d consecutive failures", st.ConsecutiveFailures)
+		}
+	}
+	for i := range rec.Alerts {
+		if err := validateAlert(&rec.Alerts[i], rec); err != nil {
+			return fmt.Errorf("invalid alert %d (%s): %w", i, rec.Alerts[i].Kind, err)
+		}
+	}
+	return nil
+}
+
+func validateDrift(d *results.Drift, r *results.Result) error {
+	switch {
+	case d.Probe != r.Probe:
+		return fmt.Errorf("probe %q, want the result's %q", d.Probe, r.Probe)
+	case d.OperationID != r.OperationID:
+		return fmt.Errorf("operation_id %q, want the result's %q", d.OperationID, r.OperationID)
+	case d.DetectedAt.IsZero():
+		return errors.New("zero detected_at")
+	case d.Baseline == "" || d.Current == "":
+		return errors.New("empty baseline or current fingerprint")
+	case d.Baseline == d.Current:
+		return fmt.Errorf("baseline and current are both %s", d.Current)
+	}
+	for _, line := range d.Diff {
+		// Lines are stored joined by newlines; one inside a line would
+		// come back as two. results/shape never writes one.
+		if strings.Contains(line, "\n") {
+			return fmt.Errorf("diff line %q contains a newline", line)
+		}
+	}
+	return nil
+}
+
+func validateAlert(a *results.Alert, rec *results.RunRecord) error {
+	switch a.Kind {
+	case results.AlertFiring, results.AlertReminder, results.AlertResolved, results.AlertDrift:
+	default:
+		return fmt.Errorf("unknown kind %q", a.Kind)
+	}
+	switch {
+	case a.ID != 0:
+		return fmt.Errorf("already stored as alert %d", a.ID)
+	case a.Probe != rec.Result.Probe:
+		return fmt.Errorf("probe %q, want the result's %q", a.Probe, rec.Result.Probe)
+	case a.OperationID == "":
+		return errors.New("empty operation_id")
+	case a.CreatedAt.IsZero():
+		return errors.New("zero created_at")
+	case !a.Outcome.Valid():
+		return fmt.Errorf("unknown outcome %q", a.Outcome)
+	case (a.Outcome == results.Pass) != (a.Code == ""):
+		return fmt.Errorf("outcome %s with code %q (a pass has none, a failure needs one)", a.Outcome, a.Code)
+	case a.Attempts < 0 || a.Duration < 0 || a.DeliveryTries < 0:
+		return errors.New("negative attempts, duration or delivery tries")
+	case a.State != results.DeliveryPending && a.State != results.DeliverySkipped:
+		return fmt.Errorf("state %q, want pending or skipped", a.State)
+	case !a.DeliveredAt.IsZero():
+		return errors.New("delivered_at set on an alert not yet delivered")
+	case a.State == results.DeliverySkipped && !a.NextAttemptAt.IsZero():
+		return errors.New("next attempt set on a skipped alert")
+	case a.Kind == results.AlertDrift && rec.Drift == nil:
+		return errors.New("shape_drift alert without a drift in the run record")
+	case a.Kind != results.AlertDrift && a.Drift != nil:
+		return errors.New("drift set on an alert that is not shape_drift")
+	case a.Drift != nil && !sameDrift(a.Drift, rec.Drift):
+		return errors.New("its drift is not the run record's drift")
+	}
+	return nil
+}
+
+func sameDrift(a, b *results.Drift) bool {
+	return a.Probe == b.Probe && a.OperationID == b.OperationID && a.DetectedAt.Equal(b.DetectedAt) &&
+		a.Baseline == b.Baseline && a.Current == b.Current && slices.Equal(a.Diff, b.Diff)
 }
 
 // validate checks what the schema relies on, so that a bug upstream reads
@@ -145,3 +346,16 @@ func nullInt(v int) sql.NullInt64 {
 func nullString(v string) sql.NullString {
 	return sql.NullString{String: v, Valid: v != ""}
 }
+
+// nullTime stores the zero time, which means "never" or "does not apply",
+// as NULL.
+func nullTime(t time.Time) sql.NullString {
+	if t.IsZero() {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: results.FormatTime(t), Valid: true}
+}
+
+// hourOf is the shape_counts bucket of t: its UTC hour, spelt as the first
+// 13 characters of results.FormatTime(t).
+func hourOf(t time.Time) string { return t.UTC().Format("2006-01-02T15") }

@@ -102,18 +102,46 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 	weatherOld.Error = &results.Error{Code: results.CodeInvalidJSON, Message: "not JSON"}
 	weatherOld.HTTPStatus = 200
 
-	for _, r := range []results.Result{
-		at(old, 26*time.Hour),
-		at(weatherOld, 30*time.Hour),
-		at(firstTry, 3*time.Hour),
-		at(contractError("es-2h"), 2*time.Hour),
-		at(contractError("es-1h"), time.Hour),
-		at(passAfterRetry("es-retried"), 30*time.Minute),
-		at(unavailable("w-10m"), 10*time.Minute),
+	// drifted gives r a drift from the list shape to its own, with a
+	// shape_drift alert; alert adds an alert of kind in state.
+	drifted := func(r results.Result) *results.RunRecord {
+		d := &results.Drift{Probe: r.Probe, OperationID: r.OperationID, DetectedAt: r.StartedAt,
+			Baseline: fpList, Current: r.Shape.Fingerprint, Diff: driftDiff}
+		a := results.NewAlert(results.AlertDrift, &r, r.StartedAt)
+		return &results.RunRecord{Result: r, Drift: d, Alerts: []results.Alert{a}}
+	}
+	alert := func(rec *results.RunRecord, kind results.AlertKind, state results.DeliveryState) *results.RunRecord {
+		a := results.NewAlert(kind, &rec.Result, rec.Result.StartedAt.Add(time.Millisecond))
+		a.State = state
+		rec.Alerts = append(rec.Alerts, a)
+		return rec
+	}
+	run := func(r results.Result) *results.RunRecord { return &results.RunRecord{Result: r} }
+
+	var toDeliver *results.RunRecord
+	for _, rec := range []*results.RunRecord{
+		drifted(at(old, 26*time.Hour)),
+		run(at(weatherOld, 30*time.Hour)),
+		run(at(firstTry, 3*time.Hour)),
+		alert(drifted(at(contractError("es-2h"), 2*time.Hour)), results.AlertFiring, results.DeliveryPending),
+		alert(run(at(contractError("es-1h"), time.Hour)), results.AlertReminder, results.DeliveryPending),
+		alert(run(at(passAfterRetry("es-retried"), 30*time.Minute)), results.AlertResolved, results.DeliveryPending),
+		alert(run(at(unavailable("w-10m"), 10*time.Minute)), results.AlertFiring, results.DeliverySkipped),
 	} {
-		if err := s.Record(ctx, r); err != nil {
+		if err := s.RecordRun(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
+		switch rec.Result.OperationID {
+		case "es-1h":
+			if err := s.MarkAlertFailed(ctx, rec.Alerts[0].ID, 5, "slack: channel_not_found"); err != nil {
+				t.Fatal(err)
+			}
+		case "es-retried":
+			toDeliver = rec
+		}
+	}
+	if err := s.MarkAlertDelivered(ctx, toDeliver.Alerts[0].ID, now); err != nil {
+		t.Fatal(err)
 	}
 
 	// Per query, the rows expected, in order, on the columns named.
@@ -131,6 +159,17 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 		{
 			{"outcome": "contract_error", "code": "unsupported_results_container", "http_status": int64(200),
 				"response_sample": `{"results":{"items":[]}}`},
+		},
+		{
+			{"probe": "external_search", "baseline": fpList, "current": fpMap, "outcome": "contract_error",
+				"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)"},
+		},
+		{
+			{"probe": "external_search", "kind": "shape_drift", "state": "pending", "delivery_tries": int64(0), "last_error": nil},
+			{"probe": "external_search", "kind": "shape_drift", "state": "pending", "delivery_tries": int64(0), "last_error": nil},
+			{"probe": "external_search", "kind": "firing", "state": "pending", "delivery_tries": int64(0), "last_error": nil},
+			{"probe": "external_search", "kind": "reminder", "state": "failed", "delivery_tries": int64(5),
+				"last_error": "slack: channel_not_found"},
 		},
 	}
 	if len(queries) != len(want) {

@@ -1,6 +1,8 @@
 // Package sqlite is toolpulse's store: it keeps results, their attempts and
-// response shapes in one SQLite file that operators can query with the
-// sqlite3 shell. It is the only package that imports go-sqlite3.
+// response shapes, drift events, each probe's alert state and the alert
+// outbox in one SQLite file that operators can query with the sqlite3
+// shell. It is the only package that imports go-sqlite3; *Store implements
+// runner.Store.
 //
 // The file runs in WAL mode with one writer connection and a separate pool
 // of read-only connections, so readers (the store's own and an operator's
@@ -23,12 +25,14 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// ErrNotFound is returned, wrapped, when no result has the operation id
-// asked for.
+// ErrNotFound is returned, wrapped, when what was asked for is not stored:
+// no result with the operation id, no shape with the fingerprint, or no
+// pending alert with the id.
 var ErrNotFound = errors.New("not found")
 
-// ErrDuplicate is returned, wrapped, by Record when a result with the same
-// operation id is already stored. The stored row is left as it was.
+// ErrDuplicate is returned, wrapped, by Record and RecordRun when a result
+// with the same operation id is already stored. The stored rows are left as
+// they were.
 var ErrDuplicate = errors.New("duplicate operation_id")
 
 // ErrSchemaTooNew is returned, wrapped, by Open when the database was

@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at
+FROM alert_state`
+
+// AlertStates returns the persisted alert state of every probe, keyed by
+// probe name; an empty map when no state was ever recorded. Zero times
+// (not failing, never notified) are stored as NULL and come back zero.
+func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState, error) {
+	rows, err := s.reader.QueryContext(ctx, selectAlertStates)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: alert states: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]results.AlertState{}
+	for rows.Next() {
+		var (
+			st                  results.AlertState
+			since, lastNotified sql.NullString
+		)
+		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified); err != nil {
+			return nil, fmt.Errorf("sqlite: alert states: %w", err)
+		}
+		if st.FailingSince, err = parseNullTime(since); err != nil {
+			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
+		}
+		if st.LastNotifiedAt, err = parseNullTime(lastNotified); err != nil {
+			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
+		}
+		out[st.Probe] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: alert states: %w", err)
+	}
+	return out, nil
+}
+
+// dueAlerts lists pending alerts that are due, oldest first. It reads the
+// partial index alerts_pending, which holds pending alerts only, so its
+// cost follows the backlog, not the history of delivered alerts.
+const dueAlerts = `SELECT
+    a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
+    a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
+    a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
+    d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff
+FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id
+WHERE a.state = 'pending' AND (a.next_attempt_at IS NULL OR a.next_attempt_at <= ?)
+ORDER BY a.created_at, a.id
+LIMIT ?`
+
+// DueAlerts returns up to limit pending alerts whose next attempt is at or
+// before now, or that were never tried (no next attempt set), oldest
+// first. Each comes back whole, as RecordRun stored it with the delivery
+// bookkeeping since; a shape_drift alert carries its drift with the diff
+// lines. A limit of 0 or less returns none.
+func (s *Store) DueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	alerts, err := s.dueAlerts(ctx, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: due alerts: %w", err)
+	}
+	return alerts, nil
+}
+
+func (s *Store) dueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error) {
+	rows, err := s.reader.QueryContext(ctx, dueAlerts, results.FormatTime(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []results.Alert
+	for rows.Next() {
+		a, err := scanAlert(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// scanAlert reads one row of dueAlerts.
+func scanAlert(rows *sql.Rows) (results.Alert, error) {
+	var (
+		a                                     results.Alert
+		kind, createdAt, outcome, state       string
+		code, message, lastErr                sql.NullString
+		failingSince, nextAt, deliveredAt     sql.NullString
+		durationMS                            int64
+		httpStatus                            sql.NullInt64
+		dProbe, dOp, dAt, dBase, dCur, dLines sql.NullString
+	)
+	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
+		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
+		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
+		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines)
+	if err != nil {
+		return results.Alert{}, err
+	}
+	a.Kind = results.AlertKind(kind)
+	a.Outcome = results.Outcome(outcome)
+	a.Code = results.Code(code.String)
+	a.Message = message.String
+	a.Duration = time.Duration(durationMS) * time.Millisecond
+	a.HTTPStatus = int(httpStatus.Int64)
+	a.State = results.DeliveryState(state)
+	a.LastError = lastErr.String
+	for _, f := range []struct {
+		dst *time.Time
+		src sql.NullString
+	}{
+		{&a.CreatedAt, sql.NullString{String: createdAt, Valid: true}},
+		{&a.FailingSince, failingSince},
+		{&a.NextAttemptAt, nextAt},
+		{&a.DeliveredAt, deliveredAt},
+	} {
+		if *f.dst, err = parseNullTime(f.src); err != nil {
+			return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
+		}
+	}
+	if dProbe.Valid {
+		d := &results.Drift{Probe: dProbe.String, OperationID: dOp.String,
+			Baseline: dBase.String, Current: dCur.String}
+		if d.DetectedAt, err = parseTime(dAt.String); err != nil {
+			return results.Alert{}, fmt.Errorf("alert %d: drift: %w", a.ID, err)
+		}
+		if dLines.String != "" {
+			d.Diff = strings.Split(dLines.String, "\n")
+		}
+		a.Drift = d
+	}
+	return a, nil
+}
+
+// nextAlertDue is the earliest due time of a pending alert: its next
+// attempt, or its creation when it was never tried.
+const nextAlertDue = `SELECT min(coalesce(next_attempt_at, created_at))
+FROM alerts WHERE state = 'pending'`
+
+// NextAlertDue returns when the earliest pending alert is due, and false
+// when none is pending. An alert never tried is due from its creation, so
+// the time may lie in the past: deliver at once.
+func (s *Store) NextAlertDue(ctx context.Context) (time.Time, bool, error) {
+	var at sql.NullString
+	if err := s.reader.QueryRowContext(ctx, nextAlertDue).Scan(&at); err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: next alert due: %w", err)
+	}
+	t, err := parseNullTime(at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("sqlite: next alert due: %w", err)
+	}
+	return t, at.Valid, nil
+}
+
+// MarkAlertDelivered records that the receiver accepted pending alert id
+// at the given time: the alert becomes delivered, its delivery tries go
+// up by one (the attempt that succeeded) and its last error, if any, is
+// kept. It fails with an error wrapping ErrNotFound when no pending alert
+// has that id (unknown, or already delivered, failed or skipped): a
+// delivery's end is recorded once.
+func (s *Store) MarkAlertDelivered(ctx context.Context, id int64, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("sqlite: mark alert %d delivered: zero delivery time", id)
+	}
+	return s.markAlert(ctx, id, "delivered", `UPDATE alerts
+		SET state = 'delivered', delivered_at = ?, delivery_tries = delivery_tries + 1, next_attempt_at = NULL
+		WHERE id = ? AND state = 'pending'`, results.FormatTime(at), id)
+}
+
+// MarkAlertRetry records a failed delivery of pending alert id, tries
+// deliveries made so far, and lastErr: the alert stays pending and is due
+// again at next. It fails with an error wrapping ErrNotFound when no
+// pending alert has that id.
+func (s *Store) MarkAlertRetry(ctx context.Context, id int64, tries int, next time.Time, lastErr string) error {
+	if next.IsZero() || tries < 0 {
+		return fmt.Errorf("sqlite: mark alert %d for retry: want tries >= 0 and a next attempt time, got %d and %v", id, tries, next)
+	}
+	return s.markAlert(ctx, id, "for retry", `UPDATE alerts
+		SET delivery_tries = ?, next_attempt_at = ?, last_error = ?
+		WHERE id = ? AND state = 'pending'`, tries, results.FormatTime(next), nullString(lastErr), id)
+}
+
+// MarkAlertFailed records that pending alert id will not be delivered,
+// after tries deliveries, because of lastErr. It fails with an error
+// wrapping ErrNotFound when no pending alert has that id.
+func (s *Store) MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error {
+	if tries < 0 {
+		return fmt.Errorf("sqlite: mark alert %d failed: %d tries", id, tries)
+	}
+	return s.markAlert(ctx, id, "failed", `UPDATE alerts
+		SET state = 'failed', delivery_tries = ?, next_attempt_at = NULL, last_error = ?
+		WHERE id = ? AND state = 'pending'`, tries, nullString(lastErr), id)
+}
+
+// markAlert runs one outbox update of a pending alert.
+func (s *Store) markAlert(ctx context.Context, id int64, what, query string, args ...any) error {
+	res, err := s.writer.ExecContext(ctx, query, args...)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = fmt.Errorf("no pending alert with that id: %w", ErrNotFound)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: mark alert %d %s: %w", id, what, err)
+	}
+	return nil
+}
