@@ -18,4 +18,5 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/slack-go/slack v0.35.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 )

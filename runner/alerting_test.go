@@ -1,0 +1,312 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// alertT0 is the instant the decide table's offsets count from.
+var alertT0 = time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+
+// policyStep is one run fed to decide: its code ("" for a pass), its start
+// as an offset from alertT0, and the alerts it must make, each of which
+// must carry FailingSince alertT0+since.
+type policyStep struct {
+	code  results.Code
+	at    time.Duration
+	want  []results.AlertKind
+	since time.Duration
+}
+
+func passAt(at time.Duration, want ...results.AlertKind) policyStep {
+	return policyStep{at: at, want: want}
+}
+
+func failAt(code results.Code, at time.Duration, want ...results.AlertKind) policyStep {
+	return policyStep{code: code, at: at, want: want}
+}
+
+// since sets the FailingSince the step's alerts must carry.
+func (s policyStep) sinceAt(d time.Duration) policyStep { s.since = d; return s }
+
+// policyRun builds the result of a step for probe p.
+func policyRun(p string, i int, s policyStep) *results.Result {
+	r := &results.Result{
+		OperationID: fmt.Sprintf("op-%d", i),
+		Probe:       p,
+		StartedAt:   alertT0.Add(s.at),
+		Outcome:     results.Pass,
+		Attempts:    []results.Attempt{{Number: 1}},
+	}
+	if s.code != "" {
+		r.Fail(results.NewError(s.code, "failed with %s", s.code))
+	}
+	return r
+}
+
+func notifyOn(threshold int, repeat time.Duration, sendResolved bool, on ...string) checks.Notify {
+	if len(on) == 0 {
+		on = []string{"contract_error", "unavailable", "shape_drift"}
+	}
+	return checks.Notify{On: on, FailureThreshold: threshold, RepeatInterval: repeat, SendResolved: sendResolved}
+}
+
+const (
+	contract    = results.CodeRuleError
+	unavailable = results.CodeTimeout
+	canceled    = results.CodeCanceled
+)
+
+var (
+	firing   = results.AlertFiring
+	reminder = results.AlertReminder
+	resolved = results.AlertResolved
+)
+
+func TestAlertDecide(t *testing.T) {
+	restored := results.AlertState{
+		Probe:               "search",
+		ConsecutiveFailures: 5,
+		FailingSince:        alertT0.Add(-2 * time.Hour),
+		Firing:              true,
+		LastNotifiedAt:      alertT0.Add(-30 * time.Minute),
+	}
+	cases := []struct {
+		name   string
+		notify checks.Notify
+		start  results.AlertState
+		steps  []policyStep
+		// final is the state after the last step; nil skips the check.
+		final *results.AlertState
+	}{
+		{
+			name:   "threshold 1 fires on the first failure",
+			notify: notifyOn(1, time.Hour, true),
+			steps:  []policyStep{failAt(contract, 0, firing)},
+			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 1,
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0},
+		},
+		{
+			name:   "threshold 3 fires on the third consecutive failure, once",
+			notify: notifyOn(3, time.Hour, true),
+			steps: []policyStep{
+				failAt(unavailable, 0),
+				failAt(unavailable, time.Minute),
+				failAt(unavailable, 2*time.Minute, firing),
+				failAt(unavailable, 3*time.Minute),
+			},
+			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 4,
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(2 * time.Minute)},
+		},
+		{
+			name:   "threshold 3 counts mixed outcomes as one streak",
+			notify: notifyOn(3, time.Hour, true),
+			steps: []policyStep{
+				failAt(unavailable, 0),
+				failAt(contract, time.Minute),
+				failAt(unavailable, 2*time.Minute, firing),
+			},
+		},
+		{
+			name:   "a pass breaks the streak below the threshold",
+			notify: notifyOn(3, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0),
+				failAt(contract, time.Minute),
+				passAt(2 * time.Minute),
+				failAt(contract, 3*time.Minute),
+				failAt(contract, 4*time.Minute),
+				failAt(contract, 5*time.Minute, firing).sinceAt(3 * time.Minute),
+			},
+		},
+		{
+			name:   "reminder exactly at repeat_interval, not before, keeping FailingSince",
+			notify: notifyOn(1, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0, firing),
+				failAt(contract, time.Hour-time.Millisecond),
+				failAt(contract, time.Hour, reminder),
+				failAt(contract, time.Hour+30*time.Minute),
+				failAt(contract, 2*time.Hour-time.Nanosecond),
+				failAt(contract, 2*time.Hour, reminder),
+				passAt(2*time.Hour+time.Minute, resolved),
+			},
+			final: &results.AlertState{Probe: "search"},
+		},
+		{
+			name:   "resolved with send_resolved carries FailingSince",
+			notify: notifyOn(2, time.Hour, true),
+			steps: []policyStep{
+				failAt(unavailable, 0),
+				failAt(unavailable, time.Minute, firing),
+				passAt(2*time.Minute, resolved),
+				passAt(3 * time.Minute),
+			},
+			final: &results.AlertState{Probe: "search"},
+		},
+		{
+			name:   "no resolved without send_resolved, but the state resets",
+			notify: notifyOn(1, time.Hour, false),
+			steps: []policyStep{
+				failAt(unavailable, 0, firing),
+				passAt(time.Minute),
+				failAt(unavailable, 2*time.Minute, firing).sinceAt(2 * time.Minute),
+			},
+		},
+		{
+			name:   "a pass after failures that never fired resolves nothing",
+			notify: notifyOn(3, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0),
+				passAt(time.Minute),
+			},
+			final: &results.AlertState{Probe: "search"},
+		},
+		{
+			name:   "on contract_error: unavailable runs count but never alert",
+			notify: notifyOn(2, time.Hour, true, "contract_error"),
+			steps: []policyStep{
+				failAt(unavailable, 0),
+				failAt(unavailable, time.Minute),
+				failAt(unavailable, 2*time.Minute),
+				failAt(contract, 3*time.Minute, firing),
+				failAt(unavailable, 2*time.Hour),
+				failAt(contract, 2*time.Hour+time.Minute, reminder),
+				passAt(3*time.Hour, resolved),
+			},
+		},
+		{
+			name:   "on contract_error: only unavailable runs alert nothing at all",
+			notify: notifyOn(1, time.Hour, true, "contract_error"),
+			steps: []policyStep{
+				failAt(unavailable, 0),
+				failAt(unavailable, time.Hour),
+				failAt(unavailable, 5*time.Hour),
+				passAt(6 * time.Hour),
+			},
+		},
+		{
+			name:   "shape_drift alone in notify.on alerts no failure",
+			notify: notifyOn(1, time.Hour, true, "shape_drift"),
+			steps: []policyStep{
+				failAt(contract, 0),
+				passAt(time.Minute),
+			},
+		},
+		{
+			name:   "a flapping probe at threshold 1 alerts every flap",
+			notify: notifyOn(1, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0, firing),
+				passAt(time.Minute, resolved),
+				failAt(contract, 2*time.Minute, firing).sinceAt(2 * time.Minute),
+				passAt(3*time.Minute, resolved).sinceAt(2 * time.Minute),
+				failAt(contract, 4*time.Minute, firing).sinceAt(4 * time.Minute),
+			},
+		},
+		{
+			name:   "a flapping probe below threshold 3 never alerts",
+			notify: notifyOn(3, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0),
+				failAt(contract, time.Minute),
+				passAt(2 * time.Minute),
+				failAt(contract, 3*time.Minute),
+				failAt(contract, 4*time.Minute),
+				passAt(5 * time.Minute),
+			},
+			final: &results.AlertState{Probe: "search"},
+		},
+		{
+			name:   "a run toolpulse canceled changes nothing",
+			notify: notifyOn(2, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0),
+				failAt(canceled, time.Minute),
+				failAt(contract, 2*time.Minute, firing),
+				failAt(canceled, 3*time.Hour),
+				failAt(contract, 3*time.Hour+time.Minute, reminder),
+			},
+			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 3,
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(3*time.Hour + time.Minute)},
+		},
+		{
+			name:   "state restored after a restart is honoured",
+			notify: notifyOn(1, time.Hour, true),
+			start:  restored,
+			steps: []policyStep{
+				failAt(contract, 0),
+				failAt(contract, 30*time.Minute, reminder).sinceAt(-2 * time.Hour),
+				passAt(31*time.Minute, resolved).sinceAt(-2 * time.Hour),
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := c.start
+			for i, s := range c.steps {
+				r := policyRun("search", i, s)
+				now := r.StartedAt
+				before := st
+				var alerts []results.Alert
+				st, alerts = decide(c.notify, st, r, now)
+				var kinds []results.AlertKind
+				for _, a := range alerts {
+					kinds = append(kinds, a.Kind)
+				}
+				if fmt.Sprint(kinds) != fmt.Sprint(s.want) {
+					t.Fatalf("step %d (%s at %v, state before %+v): got alerts %v, want %v",
+						i, outcomeName(s), s.at, before, kinds, s.want)
+				}
+				for _, a := range alerts {
+					if want := alertT0.Add(s.since); !a.FailingSince.Equal(want) {
+						t.Errorf("step %d: %s alert FailingSince = %v, want %v", i, a.Kind, a.FailingSince, want)
+					}
+					if a.Probe != "search" || a.OperationID != r.OperationID || a.Outcome != r.Outcome ||
+						a.Code != r.Code() || !a.CreatedAt.Equal(now) || a.State != results.DeliveryPending {
+						t.Errorf("step %d: alert %+v does not describe run %s at %v", i, a, r.OperationID, now)
+					}
+				}
+				if st.Probe != "search" {
+					t.Errorf("step %d: state probe = %q, want search", i, st.Probe)
+				}
+			}
+			if c.final != nil && !sameState(st, *c.final) {
+				t.Errorf("final state = %+v, want %+v", st, *c.final)
+			}
+		})
+	}
+}
+
+func outcomeName(s policyStep) string {
+	if s.code == "" {
+		return "pass"
+	}
+	return string(s.code)
+}
+
+func TestAlertSameState(t *testing.T) {
+	a := results.AlertState{Probe: "p", ConsecutiveFailures: 2, FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0}
+	b := a
+	b.FailingSince = alertT0.In(time.FixedZone("x", 3600)) // same instant, other location
+	if !sameState(a, b) {
+		t.Errorf("sameState(%v, %v) = false for the same instants", a, b)
+	}
+	for name, change := range map[string]func(*results.AlertState){
+		"probe":    func(s *results.AlertState) { s.Probe = "q" },
+		"streak":   func(s *results.AlertState) { s.ConsecutiveFailures++ },
+		"since":    func(s *results.AlertState) { s.FailingSince = s.FailingSince.Add(1) },
+		"firing":   func(s *results.AlertState) { s.Firing = false },
+		"notified": func(s *results.AlertState) { s.LastNotifiedAt = s.LastNotifiedAt.Add(1) },
+	} {
+		c := a
+		change(&c)
+		if sameState(a, c) {
+			t.Errorf("sameState ignores a change of %s", name)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/shape"
+)
+
+// Drift detection parameters (SPEC §5).
+const (
+	// driftWindow is how far back the baseline (dominant) shape is sought.
+	driftWindow = 24 * time.Hour
+	// driftMinObservations is how often the baseline must have been seen
+	// for a different shape to count as drift rather than noise of a new
+	// probe.
+	driftMinObservations = 5
+	// driftDedup is how long a drift to the same fingerprint of the same
+	// probe is not recorded or alerted again.
+	driftDedup = time.Hour
+)
+
+// maxCachedShapes bounds the parsed-shape cache. A provider whose bodies
+// have dynamic keys can produce a new fingerprint on every run; the cache
+// must not grow with them.
+const maxCachedShapes = 512
+
+// shapeCache keeps parsed shapes by fingerprint. A fingerprint's canonical
+// text never changes, so an entry never goes stale; caching it keeps the
+// store out of every drifted run but the first. Safe for concurrent use.
+type shapeCache struct {
+	mu     sync.Mutex
+	shapes map[string]shape.Shape
+}
+
+func (c *shapeCache) get(fingerprint string) (shape.Shape, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.shapes[fingerprint]
+	return s, ok
+}
+
+func (c *shapeCache) put(fingerprint string, s shape.Shape) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shapes == nil || len(c.shapes) >= maxCachedShapes {
+		// Dropping everything is crude, but the cache only saves a read of
+		// an immutable row, and the common case holds a handful of shapes.
+		c.shapes = make(map[string]shape.Shape)
+	}
+	c.shapes[fingerprint] = s
+}
+
+// detectDrift compares r's shape with the probe's dominant shape of the
+// previous 24 hours (SPEC §5). When the run drifted it sets r.Shape.Baseline
+// and r.Shape.Drift, on every drifted run, because the run's envelope shows
+// them; it returns a drift event only for the first drift to this
+// fingerprint in an hour, since that is what gets a row and an alert.
+//
+// The common path, no drift, costs one store call (DominantShape). An error
+// means the store could not answer; r may then already carry the drift
+// lines, and the caller still records the run.
+func (p *Pipeline) detectDrift(ctx context.Context, r *results.Result, now time.Time) (*results.Drift, error) {
+	if r.Shape == nil || r.Shape.Fingerprint == "" {
+		return nil, nil
+	}
+	current := r.Shape.Fingerprint
+	baseline, n, err := p.store.DominantShape(ctx, r.Probe, now.Add(-driftWindow))
+	if err != nil {
+		return nil, fmt.Errorf("dominant shape of %s: %w", r.Probe, err)
+	}
+	if n < driftMinObservations || baseline == "" || baseline == current {
+		return nil, nil
+	}
+
+	lines, err := p.diff(ctx, baseline, r.Shape)
+	if err != nil {
+		return nil, err
+	}
+	r.Shape.Baseline = baseline
+	r.Shape.Drift = lines
+
+	last, seen, err := p.store.LastDriftAt(ctx, r.Probe, current)
+	if err != nil {
+		return nil, fmt.Errorf("last drift of %s to %s: %w", r.Probe, current, err)
+	}
+	if seen && now.Sub(last) < driftDedup {
+		return nil, nil
+	}
+	return &results.Drift{
+		Probe:       r.Probe,
+		OperationID: r.OperationID,
+		DetectedAt:  now,
+		Baseline:    baseline,
+		Current:     current,
+		Diff:        lines,
+	}, nil
+}
+
+// diff returns the SPEC §5 diff lines from the baseline fingerprint's shape
+// to cur. A shape text that does not parse (a row written by a different
+// version, or keys changed by secret redaction) cannot be diffed, but the
+// fingerprints still differ, so the drift is reported with one line that
+// says so rather than lost.
+func (p *Pipeline) diff(ctx context.Context, baseline string, cur *results.Shape) ([]string, error) {
+	from, ok := p.shapes.get(baseline)
+	if !ok {
+		text, err := p.store.ShapeText(ctx, baseline)
+		if err != nil {
+			return nil, fmt.Errorf("shape text of %s: %w", baseline, err)
+		}
+		from, err = shape.Parse(text)
+		if err != nil {
+			p.logger.Warn("stored shape does not parse; drift reported without a diff",
+				"fingerprint", baseline, "error", err)
+			return opaqueDrift(baseline, cur.Fingerprint), nil
+		}
+		p.shapes.put(baseline, from)
+	}
+	to, ok := p.shapes.get(cur.Fingerprint)
+	if !ok {
+		var err error
+		to, err = shape.Parse(cur.Canonical)
+		if err != nil {
+			p.logger.Warn("run's shape does not parse; drift reported without a diff",
+				"fingerprint", cur.Fingerprint, "error", err)
+			return opaqueDrift(baseline, cur.Fingerprint), nil
+		}
+		p.shapes.put(cur.Fingerprint, to)
+	}
+	if lines := shape.Diff(from, to); len(lines) > 0 {
+		return lines, nil
+	}
+	return opaqueDrift(baseline, cur.Fingerprint), nil
+}
+
+// opaqueDrift is the single diff line of a drift whose shapes could not be
+// compared path by path.
+func opaqueDrift(baseline, current string) []string {
+	return []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", baseline, current)}
+}

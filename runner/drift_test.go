@@ -1,0 +1,279 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// The seed-000 drill (../shared/seeds/000_*.txt): the provider wraps its
+// result list in an object.
+const (
+	seedBaselineBody = `{"results":[{"id":"doc_784","title":"API migration guide","score":0.93}],"next_cursor":null}`
+	seedWrappedBody  = `{"results":{"items":[{"id":"doc_784","title":"API migration guide","score":0.93}]},"next_cursor":null}`
+	// toolpulse's own fingerprints (results/shape/testdata/seed000_*.golden),
+	// not the drill's Python ones (4917809db2bdb220, b600aab8c56e2f2f):
+	// SPEC §5 fixes their form, not their hash input.
+	seedBaselineFP = "99ba02a8b482ce41"
+	seedWrappedFP  = "3a105e99edea2dbb"
+	seedDiffLine   = "results: list<object(3 keys)> -> object(1 keys)"
+	// seedWrappedCode is what the strict consumer raises on the new layout.
+	seedWrappedCode = results.Code("unsupported_results_container")
+)
+
+// driftFixture is a pipeline over a memStore with a settable clock, for the
+// probe "external_search".
+type driftFixture struct {
+	t      *testing.T
+	store  *memStore
+	clock  *testClock
+	p      *Pipeline
+	notify checks.Notify
+}
+
+func newDriftFixture(t *testing.T, n checks.Notify) *driftFixture {
+	f := &driftFixture{t: t, store: newMemStore(), clock: newTestClock(alertT0), notify: n}
+	f.p = NewPipeline(f.store, n, PipelineOptions{Now: f.clock.Now, Deliver: true})
+	return f
+}
+
+// run processes one run of body, one minute after the previous one.
+func (f *driftFixture) run(body string, code results.Code) (*results.Result, []results.Alert) {
+	f.t.Helper()
+	f.clock.Advance(time.Minute)
+	r := pipelineRun(f.t, "external_search", f.clock.Now(), body, code)
+	return r, process(f.t, f.p, r)
+}
+
+// baseline processes n passing runs of the baseline layout.
+func (f *driftFixture) baseline(n int) {
+	f.t.Helper()
+	for range n {
+		r, alerts := f.run(seedBaselineBody, "")
+		if len(r.Shape.Drift) != 0 || len(alerts) != 0 {
+			f.t.Fatalf("baseline run drifted %v or alerted %v", r.Shape.Drift, alertKinds(alerts))
+		}
+	}
+}
+
+func (f *driftFixture) drifts() []results.Drift {
+	_, drifts, _, _ := f.store.snapshot()
+	return drifts
+}
+
+func driftAlerts(alerts []results.Alert) []results.Alert {
+	var out []results.Alert
+	for _, a := range alerts {
+		if a.Kind == results.AlertDrift {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestDriftSeed000(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(5)
+	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
+
+	if r.Shape.Fingerprint != seedWrappedFP {
+		t.Fatalf("wrapped layout fingerprint = %s, want %s (seed 000)", r.Shape.Fingerprint, seedWrappedFP)
+	}
+	if r.Shape.Baseline != seedBaselineFP {
+		t.Errorf("Shape.Baseline = %q, want %s", r.Shape.Baseline, seedBaselineFP)
+	}
+	if want := []string{seedDiffLine}; !slices.Equal(r.Shape.Drift, want) {
+		t.Errorf("Shape.Drift = %q, want exactly %q", r.Shape.Drift, want)
+	}
+
+	drifts := f.drifts()
+	if len(drifts) != 1 {
+		t.Fatalf("%d drift rows, want 1", len(drifts))
+	}
+	want := results.Drift{Probe: "external_search", OperationID: r.OperationID, DetectedAt: f.clock.Now(),
+		Baseline: seedBaselineFP, Current: seedWrappedFP, Diff: []string{seedDiffLine}}
+	if d := drifts[0]; fmt.Sprint(d) != fmt.Sprint(want) {
+		t.Errorf("drift row = %+v, want %+v", d, want)
+	}
+
+	// The drift explains the change and the failing rule proves the
+	// impact: both are announced, the cause first.
+	if got := alertKinds(alerts); fmt.Sprint(got) != "[shape_drift firing]" {
+		t.Fatalf("alerts = %v, want [shape_drift firing]", got)
+	}
+	a := alerts[0]
+	if a.ID == 0 || a.Drift == nil || fmt.Sprint(*a.Drift) != fmt.Sprint(want) || a.Code != seedWrappedCode ||
+		a.Outcome != results.ContractError || a.State != results.DeliveryPending {
+		t.Errorf("drift alert = %+v, want the drift %+v of the contract_error run, pending, with an ID", a, want)
+	}
+}
+
+func TestDriftNeedsFiveObservations(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(4)
+	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	if len(r.Shape.Drift) != 0 || r.Shape.Baseline != "" {
+		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Shape.Baseline, r.Shape.Drift)
+	}
+	if len(f.drifts()) != 0 || len(driftAlerts(alerts)) != 0 {
+		t.Errorf("with 4 baseline observations: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
+	}
+}
+
+// TestDriftBaselineWindow: observations older than 24 hours are no baseline.
+func TestDriftBaselineWindow(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(5)
+	f.clock.Advance(24 * time.Hour)
+	r, _ := f.run(seedWrappedBody, seedWrappedCode)
+	if len(r.Shape.Drift) != 0 {
+		t.Errorf("drifted %q against a baseline last seen more than 24h ago", r.Shape.Drift)
+	}
+}
+
+func TestDriftDeduplicatedForAnHour(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(10)
+	first, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	if len(driftAlerts(alerts)) != 1 {
+		t.Fatalf("first drifted run made alerts %v", alertKinds(alerts))
+	}
+	firstAt := f.clock.Now()
+
+	f.store.resetCalls()
+	second, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	if !slices.Equal(second.Shape.Drift, []string{seedDiffLine}) || second.Shape.Baseline != seedBaselineFP {
+		t.Errorf("second drifted run: baseline %q, drift %q; every drifted run must show its drift", second.Shape.Baseline, second.Shape.Drift)
+	}
+	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
+		t.Errorf("second drifted run within the hour: %d drift rows, alerts %v; want 1 row, no drift alert",
+			len(f.drifts()), alertKinds(alerts))
+	}
+	if n := f.store.callCount("ShapeText"); n != 0 {
+		t.Errorf("second drifted run read the baseline shape text %d times; it is immutable and cached", n)
+	}
+
+	// Just before the hour: still quiet. At the hour: again.
+	f.clock.Set(firstAt.Add(time.Hour - time.Minute - time.Millisecond))
+	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
+	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
+		t.Errorf("drifted run 1ms before the hour: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
+	}
+	f.clock.Set(firstAt.Add(time.Hour - time.Minute))
+	third, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	if len(f.drifts()) != 2 || len(driftAlerts(alerts)) != 1 {
+		t.Fatalf("drifted run an hour later: %d drift rows, alerts %v; want 2 rows and a drift alert",
+			len(f.drifts()), alertKinds(alerts))
+	}
+	if d := f.drifts()[1]; d.OperationID != third.OperationID || d.OperationID == first.OperationID {
+		t.Errorf("the second drift row names operation %s, want %s", d.OperationID, third.OperationID)
+	}
+}
+
+func TestDriftOfPassingRun(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(5)
+	// A consumer that supports both layouts passes; the contract still
+	// changed.
+	r, alerts := f.run(seedWrappedBody, "")
+	if !slices.Equal(r.Shape.Drift, []string{seedDiffLine}) {
+		t.Errorf("passing drifted run: drift %q, want %q", r.Shape.Drift, seedDiffLine)
+	}
+	if got := alertKinds(alerts); fmt.Sprint(got) != "[shape_drift]" {
+		t.Fatalf("passing drifted run made alerts %v, want [shape_drift]", got)
+	}
+	if a := alerts[0]; a.Outcome != results.Pass || a.Code != "" || a.Drift == nil {
+		t.Errorf("drift alert of a passing run = %+v", a)
+	}
+	if len(f.drifts()) != 1 {
+		t.Errorf("%d drift rows, want 1", len(f.drifts()))
+	}
+}
+
+func TestDriftNotInNotifyOn(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true, "contract_error", "unavailable"))
+	f.baseline(5)
+	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	if len(r.Shape.Drift) == 0 {
+		t.Error("the run's drift was not reported without shape_drift in notify.on")
+	}
+	if len(f.drifts()) != 1 {
+		t.Errorf("%d drift rows, want 1: drift events are recorded whatever notify.on says", len(f.drifts()))
+	}
+	if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" {
+		t.Errorf("alerts = %v, want [firing] only", got)
+	}
+}
+
+// TestDriftNoDriftPathIsCheap: a run with the baseline shape costs one
+// store read, and a run without a body none.
+func TestDriftNoDriftPathIsCheap(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(6)
+	f.store.resetCalls()
+	f.run(seedBaselineBody, "")
+	reads := f.store.callCount("DominantShape") + f.store.callCount("ShapeText") + f.store.callCount("LastDriftAt")
+	if reads != 1 || f.store.callCount("DominantShape") != 1 {
+		t.Errorf("a run with the baseline shape made %d drift reads, want DominantShape only", reads)
+	}
+
+	f.store.resetCalls()
+	f.run("", results.CodeConnectionRefused)
+	if n := f.store.callCount("DominantShape"); n != 0 {
+		t.Errorf("a run without a body asked for the dominant shape %d times", n)
+	}
+}
+
+// TestDriftStoreErrors: the run is recorded even when drift detection
+// could not ask the store, and a later run detects the drift.
+func TestDriftStoreErrors(t *testing.T) {
+	for _, method := range []string{"DominantShape", "ShapeText", "LastDriftAt"} {
+		t.Run(method, func(t *testing.T) {
+			f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+			f.baseline(5)
+			f.store.setFail(func(m string) error {
+				if m == method {
+					return errors.New("database is locked")
+				}
+				return nil
+			})
+			_, alerts := f.run(seedWrappedBody, seedWrappedCode)
+			if runs, _, _, _ := f.store.snapshot(); len(runs) != 6 {
+				t.Fatalf("%d runs recorded, want 6: a drift lookup error lost the run", len(runs))
+			}
+			if len(f.drifts()) != 0 || len(driftAlerts(alerts)) != 0 {
+				t.Errorf("drift recorded or alerted %v despite %s failing", alertKinds(alerts), method)
+			}
+			if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" {
+				t.Errorf("alerts = %v, want the failure's [firing] still", got)
+			}
+
+			f.store.setFail(nil)
+			r, alerts := f.run(seedWrappedBody, seedWrappedCode)
+			if len(r.Shape.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
+				t.Errorf("the next drifted run: drift %q, %d rows, alerts %v; want the drift detected",
+					r.Shape.Drift, len(f.drifts()), alertKinds(alerts))
+			}
+		})
+	}
+}
+
+// TestDriftUnparsableShape: a stored shape text that does not parse still
+// yields a drift, with a line that says no diff is available.
+func TestDriftUnparsableShape(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(5)
+	f.store.mu.Lock()
+	f.store.shapes[seedBaselineFP] = "object{ not canonical }"
+	f.store.mu.Unlock()
+	r, alerts := f.run(seedWrappedBody, "")
+	want := []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", seedBaselineFP, seedWrappedFP)}
+	if !slices.Equal(r.Shape.Drift, want) || len(driftAlerts(alerts)) != 1 {
+		t.Errorf("drift %q, alerts %v; want %q and a drift alert", r.Shape.Drift, alertKinds(alerts), want)
+	}
+}

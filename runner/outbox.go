@@ -1,0 +1,354 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// DelivererOptions are a Deliverer's dependencies and limits. Every field
+// is optional; zero means the default.
+type DelivererOptions struct {
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
+	Rand   func() float64   // in [0,1), for back-off jitter; nil: math/rand/v2
+	// MaxTries is how many delivery attempts an alert gets. Default 10.
+	MaxTries int
+	// BaseDelay and MaxDelay shape the back-off between attempts:
+	// full jitter, rand * min(MaxDelay, BaseDelay * 2^n) before retry n+1.
+	// Defaults 1s and 5m.
+	BaseDelay, MaxDelay time.Duration
+	// MaxAge is how long after its creation an alert is still worth
+	// delivering; an older one is given up. Default 24h.
+	MaxAge time.Duration
+	// PollInterval is the longest the Deliverer sleeps between looks at
+	// the outbox, so that alerts enqueued without a Wake, or by another
+	// process, still go out. Default 5s.
+	PollInterval time.Duration
+}
+
+// Defaults of DelivererOptions.
+const (
+	DefaultDeliveryMaxTries  = 10
+	DefaultDeliveryBaseDelay = time.Second
+	DefaultDeliveryMaxDelay  = 5 * time.Minute
+	DefaultDeliveryMaxAge    = 24 * time.Hour
+	DefaultDeliveryPoll      = 5 * time.Second
+)
+
+const (
+	// deliveryBatch is how many due alerts one store read fetches.
+	deliveryBatch = 16
+	// sendTimeout bounds one Send: Slack that hangs must not stall the
+	// alerts queued behind it forever.
+	sendTimeout = 15 * time.Second
+	// shutdownGrace is how long a Send in flight may go on after Run's
+	// context ends, so that a message being posted is not cut in half.
+	shutdownGrace = 2 * time.Second
+	// markTimeout bounds a store write after a Send; it is detached from
+	// Run's context so that a message delivered during shutdown is still
+	// marked, and not sent again after the restart.
+	markTimeout = 5 * time.Second
+	// maxRetryAfter caps a receiver's Retry-After. Slack asks for seconds
+	// to minutes; an hour is already more than an alert can usefully wait,
+	// and sending earlier would only be refused again.
+	maxRetryAfter = time.Hour
+	// maxLastError bounds the error text stored with an alert.
+	maxLastError = 500
+)
+
+// Deliverer drains the alert outbox: it sends each due alert with the
+// Sender, one at a time, and records the result in the store, retrying
+// with back-off until the alert is delivered, refused for good, out of
+// tries or too old. Delivery is at least once: an alert whose delivery
+// could not be recorded may be sent again.
+type Deliverer struct {
+	store  Store
+	sender Sender
+	logger *slog.Logger
+	now    func() time.Time
+	rand   func() float64
+
+	maxTries            int
+	baseDelay, maxDelay time.Duration
+	maxAge              time.Duration
+	poll                time.Duration
+	sendTimeout, grace  time.Duration // constants, fields so tests can shorten them
+
+	wake chan struct{}
+
+	// unmarked holds alerts the receiver took whose delivery the store
+	// failed to record; the next pass records them instead of sending them
+	// again. Only Run's goroutine touches it.
+	unmarked map[int64]time.Time
+}
+
+// NewDeliverer returns a Deliverer that reads the outbox in store and sends
+// with sender. Start it with Run.
+func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer {
+	d := &Deliverer{
+		store:       store,
+		sender:      sender,
+		logger:      opts.Logger,
+		now:         opts.Now,
+		rand:        opts.Rand,
+		maxTries:    opts.MaxTries,
+		baseDelay:   opts.BaseDelay,
+		maxDelay:    opts.MaxDelay,
+		maxAge:      opts.MaxAge,
+		poll:        opts.PollInterval,
+		sendTimeout: sendTimeout,
+		grace:       shutdownGrace,
+		wake:        make(chan struct{}, 1),
+		unmarked:    map[int64]time.Time{},
+	}
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.rand == nil {
+		d.rand = rand.Float64
+	}
+	if d.maxTries <= 0 {
+		d.maxTries = DefaultDeliveryMaxTries
+	}
+	if d.baseDelay <= 0 {
+		d.baseDelay = DefaultDeliveryBaseDelay
+	}
+	if d.maxDelay <= 0 {
+		d.maxDelay = DefaultDeliveryMaxDelay
+	}
+	if d.maxAge <= 0 {
+		d.maxAge = DefaultDeliveryMaxAge
+	}
+	if d.poll <= 0 {
+		d.poll = DefaultDeliveryPoll
+	}
+	return d
+}
+
+// Wake asks Run to look at the outbox now, typically after Process enqueued
+// pending alerts. It never blocks; wakes that arrive while one is already
+// waiting are merged.
+func (d *Deliverer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers alerts until ctx ends, then returns promptly: a Send in
+// flight gets a short grace to finish, and Run starts no goroutine that
+// outlives it. Store errors are logged and retried on the next poll; they
+// never end Run. Call Run once: one loop owns the outbox, which is what
+// keeps alerts going out one at a time and in order.
+func (d *Deliverer) Run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		wait := d.poll
+		if d.pass(ctx) {
+			wait = d.sleep(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// sleep returns how long Run may wait before the next pass: until the
+// earliest pending alert is due, but never longer than the poll interval.
+func (d *Deliverer) sleep(ctx context.Context) time.Duration {
+	next, ok, err := d.store.NextAlertDue(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.logger.Error("reading the alert outbox failed", "error", err)
+		}
+		return d.poll
+	}
+	if !ok {
+		return d.poll
+	}
+	return min(max(next.Sub(d.now()), 0), d.poll)
+}
+
+// pass delivers every alert due now, and reports false when the store
+// failed, so that Run waits a full poll interval before it asks again
+// rather than spinning on alerts the store cannot mark. Each alert is tried
+// at most once per pass, so that a retry due at once (full jitter may draw
+// 0) waits for the next pass. Alerts already tried in this pass may still
+// be due and come back first, so each read asks for that many more rows, or
+// they could fill every batch and starve the alerts behind them.
+func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
+	tried := map[int64]bool{}
+	for ctx.Err() == nil {
+		limit := deliveryBatch + len(tried)
+		due, err := d.store.DueAlerts(ctx, d.now(), limit)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.logger.Error("reading the alert outbox failed", "error", err)
+			}
+			return false
+		}
+		fresh := 0
+		for _, a := range due {
+			if ctx.Err() != nil {
+				return true
+			}
+			if tried[a.ID] {
+				continue
+			}
+			tried[a.ID] = true
+			fresh++
+			if !d.deliver(ctx, a) {
+				return false
+			}
+		}
+		if len(due) < limit || fresh == 0 {
+			return true
+		}
+	}
+	return true
+}
+
+// deliver makes one delivery attempt of a and records its result. It
+// returns false when the store could not record it.
+func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
+	if at, ok := d.unmarked[a.ID]; ok {
+		return d.markDelivered(ctx, a, a.DeliveryTries, at)
+	}
+	now := d.now()
+	if age := now.Sub(a.CreatedAt); age > d.maxAge {
+		return d.giveUp(ctx, a, a.DeliveryTries, fmt.Sprintf("gave up: alert is %s old, older than the %s limit", age.Round(time.Second), d.maxAge))
+	}
+	if a.DeliveryTries >= d.maxTries {
+		return d.giveUp(ctx, a, a.DeliveryTries, fmt.Sprintf("gave up after %d tries", a.DeliveryTries))
+	}
+
+	tries := a.DeliveryTries + 1
+	retry, retryAfter, err := d.send(ctx, a)
+	switch {
+	case err == nil:
+		return d.markDelivered(ctx, a, tries, d.now())
+	case ctx.Err() != nil:
+		// Shutdown cut the attempt short: that says nothing about the
+		// receiver, so it is not counted, and the alert stays pending for
+		// the next start.
+		d.logger.Info("alert delivery interrupted by shutdown", d.attrs(a, tries, err)...)
+		return true
+	case !retry:
+		return d.giveUp(ctx, a, tries, "not retryable: "+err.Error())
+	case tries >= d.maxTries:
+		return d.giveUp(ctx, a, tries, fmt.Sprintf("gave up after %d tries: %v", tries, err))
+	}
+	next := d.now().Add(d.backoff(tries, retryAfter))
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, lastError(err.Error())); merr != nil {
+		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
+		return false
+	}
+	d.logger.Warn("alert delivery failed; will retry", append(d.attrs(a, tries, err), "next_attempt_at", next)...)
+	return true
+}
+
+// send calls the Sender with a timeout of its own and the shutdown grace,
+// and turns a panic in it into a failure that is not retried: one bad
+// alert must not take down the daemon or block the outbox forever.
+func (d *Deliverer) send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.sendTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(d.grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-sctx.Done():
+		}
+	})
+	// stop alone would leave a started grace goroutine waiting for sctx;
+	// the deferred cancel above, which runs after it, releases it.
+	defer stop()
+	defer func() {
+		if v := recover(); v != nil {
+			retry, retryAfter, err = false, 0, fmt.Errorf("sender panicked: %v", v)
+		}
+	}()
+	return d.sender.Send(sctx, a)
+}
+
+// backoff returns the wait before the retry that follows try number tries
+// (1 after the first attempt): full jitter, so that alerts queued during an
+// outage do not hit a recovering Slack in lockstep, and never less than the
+// receiver's Retry-After, capped at maxRetryAfter.
+func (d *Deliverer) backoff(tries int, retryAfter time.Duration) time.Duration {
+	wait := time.Duration(d.rand() * float64(backoffCeiling(d.baseDelay, d.maxDelay, tries-1)))
+	if retryAfter > 0 {
+		wait = max(wait, min(retryAfter, maxRetryAfter))
+	}
+	return wait
+}
+
+func (d *Deliverer) markDelivered(ctx context.Context, a results.Alert, tries int, at time.Time) bool {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	if err := d.store.MarkAlertDelivered(mctx, a.ID, at); err != nil {
+		d.unmarked[a.ID] = at
+		d.logger.Error("recording an alert delivery failed; it will be recorded, not sent, again",
+			append(d.attrs(a, tries, nil), "store_error", err)...)
+		return false
+	}
+	delete(d.unmarked, a.ID)
+	d.logger.Info("alert delivered", d.attrs(a, tries, nil)...)
+	return true
+}
+
+func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why string) bool {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	if err := d.store.MarkAlertFailed(mctx, a.ID, tries, lastError(why)); err != nil {
+		d.logger.Error("recording an alert delivery failure failed",
+			append(d.attrs(a, tries, errors.New(why)), "store_error", err)...)
+		return false
+	}
+	d.logger.Error("alert delivery failed for good", d.attrs(a, tries, errors.New(why))...)
+	return true
+}
+
+// attrs are the log attributes of a delivery result. The error comes from
+// the Sender, whose contract keeps secrets out of it.
+func (d *Deliverer) attrs(a results.Alert, tries int, err error) []any {
+	attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "tries", tries}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	return attrs
+}
+
+// lastError bounds s for storage, cut on a rune boundary.
+func lastError(s string) string {
+	if len(s) <= maxLastError {
+		return s
+	}
+	cut := maxLastError
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,284 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// testClock is a settable clock for the pipeline and the deliverer.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock(t time.Time) *testClock { return &testClock{t: t} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// pipelineRun returns a result of probe started at the clock's now, with
+// the shape of body when body is not "" and code's failure when code is not
+// "".
+func pipelineRun(t testing.TB, probe string, at time.Time, body string, code results.Code) *results.Result {
+	t.Helper()
+	r := &results.Result{
+		OperationID: fmt.Sprintf("%s@%s", probe, at.Format(time.RFC3339Nano)),
+		Probe:       probe,
+		StartedAt:   at,
+		Duration:    40 * time.Millisecond,
+		Outcome:     results.Pass,
+		Attempts:    []results.Attempt{{Number: 1, StartedAt: at, HTTPStatus: 200}},
+		HTTPStatus:  200,
+		Consumer:    results.ConsumerRef{Name: "select_results", Version: "2", RuleHash: "abc"},
+	}
+	if body != "" {
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatalf("test body %q: %v", body, err)
+		}
+		r.Shape = shapeOf(v)
+	}
+	if code != "" {
+		r.Fail(results.NewError(code, "failed with %s", code))
+	}
+	return r
+}
+
+// process runs p.Process and fails the test on an error.
+func process(t testing.TB, p *Pipeline, r *results.Result) []results.Alert {
+	t.Helper()
+	alerts, err := p.Process(context.Background(), r)
+	if err != nil {
+		t.Fatalf("Process(%s): %v", r.OperationID, err)
+	}
+	return alerts
+}
+
+func alertKinds(alerts []results.Alert) []results.AlertKind {
+	kinds := []results.AlertKind{}
+	for _, a := range alerts {
+		kinds = append(kinds, a.Kind)
+	}
+	return kinds
+}
+
+func TestPipelineRecordFailureDoesNotAdvanceState(t *testing.T) {
+	store := newMemStore()
+	clock := newTestClock(alertT0)
+	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Now: clock.Now, Deliver: true})
+	if err := p.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	diskFull := errors.New("disk full")
+	store.setFail(func(m string) error {
+		if m == "RecordRun" {
+			return diskFull
+		}
+		return nil
+	})
+
+	alerts, err := p.Process(context.Background(), pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	if !errors.Is(err, diskFull) {
+		t.Fatalf("Process error = %v, want one wrapping %v", err, diskFull)
+	}
+	if alerts != nil {
+		t.Errorf("Process returned alerts %v although nothing was recorded", alertKinds(alerts))
+	}
+
+	store.setFail(nil)
+	clock.Advance(time.Minute)
+	alerts = process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" {
+		t.Fatalf("after a failed record, the next failing run made alerts %v, want [firing]: the state advanced without being stored", got)
+	}
+	_, _, states, stored := store.snapshot()
+	if st := states["search"]; st.ConsecutiveFailures != 1 || !st.Firing {
+		t.Errorf("stored state = %+v, want 1 failure, firing", st)
+	}
+	if len(stored) != 1 || stored[0].ID != alerts[0].ID || alerts[0].ID == 0 {
+		t.Errorf("stored alerts %+v, returned %+v: want the one firing alert with its ID", stored, alerts)
+	}
+}
+
+func TestPipelineDeliverFlag(t *testing.T) {
+	store := newMemStore()
+	clock := newTestClock(alertT0)
+	n := notifyOn(1, time.Hour, true)
+	p := NewPipeline(store, n, PipelineOptions{Now: clock.Now, Deliver: false})
+
+	alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	if len(alerts) != 1 || alerts[0].State != results.DeliverySkipped {
+		t.Fatalf("with Deliver false, alerts = %+v, want one skipped", alerts)
+	}
+
+	p.SetNotify(n, true)
+	clock.Advance(time.Minute)
+	alerts = process(t, p, pipelineRun(t, "search", clock.Now(), "", ""))
+	if len(alerts) != 1 || alerts[0].Kind != results.AlertResolved || alerts[0].State != results.DeliveryPending ||
+		!alerts[0].NextAttemptAt.Equal(clock.Now()) {
+		t.Fatalf("after SetNotify(deliver), alerts = %+v, want one pending resolved alert due now", alerts)
+	}
+}
+
+func TestPipelineLoadRestoresState(t *testing.T) {
+	store := newMemStore()
+	store.states["search"] = results.AlertState{Probe: "search", ConsecutiveFailures: 3,
+		FailingSince: alertT0.Add(-time.Hour), Firing: true, LastNotifiedAt: alertT0.Add(-10 * time.Minute)}
+	clock := newTestClock(alertT0)
+	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Now: clock.Now, Deliver: true})
+	if err := p.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := alertKinds(process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))); len(got) != 0 {
+		t.Errorf("a failure already announced before the restart alerted %v again", got)
+	}
+	clock.Advance(time.Minute)
+	alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", ""))
+	if got := alertKinds(alerts); fmt.Sprint(got) != "[resolved]" || !alerts[0].FailingSince.Equal(alertT0.Add(-time.Hour)) {
+		t.Errorf("the pass after the restart made %+v, want a resolved alert failing since %v", alerts, alertT0.Add(-time.Hour))
+	}
+
+	store.setFail(func(string) error { return errors.New("locked") })
+	if err := NewPipeline(store, checks.Notify{}, PipelineOptions{}).Load(context.Background()); err == nil {
+		t.Error("Load hid a store error")
+	}
+}
+
+// TestPipelineSerializesProbe processes runs of one probe from many
+// goroutines: without the per-probe lock, two of them read the same state
+// and one failure is lost.
+func TestPipelineSerializesProbe(t *testing.T) {
+	store := newMemStore()
+	store.setFail(func(m string) error {
+		if m == "RecordRun" {
+			time.Sleep(time.Millisecond) // widen the read-to-write window
+		}
+		return nil
+	})
+	p := NewPipeline(store, notifyOn(1000, time.Hour, true), PipelineOptions{Deliver: true})
+	const runs = 40
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			for _, probe := range []string{"a", "b"} {
+				r := pipelineRun(t, probe, alertT0.Add(time.Duration(i)*time.Second), "", results.CodeTimeout)
+				if _, err := p.Process(context.Background(), r); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		wg.Go(func() { p.SetNotify(notifyOn(1000, time.Hour, i%2 == 0), true) })
+	}
+	wg.Wait()
+	_, _, states, _ := store.snapshot()
+	for _, probe := range []string{"a", "b"} {
+		if got := states[probe].ConsecutiveFailures; got != runs {
+			t.Errorf("probe %s: %d consecutive failures stored after %d failing runs", probe, got, runs)
+		}
+	}
+}
+
+// TestPipelineIgnoresCancellation: a run that finished while shutdown began
+// is still recorded.
+func TestPipelineIgnoresCancellation(t *testing.T) {
+	store := newMemStore()
+	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Deliver: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Process(ctx, pipelineRun(t, "search", alertT0, "", "")); err != nil {
+		t.Fatalf("Process with a cancelled context: %v", err)
+	}
+	if runs, _, _, _ := store.snapshot(); len(runs) != 1 {
+		t.Errorf("%d runs recorded, want 1", len(runs))
+	}
+}
+
+func TestPipelineLogsEachAlert(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	store := newMemStore()
+	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Logger: logger, Deliver: true})
+	r := pipelineRun(t, "search", alertT0, "", results.CodeServerError)
+	r.Error.Message = "server said secret-token-123"
+	alerts := process(t, p, r)
+
+	var lines []map[string]any
+	for line := range strings.Lines(buf.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] == "alert enqueued" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d 'alert enqueued' lines for one alert:\n%s", len(lines), buf.String())
+	}
+	want := map[string]any{"probe": "search", "kind": "firing", "alert_id": float64(alerts[0].ID), "code": "server_error"}
+	for k, v := range want {
+		if lines[0][k] != v {
+			t.Errorf("log %s = %v, want %v", k, lines[0][k], v)
+		}
+	}
+	if strings.Contains(buf.String(), "secret-token-123") {
+		t.Errorf("the log repeats the run's message, which may quote a provider:\n%s", buf.String())
+	}
+}
+
+// TestPipelineNotBlockedBySlowDelivery: with the receiver hanging, runs are
+// still processed at once; Process and the Deliverer share only the store.
+func TestPipelineNotBlockedBySlowDelivery(t *testing.T) {
+	defer verifyNoLeaks(t)()
+	store := newMemStore()
+	sender := &fakeSender{block: true}
+	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: 10 * time.Millisecond})
+	d.grace = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Deliver: true})
+	start := time.Now()
+	for i := range 20 {
+		code := results.CodeTimeout
+		if i%2 == 1 {
+			code = ""
+		}
+		process(t, p, pipelineRun(t, "search", alertT0.Add(time.Duration(i)*time.Minute), "", code))
+		d.Wake()
+		if i == 0 {
+			sender.waitCalls(t, 1)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("20 runs took %v while Slack hung", took)
+	}
+}
