@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -44,24 +45,28 @@ type Executor struct {
 	now       func() time.Time
 	rand      func() float64
 	newID     func() string
-	redactor  *results.Redactor
+	redactor  atomic.Pointer[results.Redactor]
 	userAgent string
 
 	mu      sync.Mutex
 	clients map[*checks.Probe]*http.Client
 }
 
+// SetRedactor replaces the redactor, for a reloaded config whose secrets
+// changed; runs in flight finish with either one.
+func (e *Executor) SetRedactor(r *results.Redactor) { e.redactor.Store(r) }
+
 // NewExecutor returns an Executor with opts' dependencies, defaulting the
 // ones left nil.
 func NewExecutor(opts Options) *Executor {
 	e := &Executor{
-		logger:   opts.Logger,
-		now:      opts.Now,
-		rand:     opts.Rand,
-		newID:    opts.NewID,
-		redactor: opts.Redactor,
-		clients:  map[*checks.Probe]*http.Client{},
+		logger:  opts.Logger,
+		now:     opts.Now,
+		rand:    opts.Rand,
+		newID:   opts.NewID,
+		clients: map[*checks.Probe]*http.Client{},
 	}
+	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,7 +159,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 		if v := recover(); v != nil {
 			res.Fail(results.NewError(results.CodeInternalError, "panic while completing the result: %v", v))
 			res.ResponseSample = ""
-			e.redactor.RedactResult(res)
+			e.redactor.Load().RedactResult(res)
 		}
 	}()
 	if !res.Outcome.Valid() {
@@ -166,13 +171,13 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 		res.HTTPStatus = op.attempts[n-1].HTTPStatus
 	}
 	if res.Outcome != results.Pass && op.body != nil {
-		res.ResponseSample = sample(e.redactor.Redact(string(op.body)))
+		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.body)))
 	}
-	e.redactor.RedactResult(res)
+	e.redactor.Load().RedactResult(res)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
 		// must not get it stored; the fingerprint stays as computed.
-		res.Shape.Canonical = e.redactor.Redact(res.Shape.Canonical)
+		res.Shape.Canonical = e.redactor.Load().Redact(res.Shape.Canonical)
 	}
 	if res.Outcome != results.Pass {
 		e.logger.Debug("probe run failed", "probe", res.Probe, "operation_id", res.OperationID,
@@ -218,5 +223,5 @@ func (op *operation) recovered(res *results.Result, v any) {
 	}
 	res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
 	op.e.logger.Error("panic in probe run", "probe", res.Probe, "operation_id", res.OperationID,
-		"panic", op.e.redactor.Redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
+		"panic", op.e.redactor.Load().Redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
 }

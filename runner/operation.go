@@ -334,7 +334,7 @@ func (op *operation) record(code results.Code, msg string, wait time.Duration) {
 	op.inAttempt = false
 	if code != "" {
 		op.e.logger.Debug("attempt failed", "probe", op.p.Name, "attempt", op.number, "code", code,
-			"message", op.e.redactor.Redact(msg), "wait", wait)
+			"message", op.e.redactor.Load().Redact(msg), "wait", wait)
 	}
 }
 

@@ -1,0 +1,667 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// DefaultGracePeriod is how long in-flight runs may finish on shutdown when
+// DaemonOptions.GracePeriod is zero.
+const DefaultGracePeriod = 10 * time.Second
+
+const (
+	// recordTimeout bounds the recording of one run. Recording ignores the
+	// run's cancellation (a run cancelled by shutdown is still recorded),
+	// so it needs a bound of its own.
+	recordTimeout = 15 * time.Second
+	// drainTimeout is how long shutdown waits for cancelled runs to return
+	// and be recorded; a run returns promptly once cancelled, so only a
+	// stuck store can use it up.
+	drainTimeout = recordTimeout + 5*time.Second
+	// schedulerStopTimeout is gocron's own bound on stopping. Every task
+	// has returned by the time the scheduler is shut down, so it is only a
+	// backstop.
+	schedulerStopTimeout = 5 * time.Second
+)
+
+// ErrDaemonStopped is returned by Reload once the daemon is shutting down
+// or has stopped.
+var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
+
+// DaemonOptions are a Daemon's dependencies. Executor and Pipeline are
+// required.
+type DaemonOptions struct {
+	Logger *slog.Logger // nil: discard
+	// Clock drives the schedule. nil: the real clock; tests pass a
+	// clockwork.FakeClock. Runs themselves, and the grace period, use real
+	// time: they bound real network I/O.
+	Clock clockwork.Clock
+	// Rand returns a number in [0,1) that places each probe's first run in
+	// its jitter window. nil: math/rand/v2.
+	Rand     func() float64
+	Executor *Executor
+	Pipeline *Pipeline
+	// Deliverer drains the alert outbox; the daemon runs it and wakes it
+	// when a run enqueues an alert. nil when no Slack is configured.
+	Deliverer *Deliverer
+	// GracePeriod is how long in-flight runs may finish on shutdown before
+	// their context is cancelled, and how long a run of a probe that a
+	// reload removed or changed may go on. 0: DefaultGracePeriod; negative:
+	// cancel at once.
+	GracePeriod time.Duration
+}
+
+// daemonState is where a Daemon is in its life.
+type daemonState int
+
+const (
+	stateIdle     daemonState = iota // built, Run not called yet
+	stateRunning                     // scheduling runs
+	stateStopping                    // no new runs; draining those in flight
+	stateStopped                     // Run returned
+)
+
+func (s daemonState) String() string {
+	return [...]string{"idle", "running", "stopping", "stopped"}[s]
+}
+
+// Daemon schedules every probe of a config with gocron and sends each run
+// through the Executor and the Pipeline: run, detect drift, apply the
+// alert policy, record, wake the Deliverer. Runs are bounded by the
+// config's max_concurrency across all probes, and a probe never overlaps
+// itself. Shutdown drains: runs in flight get a grace period, are then
+// cancelled, and are recorded either way.
+//
+// A Daemon runs once: call Run, and Reload and Status from any goroutine.
+type Daemon struct {
+	logger *slog.Logger
+	clock  clockwork.Clock
+	rand   func() float64
+	exec   *Executor
+	pipe   *Pipeline
+	deliv  *Deliverer
+	grace  time.Duration
+	limit  *limiter
+
+	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
+	// shutdown), so that a reload never interleaves with either end of Run.
+	jobsMu sync.Mutex
+
+	mu       sync.Mutex // guards what follows
+	state    daemonState
+	cfg      *checks.Config
+	redactor *results.Redactor
+	sched    gocron.Scheduler
+	// probes are the scheduled probes by name. A probe a reload left
+	// unchanged keeps the value its job was created with: the executor's
+	// connections are cached per value.
+	probes  map[string]*checks.Probe
+	last    map[string]*results.Result // each probe's last recorded run
+	running map[string]bool            // a run in progress, waiting for a slot included
+	active  int                        // tasks between begin and end
+	drained chan struct{}              // closed once active is 0 after shutdown began
+	// stopCtx ends when shutdown begins: runs waiting for a slot give up.
+	// hardCtx ends when the grace period is over: runs in flight are
+	// cancelled.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
+	hardCtx    context.Context
+	hardCancel context.CancelFunc
+}
+
+// NewDaemon returns a Daemon for cfg. It schedules nothing until Run.
+func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
+	switch {
+	case cfg == nil:
+		return nil, errors.New("runner: NewDaemon: nil config")
+	case opts.Executor == nil:
+		return nil, errors.New("runner: NewDaemon: an Executor is required")
+	case opts.Pipeline == nil:
+		return nil, errors.New("runner: NewDaemon: a Pipeline is required")
+	}
+	d := &Daemon{
+		logger:   opts.Logger,
+		clock:    opts.Clock,
+		rand:     opts.Rand,
+		exec:     opts.Executor,
+		pipe:     opts.Pipeline,
+		deliv:    opts.Deliverer,
+		grace:    opts.GracePeriod,
+		limit:    newLimiter(cfg.MaxConcurrency),
+		cfg:      cfg,
+		redactor: cfg.Redactor(),
+		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
+		last:     map[string]*results.Result{},
+		running:  map[string]bool{},
+	}
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	if d.clock == nil {
+		d.clock = clockwork.NewRealClock()
+	}
+	if d.rand == nil {
+		d.rand = rand.Float64
+	}
+	switch {
+	case d.grace == 0:
+		d.grace = DefaultGracePeriod
+	case d.grace < 0:
+		d.grace = 0
+	}
+	for _, p := range cfg.Probes {
+		d.probes[p.Name] = p
+	}
+	return d, nil
+}
+
+// Run schedules every probe and runs until ctx ends. It then stops
+// scheduling, gives the runs in flight the grace period, cancels those
+// still running, records every one of them, stops the Deliverer and the
+// scheduler, and returns nil. It returns an error only when it could not
+// start (called twice, or a probe gocron refuses). The caller loads the
+// Pipeline's alert state before Run.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.jobsMu.Lock()
+	d.mu.Lock()
+	if d.state != stateIdle {
+		d.mu.Unlock()
+		d.jobsMu.Unlock()
+		return errors.New("runner: Daemon.Run called more than once")
+	}
+	s, err := gocron.NewScheduler(
+		gocron.WithClock(d.clock),
+		gocron.WithLogger(schedulerLogger{d.logger}),
+		gocron.WithStopTimeout(schedulerStopTimeout),
+		gocron.WithLocation(time.UTC),
+	)
+	if err != nil {
+		d.mu.Unlock()
+		d.jobsMu.Unlock()
+		return fmt.Errorf("runner: new scheduler: %w", err)
+	}
+	// The run contexts keep ctx's values but not its end: ctx ending
+	// starts the drain, it does not cut runs short.
+	d.hardCtx, d.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
+	d.stopCtx, d.stopCancel = context.WithCancel(d.hardCtx)
+	d.sched, d.state = s, stateRunning
+	probes := d.scheduledInOrder()
+	d.mu.Unlock()
+
+	s.Start()
+	var errs []error
+	for _, p := range probes {
+		if err := d.scheduleProbe(s, p, false); err != nil {
+			errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
+		}
+	}
+	d.jobsMu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		d.shutdown()
+		d.setState(stateStopped)
+		return fmt.Errorf("runner: schedule: %w", err)
+	}
+	d.logger.Info("scheduler started", "probes", len(probes), "max_concurrency", d.maxConcurrency())
+
+	var delivered chan struct{}
+	stopDeliverer := func() {}
+	if d.deliv != nil {
+		// The deliverer outlives the drain, so that alerts of the last runs
+		// still go out; what it cannot send stays in the outbox.
+		dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopDeliverer = cancel
+		delivered = make(chan struct{})
+		go func() {
+			defer close(delivered)
+			d.deliv.Run(dctx)
+		}()
+	}
+
+	<-ctx.Done()
+	d.shutdown()
+	stopDeliverer()
+	if delivered != nil {
+		<-delivered
+	}
+	d.exec.CloseIdleConnections()
+	d.setState(stateStopped)
+	d.logger.Info("scheduler stopped")
+	return nil
+}
+
+// scheduledInOrder returns the scheduled probes in config order. d.mu must
+// be held.
+func (d *Daemon) scheduledInOrder() []*checks.Probe {
+	out := make([]*checks.Probe, 0, len(d.probes))
+	for _, p := range d.cfg.Probes {
+		if q, ok := d.probes[p.Name]; ok {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// shutdown drains: no new runs, the grace period for those in flight, then
+// cancellation, then the scheduler. gocron's own Shutdown cancels every
+// job context at once and busy-waits for tasks, so it comes last, when no
+// task is left.
+func (d *Daemon) shutdown() {
+	d.jobsMu.Lock() // lets a reload in progress finish first
+	d.mu.Lock()
+	d.state = stateStopping
+	d.drained = make(chan struct{})
+	if d.active == 0 {
+		close(d.drained)
+	}
+	inFlight, _, _ := d.limit.counts()
+	drained := d.drained
+	d.mu.Unlock()
+	d.jobsMu.Unlock()
+
+	d.stopCancel()
+	if inFlight > 0 {
+		d.logger.Info("draining runs in flight", "runs", inFlight, "grace", d.grace)
+	}
+	grace := time.NewTimer(d.grace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+		n, _, _ := d.limit.counts()
+		d.logger.Warn("grace period over; cancelling runs in flight", "runs", n)
+		d.hardCancel()
+		stuck := time.NewTimer(drainTimeout)
+		defer stuck.Stop()
+		select {
+		case <-drained:
+		case <-stuck.C:
+			n, _, _ := d.limit.counts()
+			d.logger.Error("runs did not return after cancellation; stopping without them", "runs", n)
+		}
+	}
+	d.hardCancel()
+	if err := d.sched.Shutdown(); err != nil {
+		d.logger.Error("stopping the scheduler", "error", err)
+	}
+}
+
+// Reload applies a new config: probes removed from it stop, added ones
+// start after a fresh jitter, changed ones (any field) are rescheduled with
+// their new definition, and unchanged ones keep their job and schedule. It
+// also resizes the concurrency limit and updates the Pipeline's alerting;
+// history and alert state stay in the store and the Pipeline.
+//
+// Runs in flight are not interrupted by a reload that shrinks the limit; a
+// run of a removed or changed probe may finish (within the grace period)
+// and is recorded. Reload may be called before Run; it returns
+// ErrDaemonStopped once shutdown has begun. On an error, the probes named
+// in it are not scheduled; the rest of the reload is applied.
+func (d *Daemon) Reload(cfg *checks.Config) error {
+	if cfg == nil {
+		return errors.New("runner: Reload: nil config")
+	}
+	d.jobsMu.Lock()
+	defer d.jobsMu.Unlock()
+	d.mu.Lock()
+	state, s, old := d.state, d.sched, d.probes
+	d.mu.Unlock()
+	if state >= stateStopping {
+		return ErrDaemonStopped
+	}
+
+	d.limit.resize(cfg.MaxConcurrency)
+	d.pipe.SetNotify(cfg.Notify, cfg.Notify.Slack.Enabled())
+
+	next := make(map[string]*checks.Probe, len(cfg.Probes))
+	var added, changed, removed []string
+	var errs []error
+	for _, p := range cfg.Probes {
+		prev, ok := old[p.Name]
+		if ok && sameProbe(prev, p) {
+			next[p.Name] = prev
+			continue
+		}
+		if ok {
+			changed = append(changed, p.Name)
+		} else {
+			added = append(added, p.Name)
+		}
+		if state == stateRunning {
+			// Update replaces the job under the same identifier and
+			// cancels its context: a run in flight gets the grace period.
+			if err := d.scheduleProbe(s, p, ok); err != nil {
+				errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
+				continue
+			}
+		}
+		next[p.Name] = p
+	}
+	for name := range old {
+		if _, ok := next[name]; ok || slices.Contains(changed, name) {
+			continue
+		}
+		removed = append(removed, name)
+		if state == stateRunning {
+			if err := s.RemoveJob(jobID(name)); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+				errs = append(errs, fmt.Errorf("probe %s: %w", name, err))
+			}
+		}
+	}
+	sort.Strings(removed)
+
+	d.mu.Lock()
+	d.cfg, d.redactor, d.probes = cfg, cfg.Redactor(), next
+	for name := range d.last {
+		if _, ok := next[name]; !ok {
+			delete(d.last, name)
+		}
+	}
+	d.mu.Unlock()
+
+	if state == stateRunning && len(changed)+len(removed) > 0 {
+		// Clients are cached per probe value; those of replaced values
+		// would otherwise keep their idle connections for good.
+		d.exec.CloseIdleConnections()
+	}
+	d.logger.Info("schedule reloaded", "added", added, "changed", changed, "removed", removed,
+		"unchanged", len(next)-len(added)-len(changed), "max_concurrency", d.maxConcurrency())
+	return errors.Join(errs...)
+}
+
+// DaemonStatus is a snapshot of the daemon, for /healthz and the status
+// page.
+type DaemonStatus struct {
+	State          string // idle, running, stopping or stopped
+	Scheduled      int    // probes with a job
+	MaxConcurrency int
+	InFlight       int // runs holding a concurrency slot
+	Waiting        int // runs waiting for a slot
+	Probes         []ProbeStatus
+}
+
+// ProbeStatus is one scheduled probe in a DaemonStatus.
+type ProbeStatus struct {
+	Name     string
+	Interval time.Duration
+	// NextRun is the next scheduled run, on the daemon's clock; zero when
+	// the scheduler is not running.
+	NextRun time.Time
+	// Running is true while a run is in progress, waiting for a slot
+	// included.
+	Running bool
+	// LastRun is when the last recorded run started, and zero before the
+	// first; LastOutcome and LastCode are how it ended.
+	LastRun         time.Time
+	LastDuration    time.Duration
+	LastOutcome     results.Outcome
+	LastCode        results.Code
+	LastOperationID string
+}
+
+// Status returns a snapshot of the daemon, its probes sorted by name.
+func (d *Daemon) Status() DaemonStatus {
+	d.mu.Lock()
+	st := DaemonStatus{State: d.state.String(), Scheduled: len(d.probes)}
+	for name, p := range d.probes {
+		ps := ProbeStatus{Name: name, Interval: p.Interval, Running: d.running[name]}
+		if r := d.last[name]; r != nil {
+			ps.LastRun, ps.LastDuration = r.StartedAt, r.Duration
+			ps.LastOutcome, ps.LastCode, ps.LastOperationID = r.Outcome, r.Code(), r.OperationID
+		}
+		st.Probes = append(st.Probes, ps)
+	}
+	s, state := d.sched, d.state
+	d.mu.Unlock()
+	st.InFlight, st.Waiting, st.MaxConcurrency = d.limit.counts()
+	sort.Slice(st.Probes, func(i, j int) bool { return st.Probes[i].Name < st.Probes[j].Name })
+
+	if state == stateRunning {
+		// Asked without d.mu: gocron answers from its own goroutine.
+		next := map[string]time.Time{}
+		for _, j := range s.Jobs() {
+			if t, err := j.NextRun(); err == nil {
+				next[j.Name()] = t
+			}
+		}
+		now := d.clock.Now()
+		for i := range st.Probes {
+			st.Probes[i].NextRun = nextRun(next[st.Probes[i].Name], st.Probes[i].Interval, now)
+		}
+	}
+	return st
+}
+
+// nextRun is the first run of a job strictly after now, given one of its
+// scheduled runs t. gocron's NextRun reports the oldest entry of its queue,
+// and a tick skipped because the probe was still running stays in it, in
+// the past, until a run completes.
+func nextRun(t time.Time, interval time.Duration, now time.Time) time.Time {
+	if t.IsZero() || interval <= 0 || t.After(now) {
+		return t
+	}
+	return t.Add((now.Sub(t)/interval + 1) * interval)
+}
+
+func (d *Daemon) setState(s daemonState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.state = s
+}
+
+func (d *Daemon) maxConcurrency() int {
+	_, _, n := d.limit.counts()
+	return n
+}
+
+// begin registers a task of probe, unless shutdown has begun.
+func (d *Daemon) begin(probe string) (stop, hard context.Context, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state != stateRunning {
+		return nil, nil, false
+	}
+	d.active++
+	d.running[probe] = true
+	return d.stopCtx, d.hardCtx, true
+}
+
+// end unregisters a task begin registered.
+func (d *Daemon) end(probe string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.active--
+	delete(d.running, probe)
+	if d.state == stateStopping && d.active == 0 {
+		close(d.drained)
+	}
+}
+
+// task is one scheduled run of p. gocron passes the job's context, which
+// ends when a reload removes or replaces the job and on scheduler shutdown.
+func (d *Daemon) task(jobCtx context.Context, p *checks.Probe) {
+	stopCtx, hardCtx, ok := d.begin(p.Name)
+	if !ok {
+		return
+	}
+	defer d.end(p.Name)
+
+	// Waiting for a slot is part of the run: gocron's singleton mode then
+	// keeps the probe from queueing behind itself too. The wait ends with
+	// the job, and at the start of shutdown: a run that has not started is
+	// not one to drain.
+	waitCtx, cancelWait := context.WithCancel(jobCtx)
+	stopWait := context.AfterFunc(stopCtx, cancelWait)
+	err := d.limit.acquire(waitCtx)
+	stopWait()
+	cancelWait()
+	if err != nil {
+		d.logger.Debug("run dropped while waiting for a concurrency slot", "probe", p.Name)
+		return
+	}
+	defer d.limit.release()
+
+	ctx, done := d.runContext(hardCtx, jobCtx)
+	defer done()
+	d.runOnce(ctx, p)
+}
+
+// runContext returns the context of one run: it ends when hard does (the
+// shutdown grace period is over), or the grace period after the job's
+// context ends (a reload removed or replaced the probe), so that a run in
+// flight may finish but not linger. done releases it.
+func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, done func()) {
+	ctx, cancel := context.WithCancel(hard)
+	var mu sync.Mutex
+	var timer *time.Timer
+	finished := false
+	stop := context.AfterFunc(job, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			timer = time.AfterFunc(d.grace, cancel)
+		}
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		finished = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
+// runOnce runs p, records the result and reports it. A panic in any of it
+// (the Executor never panics, but the pipeline and the store are other
+// code) becomes a recorded internal_error rather than a lost run.
+func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
+	var r results.Result
+	recorded := false
+	defer func() {
+		if v := recover(); v != nil {
+			if recorded {
+				d.logger.Error("panic after the run was recorded", "probe", p.Name,
+					"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
+				return
+			}
+			d.recordPanic(ctx, p, &r, v)
+		}
+	}()
+	r = d.exec.Run(ctx, p)
+	// A run cut short by shutdown is still recorded, as canceled.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	alerts, err := d.pipe.Process(rctx, &r)
+	recorded = err == nil
+	d.report(&r, alerts, err)
+}
+
+// recordPanic records an internal_error for the run of p that panicked
+// with v, under the run's operation id when it had one. r is what the run
+// produced before the panic. The shape is dropped: drift detection may be
+// what panicked.
+func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Result, v any) {
+	msg := d.redact(fmt.Sprintf("toolpulse panicked while handling the run: %v", v))
+	d.logger.Error("panic in probe run", "probe", p.Name, "operation_id", r.OperationID,
+		"panic", msg, "stack", string(debug.Stack()))
+	ir := results.Result{
+		OperationID: r.OperationID,
+		Probe:       p.Name,
+		StartedAt:   r.StartedAt,
+		Duration:    r.Duration,
+		Attempts:    r.Attempts,
+		HTTPStatus:  r.HTTPStatus,
+		Consumer:    r.Consumer,
+	}
+	if ir.OperationID == "" {
+		ir.OperationID = uuid.NewString()
+	}
+	if ir.StartedAt.IsZero() {
+		ir.StartedAt = time.Now()
+	}
+	if ir.Consumer == (results.ConsumerRef{}) && p.Consumer != nil {
+		ir.Consumer = p.Consumer.Ref()
+	}
+	ir.Fail(results.NewError(results.CodeInternalError, "%s", msg))
+
+	defer func() {
+		if v := recover(); v != nil {
+			d.logger.Error("panic again while recording an internal error; the run is lost", "probe", p.Name,
+				"operation_id", ir.OperationID, "panic", d.redact(fmt.Sprint(v)))
+		}
+	}()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	alerts, err := d.pipe.Process(rctx, &ir)
+	d.report(&ir, alerts, err)
+}
+
+// report logs a finished run, remembers it for Status and wakes the
+// Deliverer when the run enqueued alerts.
+func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
+	d.mu.Lock()
+	if _, ok := d.probes[r.Probe]; ok {
+		last := *r
+		d.last[r.Probe] = &last
+	}
+	d.mu.Unlock()
+
+	attrs := []any{"probe", r.Probe, "outcome", r.Outcome, "code", r.Code(), "attempts", r.AttemptCount(),
+		"duration_ms", r.Duration.Milliseconds(), "operation_id", r.OperationID}
+	if r.Shape != nil && len(r.Shape.Drift) > 0 {
+		attrs = append(attrs, "drift", true)
+	}
+	d.logger.Info("probe run", attrs...)
+	if err != nil {
+		d.logger.Error("recording the run failed", "probe", r.Probe, "operation_id", r.OperationID, "error", err)
+		return
+	}
+	if d.deliv != nil && slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.State == results.DeliveryPending }) {
+		d.deliv.Wake()
+	}
+}
+
+// escapedPanic is gocron's last resort, for a panic that got past runOnce's
+// own recovery (the logger panicking while reporting one, say). It must not
+// panic itself: gocron calls it from a deferred recover, where a second
+// panic would end the process.
+func (d *Daemon) escapedPanic(_ uuid.UUID, name string, v any) {
+	defer func() { _ = recover() }()
+	d.logger.Error("panic escaped a probe run; the schedule goes on", "probe", name, "panic", d.redact(fmt.Sprint(v)))
+}
+
+// redact scrubs the config's secrets from s: a panic value may quote a
+// request or a header.
+func (d *Daemon) redact(s string) string {
+	d.mu.Lock()
+	r := d.redactor
+	d.mu.Unlock()
+	return r.Redact(s)
+}
+
+// schedulerLogger hands gocron's chatter (scheduler created, started,
+// stopped) to the debug level: toolpulse logs its own lifecycle at info,
+// and an operator's info log should be one line per run.
+type schedulerLogger struct{ l *slog.Logger }
+
+func (s schedulerLogger) Debug(msg string, args ...any) { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Info(msg string, args ...any)  { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Warn(msg string, args ...any)  { s.l.Warn(msg, args...) }
+func (s schedulerLogger) Error(msg string, args ...any) { s.l.Error(msg, args...) }

@@ -1,0 +1,340 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// The daemon tests' helpers. Every name starts with sched so that they
+// cannot clash with the pipeline's and outbox's test helpers.
+
+// schedWait bounds every wait of the daemon tests. It is generous on
+// purpose: it only decides how long a broken test takes to fail, never
+// whether a working one passes.
+const schedWait = 20 * time.Second
+
+// schedSkew is how far past a scheduled instant the tests advance the fake
+// clock. gocron re-arms a job from the clock's current time; if the job's
+// completion reaches its scheduler loop before the rescheduling does, and
+// the clock stands exactly on the instant just run, the job is re-armed
+// for that very instant and runs twice. A real clock never stands still
+// (the next run is then computed correctly); a fake one must be nudged.
+const schedSkew = time.Millisecond
+
+// schedEventually polls cond until it holds, or fails the test.
+func schedEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(schedWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// schedCheckLeaks fails t if goroutines started during the test are still
+// running once every cleanup registered after it has run (servers closed,
+// daemon stopped). Call it first. Goroutines alive at the start (earlier
+// tests' idle connections) are not this test's leaks.
+func schedCheckLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// schedLog collects a JSON slog stream; safe for concurrent use.
+type schedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *schedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *schedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// records returns every logged record with message msg.
+func (l *schedLog) records(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// schedGauge counts requests in flight across providers and the most seen
+// at once.
+type schedGauge struct {
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (g *schedGauge) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now++
+	g.peak = max(g.peak, g.now)
+}
+
+func (g *schedGauge) exit() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now--
+}
+
+func (g *schedGauge) get() (now, peak int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.now, g.peak
+}
+
+// schedProvider is a loopback provider answering the seed-000 list.
+type schedProvider struct {
+	URL      string
+	requests atomic.Int32
+	gauge    *schedGauge // requests in flight here (and wherever else it is shared)
+	release  func()      // opens the gate; idempotent
+}
+
+// schedServe starts a provider. With gated, each request waits until
+// release is called (or the client gives up); gauge may be shared between
+// providers, and a nil one gets a gauge of its own.
+func schedServe(t *testing.T, gauge *schedGauge, gated bool) *schedProvider {
+	t.Helper()
+	if gauge == nil {
+		gauge = &schedGauge{}
+	}
+	gate := make(chan struct{})
+	var once sync.Once
+	p := &schedProvider{gauge: gauge, release: func() { once.Do(func() { close(gate) }) }}
+	if !gated {
+		p.release()
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		gauge.enter()
+		defer gauge.exit()
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, bodyOriginalList)
+	}))
+	t.Cleanup(s.Close)
+	t.Cleanup(p.release) // runs first: a handler blocked on the gate would hold Close up
+	p.URL = s.URL
+	return p
+}
+
+// schedProbe is a probe of url run every interval with a 2s jitter
+// window. One attempt with a long timeout, so that a gated provider holds
+// the run for as long as the test wants.
+func schedProbe(t *testing.T, name, url string, interval time.Duration) *checks.Probe {
+	p := testProbe(t, url)
+	p.Name = name
+	p.Interval = interval
+	p.Jitter = 2 * time.Second
+	p.Timeout = time.Minute
+	p.Retries = checks.Retries{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Budget: time.Minute}
+	return p
+}
+
+// schedConfig is a config of probes with maxConcurrency slots.
+func schedConfig(maxConcurrency int, probes ...*checks.Probe) *checks.Config {
+	return &checks.Config{
+		MaxConcurrency: maxConcurrency,
+		Notify:         checks.Notify{FailureThreshold: 1, RepeatInterval: time.Hour, SendResolved: true},
+		Probes:         probes,
+	}
+}
+
+// schedHarness is a daemon on a fake clock with a real Executor and
+// Pipeline over an in-memory store.
+type schedHarness struct {
+	t     *testing.T
+	clock *clockwork.FakeClock
+	start time.Time // the fake clock when the harness was built
+	store *memStore
+	logs  *schedLog
+	d     *Daemon
+
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// schedNew builds a daemon for cfg; opts may adjust its options (the
+// defaults: a fake clock, Rand 0, a 200ms grace period, no deliverer).
+func schedNew(t *testing.T, cfg *checks.Config, opts func(*DaemonOptions)) *schedHarness {
+	t.Helper()
+	logs := &schedLog{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", logs)
+		}
+	})
+	h := &schedHarness{t: t, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
+	h.start = h.clock.Now()
+	pipe := NewPipeline(h.store, cfg.Notify, PipelineOptions{Logger: logger})
+	if err := pipe.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	o := DaemonOptions{
+		Logger:      logger,
+		Clock:       h.clock,
+		Rand:        func() float64 { return 0 },
+		Executor:    NewExecutor(Options{Logger: logger, Version: "test"}),
+		Pipeline:    pipe,
+		GracePeriod: 200 * time.Millisecond,
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	d, err := NewDaemon(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	return h
+}
+
+// run starts Run; the test's cleanup stops it.
+func (h *schedHarness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- h.d.Run(ctx) }()
+	h.t.Cleanup(func() {
+		if !h.stopped {
+			if err := h.stop(); err != nil {
+				h.t.Errorf("Run: %v", err)
+			}
+		}
+	})
+}
+
+// stop ends Run's context and returns what Run returned.
+func (h *schedHarness) stop() error {
+	h.t.Helper()
+	h.stopped = true
+	h.cancel()
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(schedWait):
+		h.t.Fatal("Run did not return after its context ended")
+		return nil
+	}
+}
+
+// tick waits until jobs timers are armed, then advances the clock by d.
+func (h *schedHarness) tick(jobs int, d time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), schedWait)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, jobs); err != nil {
+		h.t.Fatalf("waiting for %d armed jobs: %v", jobs, err)
+	}
+	h.clock.Advance(d)
+}
+
+// runs returns the recorded runs of probe, in order.
+func (h *schedHarness) runs(probe string) []results.Result {
+	all, _, _, _ := h.store.snapshot()
+	var out []results.Result
+	for _, r := range all {
+		if r.Probe == probe {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitRuns waits until probe has n recorded runs and returns them.
+func (h *schedHarness) waitRuns(probe string, n int) []results.Result {
+	h.t.Helper()
+	schedEventually(h.t, probe+" runs recorded", func() bool { return len(h.runs(probe)) >= n })
+	return h.runs(probe)
+}
+
+// probeStatus returns the status of probe, failing the test without one.
+func (h *schedHarness) probeStatus(name string) ProbeStatus {
+	h.t.Helper()
+	for _, p := range h.d.Status().Probes {
+		if p.Name == name {
+			return p
+		}
+	}
+	h.t.Fatalf("no status for probe %s", name)
+	return ProbeStatus{}
+}
+
+// schedSender is a Sender that accepts every alert.
+type schedSender struct {
+	mu   sync.Mutex
+	sent []results.Alert
+}
+
+func (s *schedSender) Send(_ context.Context, a results.Alert) (bool, time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, a)
+	return false, 0, nil
+}
+
+func (s *schedSender) alerts() []results.Alert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]results.Alert(nil), s.sent...)
+}
+
+// schedPanicHandler is a slog handler that panics on the records it is
+// told to, and passes the rest on.
+type schedPanicHandler struct {
+	slog.Handler
+	panics func(slog.Record) bool
+}
+
+func (h schedPanicHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.panics(r) {
+		panic("log handler exploded on " + r.Message)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h schedPanicHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return schedPanicHandler{h.Handler.WithAttrs(as), h.panics}
+}
+
+func (h schedPanicHandler) WithGroup(name string) slog.Handler {
+	return schedPanicHandler{h.Handler.WithGroup(name), h.panics}
+}

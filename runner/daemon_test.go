@@ -1,0 +1,603 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// TestDaemonIntervals runs one probe for five ticks of its interval and
+// wants five recorded runs, each logged once with its facts.
+func TestDaemonIntervals(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew) // Rand 0: the first run is at the earliest start
+	h.waitRuns("search", 1)
+	for i := 2; i <= 5; i++ {
+		h.tick(1, time.Minute)
+		h.waitRuns("search", i)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+
+	runs := h.runs("search")
+	if got := prov.requests.Load(); got != 5 || len(runs) != 5 {
+		t.Fatalf("5 ticks: provider saw %d requests and %d runs were recorded, want 5 and 5", got, len(runs))
+	}
+	ids := map[string]bool{}
+	for i, r := range runs {
+		if r.Outcome != results.Pass {
+			t.Errorf("run %d: outcome %s %s, want pass", i+1, r.Outcome, r.Code())
+		}
+		ids[r.OperationID] = true
+	}
+	lines := h.logs.records("probe run")
+	if len(lines) != 5 {
+		t.Fatalf("%d \"probe run\" log lines, want one per run (5)", len(lines))
+	}
+	for _, l := range lines {
+		for _, k := range []string{"probe", "outcome", "code", "attempts", "duration_ms", "operation_id"} {
+			if _, ok := l[k]; !ok {
+				t.Errorf("log line %v lacks %s", l, k)
+			}
+		}
+		if l["level"] != "INFO" || l["probe"] != "search" || l["outcome"] != "pass" || l["attempts"] != 1.0 ||
+			!ids[l["operation_id"].(string)] {
+			t.Errorf("log line %v does not describe a recorded run", l)
+		}
+		if _, ok := l["drift"]; ok {
+			t.Errorf("log line %v says drift for a run that did not drift", l)
+		}
+	}
+	if st := h.d.Status(); st.State != "stopped" {
+		t.Errorf("after Run returned, state %q, want stopped", st.State)
+	}
+}
+
+// TestDaemonLogsDrift changes the provider's shape after five runs: the
+// run that shows the new shape is logged with drift=true, the others
+// without it.
+func TestDaemonLogsDrift(t *testing.T) {
+	schedCheckLeaks(t)
+	var n atomic.Int32
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if n.Add(1) <= driftMinObservations {
+			io.WriteString(w, bodyOriginalList)
+			return
+		}
+		io.WriteString(w, bodyItemsWrapper)
+	})
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", url, time.Minute)), nil)
+	h.run()
+	h.tick(1, minStartLead+schedSkew)
+	for i := 1; i <= driftMinObservations+1; i++ {
+		if i > 1 {
+			h.tick(1, time.Minute)
+		}
+		h.waitRuns("search", i)
+	}
+	schedEventually(t, "every run logged", func() bool { return len(h.logs.records("probe run")) == driftMinObservations+1 })
+	for i, l := range h.logs.records("probe run") {
+		if drifted := i == driftMinObservations; (l["drift"] == true) != drifted {
+			t.Errorf("run %d logged as %v, want drift=true only on the drifted run", i+1, l)
+		}
+	}
+}
+
+// TestDaemonJitterBounds places the first run with Rand at both ends of
+// [0,1) (and with a source that strays outside it): the first run must lie
+// in [0, jitter) after the start, strictly in the future, and happen then.
+func TestDaemonJitterBounds(t *testing.T) {
+	const jitter = 2 * time.Second // schedProbe's
+	tests := map[string]struct {
+		rand     float64
+		min, max time.Duration // where the first run must be, both inclusive
+	}{
+		"rand 0":            {rand: 0, min: minStartLead, max: minStartLead},
+		"rand almost 1":     {rand: 0.999999, min: jitter - 5*time.Millisecond, max: jitter - 1},
+		"rand 1 is clamped": {rand: 1, min: jitter - 1, max: jitter - 1},
+		"rand negative":     {rand: -3, min: minStartLead, max: minStartLead},
+		"rand half":         {rand: 0.5, min: jitter / 2, max: jitter / 2},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			schedCheckLeaks(t)
+			prov := schedServe(t, nil, false)
+			h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Hour)), func(o *DaemonOptions) {
+				o.Rand = func() float64 { return tt.rand }
+			})
+			h.run()
+			h.tick(1, 0) // the job is armed
+			next := h.probeStatus("search").NextRun
+			if off := next.Sub(h.start); off < tt.min || off > tt.max || off >= jitter || off <= 0 {
+				t.Fatalf("first run %v after the start, want within [%v, %v] and in (0, %v)", off, tt.min, tt.max, jitter)
+			}
+			h.clock.Advance(next.Sub(h.clock.Now()) + schedSkew)
+			h.waitRuns("search", 1)
+			if next2 := h.probeStatus("search").NextRun; !next2.Equal(next.Add(time.Hour)) {
+				t.Errorf("second run at %v, want one interval after the first (%v)", next2, next.Add(time.Hour))
+			}
+		})
+	}
+}
+
+// TestDaemonNoOverlap holds a probe's run past three ticks of its
+// interval: the probe never runs twice at once, the ticks it covered are
+// skipped rather than queued, and the schedule goes on afterwards.
+func TestDaemonNoOverlap(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, true)
+	h := schedNew(t, schedConfig(4, schedProbe(t, "slow", prov.URL, time.Minute)), nil)
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew)
+	schedEventually(t, "the first request", func() bool { return prov.requests.Load() == 1 })
+	for range 3 {
+		h.tick(1, time.Minute) // each tick re-arms the job: the scheduler saw it
+	}
+	if !h.probeStatus("slow").Running {
+		t.Error("status does not show the run in flight")
+	}
+	time.Sleep(200 * time.Millisecond) // an overlapping run would have reached the provider by now
+	if n := prov.requests.Load(); n != 1 {
+		t.Fatalf("3 ticks during a run: provider saw %d requests, want 1 (the probe overlapped itself)", n)
+	}
+
+	prov.release()
+	h.waitRuns("slow", 1)
+	h.tick(1, time.Minute)
+	h.waitRuns("slow", 2)
+	time.Sleep(200 * time.Millisecond) // a queued backlog would fire now
+	if n := len(h.runs("slow")); n != 2 {
+		t.Errorf("%d runs after the slow one and one more tick, want 2: skipped ticks were queued", n)
+	}
+	if _, peak := prov.gauge.get(); peak != 1 {
+		t.Errorf("provider saw %d requests at once, want 1", peak)
+	}
+}
+
+// TestDaemonConcurrencyLimit starts five probes whose providers hang with
+// max_concurrency 2: at most two providers ever see a request at once, the
+// others wait their turn without skipping it, and the scheduler itself
+// keeps working meanwhile.
+func TestDaemonConcurrencyLimit(t *testing.T) {
+	schedCheckLeaks(t)
+	gauge := &schedGauge{}
+	var provs []*schedProvider
+	var probes []*checks.Probe
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		p := schedServe(t, gauge, true)
+		provs = append(provs, p)
+		probes = append(probes, schedProbe(t, name, p.URL, time.Minute))
+	}
+	h := schedNew(t, schedConfig(2, probes...), nil)
+	h.run()
+
+	h.tick(5, minStartLead+schedSkew) // all five fire together
+	schedEventually(t, "2 runs in flight and 3 waiting", func() bool {
+		st := h.d.Status()
+		return st.InFlight == 2 && st.Waiting == 3
+	})
+	time.Sleep(200 * time.Millisecond) // a third request would have arrived by now
+	if now, peak := gauge.get(); now != 2 || peak != 2 {
+		t.Fatalf("providers see %d requests at once (peak %d), want 2 (max_concurrency)", now, peak)
+	}
+
+	// The scheduler is not starved by runs holding or awaiting slots: it
+	// re-arms every job on a tick (skipping the runs still in progress)
+	// and answers Status.
+	h.tick(5, time.Minute)
+	h.tick(5, 0)
+	st := h.d.Status()
+	for _, p := range st.Probes {
+		if !p.Running || !p.NextRun.Equal(h.start.Add(minStartLead+2*time.Minute)) {
+			t.Errorf("probe %s: running %v, next run %v; want running, next at start+2m", p.Name, p.Running, p.NextRun)
+		}
+	}
+
+	for _, p := range provs {
+		p.release()
+	}
+	for _, p := range probes {
+		h.waitRuns(p.Name, 1)
+	}
+	for i, p := range provs {
+		if n := p.requests.Load(); n != 1 {
+			t.Errorf("provider %s saw %d requests, want 1", probes[i].Name, n)
+		}
+	}
+	if _, peak := gauge.get(); peak != 2 {
+		t.Errorf("peak of requests at once %d, want 2", peak)
+	}
+}
+
+// TestDaemonPanicBecomesInternalError makes the store panic while the
+// first run is recorded: that run is recorded as internal_error, under its
+// own operation id, and the next run passes as usual.
+func TestDaemonPanicBecomesInternalError(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
+	panicked := false
+	h.store.setFail(func(method string) error {
+		if method == "RecordRun" && !panicked {
+			panicked = true
+			panic("disk on fire")
+		}
+		return nil
+	})
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew)
+	h.waitRuns("search", 1)
+	h.tick(1, time.Minute)
+	runs := h.waitRuns("search", 2)
+
+	first := runs[0]
+	if first.Code() != results.CodeInternalError || first.Outcome != results.ContractError ||
+		!strings.Contains(first.Error.Message, "disk on fire") {
+		t.Errorf("run with a panicking store: %s", dump(first))
+	}
+	if first.OperationID == "" || first.Probe != "search" || first.StartedAt.IsZero() {
+		t.Errorf("internal error lacks the run's identity: %s", dump(first))
+	}
+	logged := false
+	for _, l := range h.logs.records("probe run") {
+		logged = logged || (l["operation_id"] == first.OperationID && l["code"] == "internal_error")
+	}
+	if !logged {
+		t.Error("the internal error was not logged as a run")
+	}
+	if len(h.logs.records("panic in probe run")) != 1 {
+		t.Error("the panic was not logged at error level")
+	}
+	if runs[1].Outcome != results.Pass {
+		t.Errorf("run after the panic: %s", dump(runs[1]))
+	}
+}
+
+// TestDaemonSurvivesEscapedPanic makes the logger panic whenever a run is
+// reported, and on every error line: the panic escapes the task's own
+// recovery and reaches gocron's AfterJobRunsWithPanic, which must keep the
+// process alive (without it, this test crashes the test binary).
+func TestDaemonSurvivesEscapedPanic(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *DaemonOptions) {
+		o.Logger = slog.New(schedPanicHandler{o.Logger.Handler(), func(r slog.Record) bool {
+			return r.Message == "probe run" || r.Level >= slog.LevelError
+		}})
+	})
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew)
+	h.waitRuns("search", 1)
+	h.tick(1, time.Minute)
+	runs := h.waitRuns("search", 2)
+	for i, r := range runs {
+		if r.Outcome != results.Pass {
+			t.Errorf("run %d: %s", i+1, dump(r))
+		}
+	}
+	schedEventually(t, "the runs to end", func() bool { return h.d.Status().InFlight == 0 })
+	if err := h.stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// TestDaemonStoreErrorIsLogged makes recording fail: each failure is
+// logged at error level with the run's identity, and the schedule goes on.
+func TestDaemonStoreErrorIsLogged(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
+	h.store.setFail(func(method string) error {
+		if method == "RecordRun" {
+			return errors.New("database is locked")
+		}
+		return nil
+	})
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew)
+	schedEventually(t, "a logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 1 })
+	h.tick(1, time.Minute)
+	schedEventually(t, "a second logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 2 })
+	for _, l := range h.logs.records("recording the run failed") {
+		if l["level"] != "ERROR" || l["probe"] != "search" || l["operation_id"] == "" ||
+			!strings.Contains(l["error"].(string), "database is locked") {
+			t.Errorf("store error logged as %v", l)
+		}
+	}
+	if n := prov.requests.Load(); n != 2 {
+		t.Errorf("provider saw %d requests, want 2: the schedule stopped after a store error", n)
+	}
+}
+
+// TestDaemonShutdownDrains stops the daemon with two runs in flight: one
+// that finishes within the grace period is recorded as it ended, one that
+// hangs is cancelled when the grace period is over and recorded as
+// canceled; Run returns nil and leaves no goroutine behind.
+func TestDaemonShutdownDrains(t *testing.T) {
+	schedCheckLeaks(t)
+	slow := schedServe(t, nil, true)
+	hung := schedServe(t, nil, true)
+	const grace = 2 * time.Second // ample for the slow run, released at once, to finish
+	h := schedNew(t, schedConfig(4,
+		schedProbe(t, "slow", slow.URL, time.Minute),
+		schedProbe(t, "hung", hung.URL, time.Minute),
+	), func(o *DaemonOptions) { o.GracePeriod = grace })
+	h.run()
+
+	h.tick(2, minStartLead+schedSkew)
+	schedEventually(t, "both requests", func() bool { return slow.requests.Load() == 1 && hung.requests.Load() == 1 })
+	began := time.Now()
+	h.cancel()
+	// The slow provider answers once shutdown has begun: within the grace
+	// period.
+	schedEventually(t, "shutdown to begin", func() bool { return h.d.Status().State != "running" })
+	slow.release()
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if took := time.Since(began); took < grace {
+		t.Errorf("Run returned %v after its context ended, before the %v grace period was over", took, grace)
+	}
+
+	if runs := h.runs("slow"); len(runs) != 1 || runs[0].Outcome != results.Pass {
+		t.Errorf("run that finished within the grace period: %d recorded %v, want one pass", len(runs), runs)
+	}
+	runs := h.runs("hung")
+	if len(runs) != 1 || runs[0].Outcome != results.Unavailable || runs[0].Code() != results.CodeCanceled {
+		t.Fatalf("hung run: %d recorded %v, want one unavailable/canceled", len(runs), runs)
+	}
+	if st := h.d.Status(); st.State != "stopped" || st.InFlight != 0 || st.Waiting != 0 {
+		t.Errorf("status after Run returned: %+v", st)
+	}
+	if err := h.d.Reload(h.d.cfg); !errors.Is(err, ErrDaemonStopped) {
+		t.Errorf("Reload after Run returned = %v, want ErrDaemonStopped", err)
+	}
+}
+
+// TestDaemonShutdownDropsWaitingRuns stops the daemon while runs wait for
+// a concurrency slot: they never start (there is nothing to record), and
+// shutdown does not wait for slots to free up.
+func TestDaemonShutdownDropsWaitingRuns(t *testing.T) {
+	schedCheckLeaks(t)
+	gauge := &schedGauge{}
+	a, b := schedServe(t, gauge, true), schedServe(t, gauge, true)
+	h := schedNew(t, schedConfig(1,
+		schedProbe(t, "a", a.URL, time.Minute),
+		schedProbe(t, "b", b.URL, time.Minute),
+	), nil)
+	h.run()
+	h.tick(2, minStartLead+schedSkew)
+	schedEventually(t, "one run in flight and one waiting", func() bool {
+		st := h.d.Status()
+		return st.InFlight == 1 && st.Waiting == 1
+	})
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	all, _, _, _ := h.store.snapshot()
+	if len(all) != 1 || all[0].Code() != results.CodeCanceled {
+		t.Errorf("recorded %v, want only the run in flight, canceled", all)
+	}
+	if n := a.requests.Load() + b.requests.Load(); n != 1 {
+		t.Errorf("providers saw %d requests, want 1", n)
+	}
+}
+
+// TestDaemonReload reloads a running daemon: the removed probe stops, the
+// added one starts after its jitter, the changed one runs with its new
+// definition, the unchanged one keeps its schedule, and the concurrency
+// limit follows the new config.
+func TestDaemonReload(t *testing.T) {
+	schedCheckLeaks(t)
+	keep, change, change2, remove, add := schedServe(t, nil, false), schedServe(t, nil, false),
+		schedServe(t, nil, false), schedServe(t, nil, false), schedServe(t, nil, false)
+	const interval = 10 * time.Second
+	h := schedNew(t, schedConfig(3,
+		schedProbe(t, "keep", keep.URL, interval),
+		schedProbe(t, "change", change.URL, interval),
+		schedProbe(t, "remove", remove.URL, interval),
+	), func(o *DaemonOptions) { o.Rand = func() float64 { return 0.5 } }) // first runs 1s after (re)scheduling
+	h.run()
+
+	h.tick(3, time.Second+schedSkew) // t=1s: the three run
+	for _, name := range []string{"keep", "change", "remove"} {
+		h.waitRuns(name, 1)
+	}
+	h.tick(3, 3*time.Second) // t=4s
+	keepNext := h.probeStatus("keep").NextRun
+	if want := h.start.Add(time.Second + interval); !keepNext.Equal(want) {
+		t.Fatalf("keep's next run before the reload: %v, want %v", keepNext, want)
+	}
+
+	next := schedConfig(1,
+		schedProbe(t, "keep", keep.URL, interval), // equal, but a new value, as a reload loads it
+		schedProbe(t, "change", change2.URL, interval),
+		schedProbe(t, "add", add.URL, interval),
+	)
+	if err := h.d.Reload(next); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+
+	st := h.d.Status()
+	var names []string
+	for _, p := range st.Probes {
+		names = append(names, p.Name)
+	}
+	if want := []string{"add", "change", "keep"}; !slices.Equal(names, want) || st.Scheduled != 3 {
+		t.Errorf("scheduled after the reload: %v (%d), want %v", names, st.Scheduled, want)
+	}
+	var jobs []string
+	for _, j := range h.d.sched.Jobs() {
+		jobs = append(jobs, j.Name())
+	}
+	slices.Sort(jobs)
+	if want := []string{"add", "change", "keep"}; !slices.Equal(jobs, want) {
+		t.Errorf("gocron jobs after the reload: %v, want %v", jobs, want)
+	}
+	if st.MaxConcurrency != 1 {
+		t.Errorf("max concurrency after the reload: %d, want 1", st.MaxConcurrency)
+	}
+	if got := h.probeStatus("keep").NextRun; !got.Equal(keepNext) {
+		t.Errorf("unchanged probe rescheduled: next run %v, want %v as before the reload", got, keepNext)
+	}
+	if got := h.probeStatus("keep").LastOutcome; got != results.Pass {
+		t.Errorf("unchanged probe lost its last run: %q", got)
+	}
+	fresh := h.clock.Now().Add(time.Second)
+	for _, name := range []string{"change", "add"} {
+		if got := h.probeStatus(name).NextRun; !got.Equal(fresh) {
+			t.Errorf("%s: next run %v, want %v (a fresh jitter from the reload)", name, got, fresh)
+		}
+	}
+
+	h.tick(3, time.Second+schedSkew) // t=5s: change (at its new URL) and add
+	h.waitRuns("change", 2)
+	h.waitRuns("add", 1)
+	h.tick(3, 6*time.Second) // t=11s: keep, on its old schedule
+	h.waitRuns("keep", 2)
+	h.tick(3, 4*time.Second) // t=15s: change and add again
+	h.waitRuns("change", 3)
+	h.waitRuns("add", 2)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name string
+		prov *schedProvider
+		want int32
+	}{{"keep", keep, 2}, {"old change", change, 1}, {"new change", change2, 2}, {"remove", remove, 1}, {"add", add, 2}} {
+		if got := c.prov.requests.Load(); got != c.want {
+			t.Errorf("%s provider saw %d requests, want %d", c.name, got, c.want)
+		}
+	}
+	if n := len(h.runs("remove")); n != 1 {
+		t.Errorf("removed probe has %d runs, want 1", n)
+	}
+}
+
+// TestDaemonReloadInFlight removes two probes while their runs are in
+// flight: the one that finishes within the grace period is recorded as it
+// ended, the one that hangs is cancelled after it and recorded as canceled.
+func TestDaemonReloadInFlight(t *testing.T) {
+	schedCheckLeaks(t)
+	finishing, hung, other := schedServe(t, nil, true), schedServe(t, nil, true), schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(4,
+		schedProbe(t, "finishing", finishing.URL, time.Minute),
+		schedProbe(t, "hung", hung.URL, time.Minute),
+	), func(o *DaemonOptions) { o.GracePeriod = 2 * time.Second })
+	h.run()
+	h.tick(2, minStartLead+schedSkew)
+	schedEventually(t, "both requests", func() bool { return finishing.requests.Load() == 1 && hung.requests.Load() == 1 })
+
+	if err := h.d.Reload(schedConfig(4, schedProbe(t, "other", other.URL, time.Minute))); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	finishing.release()
+	if r := h.waitRuns("finishing", 1)[0]; r.Outcome != results.Pass {
+		t.Errorf("removed probe's run that finished: %s", dump(r))
+	}
+	if r := h.waitRuns("hung", 1)[0]; r.Code() != results.CodeCanceled {
+		t.Errorf("removed probe's hung run: %s", dump(r))
+	}
+	h.tick(1, minStartLead+schedSkew)
+	h.waitRuns("other", 1)
+	if st := h.d.Status(); st.Scheduled != 1 || len(st.Probes) != 1 || st.Probes[0].Name != "other" {
+		t.Errorf("status after the reload: %+v", st)
+	}
+}
+
+// TestDaemonWakesDeliverer fails a probe whose failure alerts: the run
+// wakes the Deliverer, which sends the alert long before its next poll,
+// and Run stops the Deliverer on shutdown.
+func TestDaemonWakesDeliverer(t *testing.T) {
+	schedCheckLeaks(t)
+	url := jsonBody(500, `{"error":"down"}`)(t)
+	cfg := schedConfig(4, schedProbe(t, "search", url, time.Minute))
+	cfg.Notify.On = []string{"unavailable", "contract_error"}
+	sender := &schedSender{}
+	h := schedNew(t, cfg, nil)
+	h.d.pipe.SetNotify(cfg.Notify, true)
+	h.d.deliv = NewDeliverer(h.store, sender, DelivererOptions{PollInterval: time.Hour})
+	h.run()
+
+	h.tick(1, minStartLead+schedSkew)
+	schedEventually(t, "the alert to be sent", func() bool { return len(sender.alerts()) == 1 })
+	if a := sender.alerts()[0]; a.Kind != results.AlertFiring || a.Probe != "search" {
+		t.Errorf("sent %+v, want a firing alert about search", a)
+	}
+}
+
+// TestDaemonRunTwice: a Daemon runs once.
+func TestDaemonRunTwice(t *testing.T) {
+	schedCheckLeaks(t)
+	h := schedNew(t, schedConfig(1), nil)
+	h.run()
+	schedEventually(t, "the daemon to run", func() bool { return h.d.Status().State == "running" })
+	if err := h.d.Run(context.Background()); err == nil {
+		t.Error("second Run = nil, want an error")
+	}
+}
+
+// TestDaemonReloadBeforeRun: a reload before Run decides what Run
+// schedules.
+func TestDaemonReloadBeforeRun(t *testing.T) {
+	schedCheckLeaks(t)
+	a, b := schedServe(t, nil, false), schedServe(t, nil, false)
+	h := schedNew(t, schedConfig(1, schedProbe(t, "a", a.URL, time.Minute)), nil)
+	if err := h.d.Reload(schedConfig(1, schedProbe(t, "b", b.URL, time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.tick(1, minStartLead+schedSkew)
+	h.waitRuns("b", 1)
+	if n := a.requests.Load(); n != 0 {
+		t.Errorf("probe a, replaced before Run, ran %d times", n)
+	}
+}
+
+// TestNewDaemonRequires names what NewDaemon refuses.
+func TestNewDaemonRequires(t *testing.T) {
+	cfg := schedConfig(1)
+	exec, pipe := NewExecutor(Options{}), NewPipeline(newMemStore(), checks.Notify{}, PipelineOptions{})
+	tests := map[string]struct {
+		cfg  *checks.Config
+		opts DaemonOptions
+	}{
+		"config":   {nil, DaemonOptions{Executor: exec, Pipeline: pipe}},
+		"executor": {cfg, DaemonOptions{Pipeline: pipe}},
+		"pipeline": {cfg, DaemonOptions{Executor: exec}},
+	}
+	for name, tt := range tests {
+		if _, err := NewDaemon(tt.cfg, tt.opts); err == nil || !strings.Contains(strings.ToLower(err.Error()), name) {
+			t.Errorf("without %s: err = %v, want one naming it", name, err)
+		}
+	}
+	d, err := NewDaemon(cfg, DaemonOptions{Executor: exec, Pipeline: pipe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.grace != DefaultGracePeriod {
+		t.Errorf("default grace period %v, want %v", d.grace, DefaultGracePeriod)
+	}
+}

@@ -1,0 +1,201 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
+	"github.com/toolpulse/toolpulse/checks"
+)
+
+// minStartLead is the earliest a probe's first run may be scheduled after
+// now. gocron refuses a start that is already past when it checks it and
+// pushes one that is past by the time it arms the timer a whole interval
+// later; a small lead keeps a zero jitter offset out of both.
+const minStartLead = 10 * time.Millisecond
+
+// probeNamespace derives job identifiers from probe names.
+var probeNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/toolpulse/toolpulse#probe"))
+
+// jobID is the gocron identifier of a probe's job. It depends on the name
+// only, so that a reload that replaces a probe's job keeps its identity:
+// gocron keys its singleton runner on it, and a run of the old job still in
+// flight then keeps the new job from overlapping it.
+func jobID(probe string) uuid.UUID {
+	return uuid.NewSHA1(probeNamespace, []byte(probe))
+}
+
+// jitterOffset is where in [0, jitter) a probe's first run falls, from a
+// random number r that should be in [0, 1); an injected source that strays
+// outside is clamped rather than trusted.
+func jitterOffset(r float64, jitter time.Duration) time.Duration {
+	if r < 0 || r != r { // r != r: NaN
+		r = 0
+	}
+	off := time.Duration(r * float64(jitter))
+	if off >= jitter {
+		off = max(jitter-1, 0)
+	}
+	return off
+}
+
+// scheduleProbe creates or, with update, replaces p's job: every
+// p.Interval, first at now plus a random offset in [0, p.Jitter), so that
+// a fleet of probes (or a reload) never fires in lockstep. The offset is a
+// phase fixed per job: each later run is one interval after the previous
+// tick, whatever the runs took.
+func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool) error {
+	var err error
+	// A start computed from the clock can be overtaken by it before gocron
+	// checks it (a stalled goroutine on a busy machine); computing it again
+	// is then the fix.
+	for range 3 {
+		start := d.clock.Now().Add(max(jitterOffset(d.rand(), p.Jitter), minStartLead))
+		opts := []gocron.JobOption{
+			gocron.WithName(p.Name),
+			gocron.WithIdentifier(jobID(p.Name)),
+			gocron.WithStartAt(gocron.WithStartDateTime(start)),
+			// Reschedule, not Wait: a run longer than the interval skips
+			// the ticks it covers instead of queueing a backlog that would
+			// then fire back to back.
+			gocron.WithSingletonMode(gocron.LimitModeReschedule),
+			gocron.WithEventListeners(gocron.AfterJobRunsWithPanic(d.escapedPanic)),
+		}
+		task := gocron.NewTask(func(ctx context.Context) { d.task(ctx, p) })
+		if update {
+			_, err = s.Update(jobID(p.Name), gocron.DurationJob(p.Interval), task, opts...)
+		} else {
+			_, err = s.NewJob(gocron.DurationJob(p.Interval), task, opts...)
+		}
+		if !errors.Is(err, gocron.ErrWithStartDateTimePast) {
+			break
+		}
+	}
+	return err
+}
+
+// sameProbe reports whether a reload left probe a as it was, so that its
+// job, schedule and connections are kept. Compiled consumers compare by
+// name, version and rule hash, and TLS configurations by what a probe sets
+// in them: both are rebuilt on every load, and their internals (programs,
+// certificate pools) are not comparable with reflect.DeepEqual.
+func sameProbe(a, b *checks.Probe) bool {
+	if a.Consumer == nil || b.Consumer == nil {
+		if a.Consumer != b.Consumer {
+			return false
+		}
+	} else if a.Consumer.Ref() != b.Consumer.Ref() {
+		return false
+	}
+	if !sameTLS(a.TLS, b.TLS) {
+		return false
+	}
+	x, y := *a, *b
+	x.Consumer, y.Consumer = nil, nil
+	x.TLS, y.TLS = nil, nil
+	return reflect.DeepEqual(x, y)
+}
+
+// sameTLS compares the two things checks sets in a probe's TLS config.
+func sameTLS(a, b *tls.Config) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.InsecureSkipVerify != b.InsecureSkipVerify {
+		return false
+	}
+	if a.RootCAs == nil || b.RootCAs == nil {
+		return a.RootCAs == b.RootCAs
+	}
+	return a.RootCAs.Equal(b.RootCAs)
+}
+
+// limiter bounds the runs in flight across all probes (max_concurrency).
+// Unlike a buffered channel it can be resized while runs hold slots, and it
+// hands slots out first come, first served, so that no probe starves
+// behind faster ones. The zero value admits nothing; use newLimiter.
+type limiter struct {
+	mu      sync.Mutex
+	limit   int
+	active  int
+	waiters []chan struct{} // closed when granted a slot
+}
+
+func newLimiter(n int) *limiter { return &limiter{limit: max(n, 1)} }
+
+// acquire waits for a slot until ctx ends, and returns ctx's error if it
+// ends first; a slot granted at the same moment is given back.
+func (l *limiter) acquire(ctx context.Context) error {
+	l.mu.Lock()
+	if l.active < l.limit && len(l.waiters) == 0 {
+		l.active++
+		l.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	l.waiters = append(l.waiters, w)
+	l.mu.Unlock()
+
+	select {
+	case <-w:
+		return nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-w:
+		l.active--
+		l.grant()
+	default:
+		for i, x := range l.waiters {
+			if x == w {
+				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// release gives a slot back.
+func (l *limiter) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active--
+	l.grant()
+}
+
+// resize sets the number of slots. Shrinking never interrupts a run: the
+// extra holders finish, and no slot is handed out until active is below the
+// new limit.
+func (l *limiter) resize(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit = max(n, 1)
+	l.grant()
+}
+
+// grant hands free slots to waiters, oldest first. l.mu must be held.
+func (l *limiter) grant() {
+	for l.active < l.limit && len(l.waiters) > 0 {
+		w := l.waiters[0]
+		l.waiters[0] = nil
+		l.waiters = l.waiters[1:]
+		l.active++
+		close(w)
+	}
+}
+
+// counts returns the slots in use, the runs waiting and the limit.
+func (l *limiter) counts() (active, waiting, limit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.active, len(l.waiters), l.limit
+}

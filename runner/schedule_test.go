@@ -1,0 +1,212 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+)
+
+func TestSchedJitterOffset(t *testing.T) {
+	const j = 2 * time.Second
+	tests := map[string]struct {
+		r      float64
+		jitter time.Duration
+		want   time.Duration
+	}{
+		"zero":             {0, j, 0},
+		"half":             {0.5, j, time.Second},
+		"almost one":       {0.9999995, j, 1999999000},
+		"one is clamped":   {1, j, j - 1},
+		"above one":        {7, j, j - 1},
+		"negative":         {-0.5, j, 0},
+		"NaN":              {math.NaN(), j, 0},
+		"no jitter":        {0.5, 0, 0},
+		"no jitter, rand1": {1, 0, 0},
+	}
+	for name, tt := range tests {
+		if got := jitterOffset(tt.r, tt.jitter); got != tt.want {
+			t.Errorf("%s: jitterOffset(%v, %v) = %v, want %v", name, tt.r, tt.jitter, got, tt.want)
+		}
+	}
+}
+
+func TestSchedJobID(t *testing.T) {
+	a, b := jobID("external_search"), jobID("external_search")
+	if a != b {
+		t.Errorf("jobID is not stable: %v, %v", a, b)
+	}
+	if a == jobID("external_search2") {
+		t.Error("two probe names share a job id")
+	}
+	if a.Version() != 5 {
+		t.Errorf("job id version %d, want 5 (SHA-1, name based)", a.Version())
+	}
+}
+
+func TestSchedNextRun(t *testing.T) {
+	t0 := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		t, now, want time.Time
+	}{
+		"ahead":             {t0.Add(time.Minute), t0, t0.Add(time.Minute)},
+		"now":               {t0, t0, t0.Add(time.Minute)},
+		"one skipped tick":  {t0, t0.Add(30 * time.Second), t0.Add(time.Minute)},
+		"two skipped ticks": {t0, t0.Add(time.Minute), t0.Add(2 * time.Minute)},
+		"unknown":           {time.Time{}, t0, time.Time{}},
+	}
+	for name, tt := range tests {
+		if got := nextRun(tt.t, time.Minute, tt.now); !got.Equal(tt.want) {
+			t.Errorf("%s: nextRun = %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// TestSchedSameProbe changes one thing at a time: each must count as a
+// change, and a probe loaded again with nothing changed must not.
+func TestSchedSameProbe(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	pool := func() *x509.CertPool {
+		p := x509.NewCertPool()
+		p.AddCert(srv.Certificate())
+		return p
+	}
+	base := func() *checks.Probe {
+		p := schedProbe(t, "search", "http://127.0.0.1:1", time.Minute)
+		p.Labels = map[string]string{"team": "search"}
+		p.TLS = &tls.Config{RootCAs: pool()}
+		return p
+	}
+	tests := map[string]struct {
+		change func(p *checks.Probe)
+		same   bool
+	}{
+		"loaded again":           {func(p *checks.Probe) {}, true},
+		"consumer compiled anew": {func(p *checks.Probe) { p.Consumer = mustConsumer("select_results", seedSelect, seedValidate) }, true},
+		"same CA, new pool":      {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: pool()} }, true},
+		"interval":               {func(p *checks.Probe) { p.Interval = 2 * time.Minute }, false},
+		"jitter":                 {func(p *checks.Probe) { p.Jitter = 0 }, false},
+		"timeout":                {func(p *checks.Probe) { p.Timeout = time.Second }, false},
+		"url":                    {func(p *checks.Probe) { p.Request.URL += "x" }, false},
+		"method":                 {func(p *checks.Probe) { p.Request.Method = http.MethodGet }, false},
+		"header value":           {func(p *checks.Probe) { p.Request.Headers["Authorization"] = "Bearer other" }, false},
+		"query":                  {func(p *checks.Probe) { p.Request.Query["lang"] = "de" }, false},
+		"json fixture":           {func(p *checks.Probe) { p.Request.JSON = map[string]any{"query": "other"} }, false},
+		"body":                   {func(p *checks.Probe) { p.Request.Body = "raw" }, false},
+		"max body":               {func(p *checks.Probe) { p.MaxBodyBytes++ }, false},
+		"retries":                {func(p *checks.Probe) { p.Retries.MaxAttempts++ }, false},
+		"expect status":          {func(p *checks.Probe) { p.Expect.Status = []int{200, 204} }, false},
+		"min results":            {func(p *checks.Probe) { p.Expect.MinResults = 2 }, false},
+		"labels":                 {func(p *checks.Probe) { p.Labels["team"] = "other" }, false},
+		"consumer rule":          {func(p *checks.Probe) { p.Consumer = mustConsumer("select_results", seedSelect, "true") }, false},
+		"consumer version": {func(p *checks.Probe) {
+			c := *p.Consumer
+			c.Version = "3"
+			p.Consumer = &c
+		}, false},
+		"consumer name":  {func(p *checks.Probe) { p.Consumer = mustConsumer("other", seedSelect, seedValidate) }, false},
+		"CA":             {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: x509.NewCertPool()} }, false},
+		"insecure":       {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: pool(), InsecureSkipVerify: true} }, false},
+		"TLS removed":    {func(p *checks.Probe) { p.TLS = nil }, false},
+		"system CA pool": {func(p *checks.Probe) { p.TLS = &tls.Config{} }, false},
+	}
+	for name, tt := range tests {
+		a, b := base(), base()
+		tt.change(b)
+		if got := sameProbe(a, b); got != tt.same {
+			t.Errorf("%s: sameProbe = %v, want %v", name, got, tt.same)
+		}
+	}
+}
+
+// TestSchedLimiter covers the concurrency limit on its own: first come,
+// first served; a waiter that gives up takes no slot; resizing either way
+// while slots are held.
+func TestSchedLimiter(t *testing.T) {
+	ctx := context.Background()
+	l := newLimiter(1)
+	if err := l.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 3)
+	wait := func(name string, ctx context.Context) chan error {
+		done := make(chan error, 1)
+		go func() {
+			err := l.acquire(ctx)
+			if err == nil {
+				order <- name
+			}
+			done <- err
+		}()
+		return done
+	}
+	// got waits for a waiter's result, so that a broken limiter fails
+	// the test instead of hanging it.
+	got := func(done chan error, who string) error {
+		t.Helper()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(schedWait):
+			t.Fatalf("%s never got a slot", who)
+			return nil
+		}
+	}
+	waiting := func(n int) {
+		t.Helper()
+		schedEventually(t, "waiters", func() bool { _, w, _ := l.counts(); return w == n })
+	}
+	b := wait("b", ctx)
+	waiting(1)
+	cctx, cancel := context.WithCancel(ctx)
+	c := wait("c", cctx)
+	waiting(2)
+	d := wait("d", ctx)
+	waiting(3)
+
+	cancel()
+	if err := got(c, "c"); err == nil {
+		t.Fatal("a cancelled wait acquired a slot")
+	}
+	waiting(2)
+	l.release() // to b, the oldest waiter
+	if err := got(b, "b"); err != nil || <-order != "b" {
+		t.Fatalf("first released slot did not go to the oldest waiter")
+	}
+	if a, w, n := l.counts(); a != 1 || w != 1 || n != 1 {
+		t.Fatalf("counts = %d active, %d waiting, limit %d; want 1, 1, 1", a, w, n)
+	}
+
+	l.resize(2) // grows: d gets the new slot at once
+	if err := got(d, "d"); err != nil || <-order != "d" {
+		t.Fatal("growing the limit did not admit the waiter")
+	}
+	l.resize(1) // shrinks below the 2 held: nobody new until both are back
+	e := wait("e", ctx)
+	waiting(1)
+	l.release()
+	select {
+	case <-e:
+		t.Fatal("a slot was granted above the shrunk limit")
+	case <-time.After(50 * time.Millisecond):
+	}
+	l.release()
+	if err := got(e, "e"); err != nil {
+		t.Fatal(err)
+	}
+	l.release()
+	if a, w, _ := l.counts(); a != 0 || w != 0 {
+		t.Errorf("after every release: %d active, %d waiting", a, w)
+	}
+	l.resize(0)
+	if _, _, n := l.counts(); n != 1 {
+		t.Errorf("resize(0) left a limit of %d, want 1: a limit of 0 would stop every probe", n)
+	}
+}
