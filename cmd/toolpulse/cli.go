@@ -59,6 +59,7 @@ type cli struct {
 	Config string `short:"c" placeholder:"FILE" help:"Config file (default ./checks.yaml, or $$TOOLPULSE_CONFIG)."`
 	DB     string `placeholder:"FILE" help:"SQLite database; overrides storage.path."`
 
+	Run      runCmd      `cmd:"" help:"The daemon: schedule, run, record and alert; SIGHUP reloads, SIGTERM drains."`
 	Check    checkCmd    `cmd:"" help:"Run the probes once now and print their outcomes."`
 	Validate validateCmd `cmd:"" help:"Load the config and compile every rule; no network."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`

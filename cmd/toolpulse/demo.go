@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -14,35 +15,39 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples"
 	"github.com/toolpulse/toolpulse/examples/provider"
-	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/sqlite"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/examples/slackprinter"
 )
 
 type demoCmd struct {
-	Dir   string        `placeholder:"DIR" help:"Where to write the demo config and database (default: a new temporary directory)."`
-	Pause time.Duration `default:"1s" help:"Pause between rounds."`
+	Dir      string        `placeholder:"DIR" help:"Where to write the demo config and database (default: a new temporary directory)."`
+	Interval time.Duration `default:"1s" help:"How often each demo probe runs."`
+	Phase    time.Duration `default:"10s" help:"How long each act of the drill lasts."`
 }
 
-// demoRound is one step of the drill: what changes at the provider, and
-// what the user should see.
-type demoRound struct {
+// demoAct is one step of the drill: what changes at the provider and what
+// the user should watch for.
+type demoAct struct {
 	title   string
 	drifted bool
 	down    bool
 }
 
-var demoRounds = []demoRound{
-	{"Round 1: the provider is healthy. Every probe selects and validates results.", false, false},
-	{"Round 2: the provider wraps results in {\"items\": [...]} (seed 000) and the tracker is overloaded.\n" +
-		"HTTP is still 200 and the JSON is valid, but the list-only consumer can no longer use the answer.", true, true},
-	{"Round 3: the tracker recovers. The drift stays: only the consumer that knows both layouts passes.", true, false},
+var demoActs = []demoAct{
+	{"The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
+		"   response shape (drift needs 5 observations of a baseline).", false, false},
+	{"The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
+		"   overloaded. HTTP is still 200 and the JSON is valid, yet the list-only consumer can no longer\n" +
+		"   use the answer: contract_error, a shape_drift alert with the path diff, and a firing alert.\n" +
+		"   The two-layout consumer keeps passing and reports the same drift. The tracker answers 503:\n" +
+		"   unavailable after retries that honour Retry-After.", true, true},
+	{"The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
+		"   still fails, and is reminded of (repeat_interval is short in the demo).", true, false},
 }
 
-// Run starts the bundled example provider on loopback, writes the example
-// config next to a fresh database, and checks the provider round by round
-// while it drifts, so a user sees pass, contract_error and unavailable
-// without any network access.
+// Run starts the bundled example provider and a stand-in for Slack on
+// loopback, writes the example config next to a fresh database, and runs the
+// real daemon while the provider drifts, so a user sees pass, drift,
+// contract_error, unavailable and the alerts without any network access.
 func (d *demoCmd) Run(e *env, root *cli) error {
 	dir := d.Dir
 	if dir == "" {
@@ -56,59 +61,97 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 
 	p := provider.New()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	providerURL, stopProvider, err := serveLoopback(p.Handler())
 	if err != nil {
 		return softwareError(err)
 	}
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer stopProvider()
 
-	providerURL := "http://" + ln.Addr().String()
+	slackURL, hasSlack := e.lookupEnv("SLACK_WEBHOOK_URL")
+	slackNote := "the real Slack (SLACK_WEBHOOK_URL)"
+	if !hasSlack || slackURL == "" {
+		var stopSlack func()
+		slackURL, stopSlack, err = serveLoopback(slackprinter.New(e.stdout))
+		if err != nil {
+			return softwareError(err)
+		}
+		defer stopSlack()
+		slackNote = "a local stand-in for Slack that prints each message below"
+	}
+
 	lookup := func(k string) (string, bool) {
-		if k == "DEMO_PROVIDER_URL" {
+		switch k {
+		case "DEMO_PROVIDER_URL":
 			return providerURL, true
+		case "DEMO_SLACK_WEBHOOK_URL":
+			return slackURL, true
+		case "DEMO_INTERVAL":
+			return d.Interval.String(), true
 		}
 		return e.lookupEnv(k)
 	}
-	configPath := filepath.Join(dir, "checks.yaml")
-	cfg, err := checks.Load(configPath, lookup)
+	cfg, err := checks.Load(filepath.Join(dir, "checks.yaml"), lookup)
 	if err != nil {
 		return &exitError{code: exitConfig, err: err}
 	}
-	store, err := sqlite.Open(e.ctx, cfg.Storage.Path)
+
+	s, err := newStack(e.ctx, cfg, demoLogger(e.stdout), stackOptions{grace: 2 * time.Second})
 	if err != nil {
 		return softwareError(err)
 	}
-	defer store.Close()
-	exec := runner.NewExecutor(runner.Options{Logger: slog.New(slog.DiscardHandler), Redactor: cfg.Redactor()})
+	fmt.Fprintf(e.stdout, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n",
+		providerURL, slackNote, cfg.Path)
 
-	fmt.Fprintf(e.stdout, "toolpulse demo: example provider on %s, config %s\n", providerURL, configPath)
-	for i, round := range demoRounds {
-		if i > 0 && !sleepCtx(e.ctx, d.Pause) {
-			return exitStatus(exitOK)
-		}
-		p.SetDrifted(round.drifted)
-		p.SetDown(round.down)
-		fmt.Fprintf(e.stdout, "\n%s\n\n", round.title)
-		all, err := runAll(e.ctx, exec, store, cfg.Probes, cfg.MaxConcurrency)
-		if perr := printTable(e.stdout, all); perr != nil {
-			return softwareError(perr)
-		}
-		if err != nil {
-			return softwareError(fmt.Errorf("recording results: %w", err))
-		}
-		for _, r := range all {
-			if r.Shape != nil && i > 0 && r.Outcome != results.Pass && r.ResponseSample != "" {
-				fmt.Fprintf(e.stdout, "  %s saw: %s\n", r.Probe, oneLine(r.ResponseSample, maxMessageRunes))
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	go func() {
+		defer stop()
+		for i, act := range demoActs {
+			p.SetDrifted(act.drifted)
+			p.SetDown(act.down)
+			fmt.Fprintf(e.stdout, "\n== %d. %s\n\n", i+1, act.title)
+			if !sleepCtx(ctx, d.Phase) {
+				return
 			}
 		}
+	}()
+	if err := s.run(ctx); err != nil {
+		return softwareError(err)
 	}
 
-	fmt.Fprintf(e.stdout, "\nEvery run is in %s. Try:\n\n", cfg.Storage.Path)
-	fmt.Fprintf(e.stdout, "  sqlite3 %s \"SELECT started_at, probe, outcome, code, attempts FROM results ORDER BY started_at;\"\n", cfg.Storage.Path)
-	fmt.Fprintf(e.stdout, "  sqlite3 %s \"SELECT probe, shape_fingerprint, count(*) FROM results GROUP BY 1, 2;\"\n", cfg.Storage.Path)
+	db := cfg.Storage.Path
+	fmt.Fprintf(e.stdout, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
+	fmt.Fprintf(e.stdout, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
+	fmt.Fprintf(e.stdout, "  sqlite3 -readonly %s \"SELECT detected_at, probe, baseline, current, diff FROM drifts;\"\n", db)
 	return nil
+}
+
+// demoLogger prints the daemon's log lines without the timestamp, which
+// would only push the interesting part off the screen.
+func demoLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// serveLoopback serves h on a free loopback port until stop is called.
+func serveLoopback(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String(), func() { srv.Close(); <-done }, nil
 }
 
 // writeDemoFiles copies the embedded examples/demo tree into dir.

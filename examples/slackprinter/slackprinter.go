@@ -67,15 +67,21 @@ func (p *Printer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if bl.Text != nil {
 			parts = append(parts, bl.Text.Text)
 		}
+		var fields []string
 		for _, f := range bl.Fields {
-			parts = append(parts, f.Text)
+			fields = append(fields, field(f.Text))
+		}
+		if len(fields) > 0 {
+			parts = append(parts, strings.Join(fields, " · "))
 		}
 		for _, el := range bl.Elements {
 			parts = append(parts, el.Text)
 		}
 		for _, part := range parts {
-			for _, line := range strings.Split(strings.TrimSpace(unescape(part)), "\n") {
-				fmt.Fprintf(&b, "│ %s\n", line)
+			for _, line := range strings.Split(plain(part), "\n") {
+				if strings.TrimSpace(line) != "" {
+					fmt.Fprintf(&b, "│ %s\n", line)
+				}
 			}
 		}
 	}
@@ -92,6 +98,21 @@ var slackDate = regexp.MustCompile(`<!date\^[^|>]*\|([^>]*)>`)
 func unescape(s string) string {
 	s = slackDate.ReplaceAllString(s, "$1")
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// field renders a "*Label*\nvalue" field as "Label: value".
+func field(s string) string {
+	label, value, ok := strings.Cut(s, "\n")
+	if !ok {
+		return s
+	}
+	return strings.Trim(label, "*") + ": " + value
+}
+
+// plain drops the mrkdwn markers a terminal cannot show.
+func plain(s string) string {
+	s = strings.ReplaceAll(s, "```", "\n")
+	return unescape(strings.NewReplacer("`", "", "*", "").Replace(s))
 }
 
 func firstLine(s string) string {

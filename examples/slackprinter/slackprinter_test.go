@@ -25,7 +25,7 @@ func TestPrinter(t *testing.T) {
 			{"type":"section","fields":[{"type":"mrkdwn","text":"*Outcome*\ncontract_error"}]},
 			{"type":"section","text":{"type":"mrkdwn","text":"results: list&lt;object(3 keys)&gt; -&gt; object(1 keys)"}},
 			{"type":"context","elements":[{"type":"mrkdwn","text":"op 1234 <!date^1761484020^{date_short} {time}|2026-10-26 13:07 UTC>"}]}]}`,
-			http.StatusOK, []string{"Slack message 1 ─ :red_circle: search contract_error", "│ search is failing", "│ contract_error",
+			http.StatusOK, []string{"Slack message 1 ─ :red_circle: search contract_error", "│ search is failing", "│ Outcome: contract_error",
 				"│ results: list<object(3 keys)> -> object(1 keys)", "│ op 1234 2026-10-26 13:07 UTC"}},
 		{"not json", `nope`, http.StatusBadRequest, nil},
 		{"no fallback text", `{"blocks":[]}`, http.StatusBadRequest, nil},

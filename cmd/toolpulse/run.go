@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type runCmd struct {
+	Grace     time.Duration `default:"10s" help:"On SIGTERM/SIGINT, how long in-flight runs may finish before they are cancelled (and recorded as canceled)."`
+	LogFormat string        `enum:"text,json" default:"text" help:"Log format on stderr: text or json."`
+	LogLevel  string        `enum:"debug,info,warn,error" default:"info" help:"Lowest level logged."`
+}
+
+// Run is the daemon: it schedules every probe, records and alerts, reloads
+// on SIGHUP (a bad new config is logged and the old one keeps running) and
+// drains on SIGTERM/SIGINT, exiting 0.
+func (c *runCmd) Run(e *env, root *cli) error {
+	logger := newLogger(e.stderr, c.LogFormat, c.LogLevel)
+	cfg, err := root.loadConfig(e)
+	if err != nil {
+		return err
+	}
+	s, err := newStack(e.ctx, cfg, logger, stackOptions{grace: c.Grace})
+	if err != nil {
+		return softwareError(err)
+	}
+	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
+		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
+
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		reloadOnHangup(ctx, func() {
+			next, err := root.loadConfig(e)
+			if err != nil {
+				logger.Error("reload refused; the running config stays", "config", root.configPath(e), "errors", err.Error())
+				return
+			}
+			if err := s.reload(next); err != nil {
+				logger.Error("reload failed; the running config stays", "error", err)
+				return
+			}
+			logger.Info("config reloaded", "config", next.Path, "probes", len(next.Probes))
+		})
+	}()
+
+	err = s.run(ctx)
+	stop()
+	<-reloaded
+	if err != nil {
+		return softwareError(err)
+	}
+	logger.Info("toolpulse stopped")
+	return nil
+}
+
+// reloadOnHangup calls reload on every SIGHUP until ctx ends.
+func reloadOnHangup(ctx context.Context, reload func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			reload()
+		}
+	}
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

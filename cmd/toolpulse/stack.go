@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/slack"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/runner"
+)
+
+// stack is the daemon with everything it is built from: the store, the
+// executor, the pipeline (drift, alerts, recording), the outbox deliverer
+// and the Slack sender. `run` and `demo` both use it.
+type stack struct {
+	logger    *slog.Logger
+	store     *sqlite.Store
+	exec      *runner.Executor
+	pipeline  *runner.Pipeline
+	sender    *switchSender
+	deliverer *runner.Deliverer
+	daemon    *runner.Daemon
+}
+
+// stackOptions tunes a stack for the demo; the zero value is what `run` uses.
+type stackOptions struct {
+	grace time.Duration
+}
+
+// newStack opens the store and builds the daemon for cfg.
+func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts stackOptions) (*stack, error) {
+	store, err := sqlite.Open(ctx, cfg.Storage.Path)
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{logger: logger, store: store, sender: &switchSender{}}
+	sender, err := newSender(cfg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.sender.set(sender)
+	s.exec = runner.NewExecutor(runner.Options{Logger: logger, Redactor: cfg.Redactor()})
+	s.pipeline = runner.NewPipeline(store, cfg.Notify, runner.PipelineOptions{Logger: logger, Deliver: sender != nil})
+	if err := s.pipeline.Load(ctx); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("loading alert state: %w", err)
+	}
+	s.deliverer = runner.NewDeliverer(store, s.sender, runner.DelivererOptions{Logger: logger})
+	s.daemon, err = runner.NewDaemon(cfg, runner.DaemonOptions{
+		Logger:      logger,
+		Executor:    s.exec,
+		Pipeline:    s.pipeline,
+		Deliverer:   s.deliverer,
+		GracePeriod: opts.grace,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// run runs the daemon until ctx ends, then drains and closes the store.
+func (s *stack) run(ctx context.Context) error {
+	defer s.store.Close()
+	defer s.exec.CloseIdleConnections()
+	return s.daemon.Run(ctx)
+}
+
+// reload applies a new, already validated config to the running daemon.
+func (s *stack) reload(cfg *checks.Config) error {
+	sender, err := newSender(cfg)
+	if err != nil {
+		return err
+	}
+	s.sender.set(sender)
+	s.exec.SetRedactor(cfg.Redactor())
+	// Daemon.Reload also hands the new notify settings to the pipeline.
+	return s.daemon.Reload(cfg)
+}
+
+// newSender returns the Slack sender the config asks for, or nil when
+// alerts are only recorded.
+func newSender(cfg *checks.Config) (runner.Sender, error) {
+	sl := cfg.Notify.Slack
+	if !sl.Enabled() {
+		return nil, nil
+	}
+	return slack.New(slack.Config{
+		WebhookURL: sl.WebhookURL.Reveal(),
+		Token:      sl.Token.Reveal(),
+		Channel:    sl.Channel,
+		APIURL:     sl.APIURL,
+		Redactor:   cfg.Redactor(),
+	})
+}
+
+// switchSender lets a reload change where alerts go without restarting the
+// deliverer; with no sender configured it refuses for good, which the
+// deliverer records as a failed delivery (it only sees alerts recorded
+// while a sender existed).
+type switchSender struct {
+	mu     sync.RWMutex
+	sender runner.Sender
+}
+
+func (s *switchSender) set(sender runner.Sender) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sender = sender
+}
+
+// Send implements runner.Sender.
+func (s *switchSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
+	s.mu.RLock()
+	sender := s.sender
+	s.mu.RUnlock()
+	if sender == nil {
+		return false, 0, fmt.Errorf("no Slack receiver is configured any more")
+	}
+	return sender.Send(ctx, a)
+}
