@@ -47,3 +47,22 @@ type Store interface {
 type Sender interface {
 	Send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error)
 }
+
+// Observer is told what the daemon does, for metrics (results/prometheus
+// implements it). Methods are called on the hot path: they must be cheap,
+// must not block and must be safe for concurrent use.
+type Observer interface {
+	// RunFinished is called once per run, after it was recorded or failed
+	// to be.
+	RunFinished(r *results.Result)
+	// DriftDetected is called for every run whose shape drifted.
+	DriftDetected(d *results.Drift)
+	// AlertDelivered is called when the receiver accepted an alert.
+	AlertDelivered(a *results.Alert)
+	// AlertFailed is called for every failed delivery attempt; final says
+	// the alert will not be tried again.
+	AlertFailed(a *results.Alert, final bool)
+	// StoreError is called when a store operation failed; op names it
+	// ("record_run", "due_alerts", ...).
+	StoreError(op string)
+}
