@@ -64,6 +64,8 @@ type DaemonOptions struct {
 	// reload removed or changed may go on. 0: DefaultGracePeriod; negative:
 	// cancel at once.
 	GracePeriod time.Duration
+	// Observer is told of every finished run and store failure; nil: none.
+	Observer Observer
 }
 
 // daemonState is where a Daemon is in its life.
@@ -89,14 +91,15 @@ func (s daemonState) String() string {
 //
 // A Daemon runs once: call Run, and Reload and Status from any goroutine.
 type Daemon struct {
-	logger *slog.Logger
-	clock  clockwork.Clock
-	rand   func() float64
-	exec   *Executor
-	pipe   *Pipeline
-	deliv  *Deliverer
-	grace  time.Duration
-	limit  *limiter
+	observer Observer
+	logger   *slog.Logger
+	clock    clockwork.Clock
+	rand     func() float64
+	exec     *Executor
+	pipe     *Pipeline
+	deliv    *Deliverer
+	grace    time.Duration
+	limit    *limiter
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
@@ -142,6 +145,7 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		pipe:     opts.Pipeline,
 		deliv:    opts.Deliverer,
 		grace:    opts.GracePeriod,
+		observer: observerOr(opts.Observer),
 		limit:    newLimiter(cfg.MaxConcurrency),
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
@@ -629,6 +633,7 @@ func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
 		attrs = append(attrs, "drift", true)
 	}
 	d.logger.Info("probe run", attrs...)
+	d.observer.RunFinished(r)
 	if err != nil {
 		d.logger.Error("recording the run failed", "probe", r.Probe, "operation_id", r.OperationID, "error", err)
 		return

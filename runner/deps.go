@@ -66,3 +66,20 @@ type Observer interface {
 	// ("record_run", "due_alerts", ...).
 	StoreError(op string)
 }
+
+// nopObserver is the Observer of a daemon without metrics.
+type nopObserver struct{}
+
+func (nopObserver) RunFinished(*results.Result)      {}
+func (nopObserver) DriftDetected(*results.Drift)     {}
+func (nopObserver) AlertDelivered(*results.Alert)    {}
+func (nopObserver) AlertFailed(*results.Alert, bool) {}
+func (nopObserver) StoreError(string)                {}
+
+// observerOr returns o, or an Observer that does nothing when o is nil.
+func observerOr(o Observer) Observer {
+	if o == nil {
+		return nopObserver{}
+	}
+	return o
+}

@@ -31,6 +31,8 @@ type DelivererOptions struct {
 	// the outbox, so that alerts enqueued without a Wake, or by another
 	// process, still go out. Default 5s.
 	PollInterval time.Duration
+	// Observer is told of every delivery and store failure; nil: none.
+	Observer Observer
 }
 
 // Defaults of DelivererOptions.
@@ -69,11 +71,12 @@ const (
 // tries or too old. Delivery is at least once: an alert whose delivery
 // could not be recorded may be sent again.
 type Deliverer struct {
-	store  Store
-	sender Sender
-	logger *slog.Logger
-	now    func() time.Time
-	rand   func() float64
+	observer Observer
+	store    Store
+	sender   Sender
+	logger   *slog.Logger
+	now      func() time.Time
+	rand     func() float64
 
 	maxTries            int
 	baseDelay, maxDelay time.Duration
@@ -96,6 +99,7 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 		store:       store,
 		sender:      sender,
 		logger:      opts.Logger,
+		observer:    observerOr(opts.Observer),
 		now:         opts.Now,
 		rand:        opts.Rand,
 		maxTries:    opts.MaxTries,
@@ -177,6 +181,7 @@ func (d *Deliverer) sleep(ctx context.Context) time.Duration {
 	next, ok, err := d.store.NextAlertDue(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
+			d.observer.StoreError("next_alert_due")
 			d.logger.Error("reading the alert outbox failed", "error", err)
 		}
 		return d.poll
@@ -201,6 +206,7 @@ func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
 		due, err := d.store.DueAlerts(ctx, d.now(), limit)
 		if err != nil {
 			if ctx.Err() == nil {
+				d.observer.StoreError("due_alerts")
 				d.logger.Error("reading the alert outbox failed", "error", err)
 			}
 			return false
@@ -259,7 +265,9 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	next := d.now().Add(d.backoff(tries, retryAfter))
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
+	d.observer.AlertFailed(&a, false)
 	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, lastError(err.Error())); merr != nil {
+		d.observer.StoreError("mark_alert_retry")
 		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
 		return false
 	}
@@ -309,12 +317,14 @@ func (d *Deliverer) markDelivered(ctx context.Context, a results.Alert, tries in
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	if err := d.store.MarkAlertDelivered(mctx, a.ID, at); err != nil {
+		d.observer.StoreError("mark_alert_delivered")
 		d.unmarked[a.ID] = at
 		d.logger.Error("recording an alert delivery failed; it will be recorded, not sent, again",
 			append(d.attrs(a, tries, nil), "store_error", err)...)
 		return false
 	}
 	delete(d.unmarked, a.ID)
+	d.observer.AlertDelivered(&a)
 	d.logger.Info("alert delivered", d.attrs(a, tries, nil)...)
 	return true
 }
@@ -322,7 +332,9 @@ func (d *Deliverer) markDelivered(ctx context.Context, a results.Alert, tries in
 func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why string) bool {
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
+	d.observer.AlertFailed(&a, true)
 	if err := d.store.MarkAlertFailed(mctx, a.ID, tries, lastError(why)); err != nil {
+		d.observer.StoreError("mark_alert_failed")
 		d.logger.Error("recording an alert delivery failure failed",
 			append(d.attrs(a, tries, errors.New(why)), "store_error", err)...)
 		return false

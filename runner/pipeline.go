@@ -20,6 +20,8 @@ type PipelineOptions struct {
 	// configured): alerts are still recorded, in the skipped state, so
 	// that the alerts table tells what would have been sent.
 	Deliver bool
+	// Observer is told of drift events and store failures; nil: none.
+	Observer Observer
 }
 
 // processTimeout bounds the store work of one Process call. It replaces the
@@ -34,10 +36,11 @@ const processTimeout = 15 * time.Second
 //
 // A Pipeline is safe for concurrent use by runs of different probes.
 type Pipeline struct {
-	store  Store
-	logger *slog.Logger
-	now    func() time.Time
-	shapes shapeCache
+	observer Observer
+	store    Store
+	logger   *slog.Logger
+	now      func() time.Time
+	shapes   shapeCache
 
 	mu      sync.RWMutex // guards notify, deliver and states
 	notify  checks.Notify
@@ -52,13 +55,14 @@ type Pipeline struct {
 // notify says. Call Load before the first Process.
 func NewPipeline(store Store, notify checks.Notify, opts PipelineOptions) *Pipeline {
 	p := &Pipeline{
-		store:   store,
-		logger:  opts.Logger,
-		now:     opts.Now,
-		notify:  notify,
-		deliver: opts.Deliver,
-		states:  map[string]results.AlertState{},
-		locks:   map[string]*sync.Mutex{},
+		store:    store,
+		logger:   opts.Logger,
+		now:      opts.Now,
+		notify:   notify,
+		deliver:  opts.Deliver,
+		observer: observerOr(opts.Observer),
+		states:   map[string]results.AlertState{},
+		locks:    map[string]*sync.Mutex{},
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -134,6 +138,7 @@ func (p *Pipeline) Process(ctx context.Context, r *results.Result) ([]results.Al
 	if err != nil {
 		p.logger.Error("drift detection failed; recording the run without a drift event",
 			"probe", r.Probe, "operation_id", r.OperationID, "error", err)
+		p.observer.StoreError("drift_lookup")
 	}
 	if drift != nil {
 		rec.Drift = drift
@@ -159,11 +164,15 @@ func (p *Pipeline) Process(ctx context.Context, r *results.Result) ([]results.Al
 	rec.Result = *r
 
 	if err := p.store.RecordRun(ctx, &rec); err != nil {
+		p.observer.StoreError("record_run")
 		return nil, fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}
 	p.mu.Lock()
 	p.states[r.Probe] = next
 	p.mu.Unlock()
+	if rec.Drift != nil {
+		p.observer.DriftDetected(rec.Drift)
+	}
 
 	for _, a := range rec.Alerts {
 		attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "state", a.State,
