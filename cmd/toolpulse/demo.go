@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -49,6 +50,9 @@ var demoActs = []demoAct{
 // real daemon while the provider drifts, so a user sees pass, drift,
 // contract_error, unavailable and the alerts without any network access.
 func (d *demoCmd) Run(e *env, root *cli) error {
+	// The narration, the daemon's log and the Slack stand-in all print as
+	// things happen; one lock keeps their lines whole.
+	out := &lockedWriter{w: e.stdout}
 	dir := d.Dir
 	if dir == "" {
 		var err error
@@ -71,7 +75,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	slackNote := "the real Slack (SLACK_WEBHOOK_URL)"
 	if !hasSlack || slackURL == "" {
 		var stopSlack func()
-		slackURL, stopSlack, err = serveLoopback(slackprinter.New(e.stdout))
+		slackURL, stopSlack, err = serveLoopback(slackprinter.New(out))
 		if err != nil {
 			return softwareError(err)
 		}
@@ -95,11 +99,11 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		return &exitError{code: exitConfig, err: err}
 	}
 
-	s, err := newStack(e.ctx, cfg, demoLogger(e.stdout), stackOptions{grace: 2 * time.Second})
+	s, err := newStack(e.ctx, cfg, demoLogger(out), stackOptions{grace: 2 * time.Second})
 	if err != nil {
 		return softwareError(err)
 	}
-	fmt.Fprintf(e.stdout, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n",
+	fmt.Fprintf(out, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n",
 		providerURL, slackNote, cfg.Path)
 
 	ctx, stop := context.WithCancel(e.ctx)
@@ -109,7 +113,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		for i, act := range demoActs {
 			p.SetDrifted(act.drifted)
 			p.SetDown(act.down)
-			fmt.Fprintf(e.stdout, "\n== %d. %s\n\n", i+1, act.title)
+			fmt.Fprintf(out, "\n== %d. %s\n\n", i+1, act.title)
 			if !sleepCtx(ctx, d.Phase) {
 				return
 			}
@@ -120,9 +124,9 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 
 	db := cfg.Storage.Path
-	fmt.Fprintf(e.stdout, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
-	fmt.Fprintf(e.stdout, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
-	fmt.Fprintf(e.stdout, "  sqlite3 -readonly %s \"SELECT detected_at, probe, baseline, current, diff FROM drifts;\"\n", db)
+	fmt.Fprintf(out, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
+	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
+	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, baseline, current, diff FROM drifts;\"\n", db)
 	return nil
 }
 
@@ -137,6 +141,18 @@ func demoLogger(w io.Writer) *slog.Logger {
 			return a
 		},
 	}))
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // serveLoopback serves h on a free loopback port until stop is called.
