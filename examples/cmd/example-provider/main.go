@@ -1,0 +1,55 @@
+// Command example-provider serves the bundled example tools
+// (examples/provider) on a fixed address, so that the root checks.yaml and
+// hand-written configs have something to probe:
+//
+//	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolpulse/toolpulse/examples/provider"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "example-provider:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("example-provider", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8099", "address to serve on")
+	drifted := fs.Bool("drifted", false, "serve /search in the {\"items\": [...]} layout of seed 000")
+	down := fs.Bool("down", false, "answer /runs with 503 and Retry-After")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	p := provider.New()
+	p.SetDrifted(*drifted)
+	p.SetDown(*down)
+	srv := &http.Server{Addr: *listen, Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs)\n", *listen)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
