@@ -71,12 +71,17 @@ const (
 // tries or too old. Delivery is at least once: an alert whose delivery
 // could not be recorded may be sent again.
 type Deliverer struct {
-	observer Observer
-	store    Store
-	sender   Sender
-	logger   *slog.Logger
-	now      func() time.Time
-	rand     func() float64
+	// pausedUntil holds every delivery back after the receiver asked for
+	// it (a 429's Retry-After): the limit is the receiver's, not one
+	// alert's, so the next alert must wait too. Only Run's goroutine
+	// touches it.
+	pausedUntil time.Time
+	observer    Observer
+	store       Store
+	sender      Sender
+	logger      *slog.Logger
+	now         func() time.Time
+	rand        func() float64
 
 	maxTries            int
 	baseDelay, maxDelay time.Duration
@@ -178,6 +183,9 @@ func (d *Deliverer) Run(ctx context.Context) {
 // sleep returns how long Run may wait before the next pass: until the
 // earliest pending alert is due, but never longer than the poll interval.
 func (d *Deliverer) sleep(ctx context.Context) time.Duration {
+	if pause := d.pausedUntil.Sub(d.now()); pause > 0 {
+		return pause
+	}
 	next, ok, err := d.store.NextAlertDue(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -216,6 +224,9 @@ func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
 			if ctx.Err() != nil {
 				return true
 			}
+			if d.now().Before(d.pausedUntil) {
+				return true
+			}
 			if tried[a.ID] {
 				continue
 			}
@@ -248,6 +259,9 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 
 	tries := a.DeliveryTries + 1
 	retry, retryAfter, err := d.send(ctx, a)
+	if retryAfter > 0 {
+		d.pausedUntil = d.now().Add(min(retryAfter, maxRetryAfter))
+	}
 	switch {
 	case err == nil:
 		return d.markDelivered(ctx, a, tries, d.now())

@@ -475,3 +475,39 @@ func TestDeliverDefaults(t *testing.T) {
 		t.Errorf("defaults = %s, want %s", got, want)
 	}
 }
+
+// TestDeliverRetryAfterHoldsEveryAlert: a 429's Retry-After is the
+// receiver's limit, so the alerts behind the refused one wait too.
+func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
+	store := newMemStore()
+	clock := newTestClock(alertT0)
+	sender := &fakeSender{reply: func(n int, _ results.Alert) (bool, time.Duration, error) {
+		if n == 1 {
+			return true, 30 * time.Second, errors.New("slack: rate limited")
+		}
+		return false, 0, nil
+	}}
+	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Rand: fixedRand(0)})
+	first, second := testAlert(alertT0), testAlert(alertT0)
+	second.OperationID = "op-2"
+	store.enqueue(first)
+	secondID := store.enqueue(second)
+
+	d.pass(context.Background())
+	if n := sender.callCount(); n != 1 {
+		t.Fatalf("Send called %d times in the pass that was rate limited, want 1", n)
+	}
+	if wait := d.sleep(context.Background()); wait != 30*time.Second {
+		t.Errorf("sleep after a 30s Retry-After = %v, want 30s", wait)
+	}
+	clock.Advance(10 * time.Second)
+	d.pass(context.Background())
+	if n := sender.callCount(); n != 1 {
+		t.Errorf("Send called again %v after a 30s Retry-After", 10*time.Second)
+	}
+	clock.Advance(21 * time.Second)
+	d.pass(context.Background())
+	if got := store.storedAlert(secondID).State; got != results.DeliveryDelivered {
+		t.Errorf("second alert %s after the pause, want delivered", got)
+	}
+}

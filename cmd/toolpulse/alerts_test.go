@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/examples/provider"
+)
+
+// scriptedSlack answers webhook posts from a script (429 with Retry-After,
+// then 500, then 200 for ever) and records when each message arrived.
+type scriptedSlack struct {
+	mu       sync.Mutex
+	script   []func(w http.ResponseWriter)
+	arrivals []time.Time
+	accepted []string
+}
+
+func (s *scriptedSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var msg struct {
+		Text string `json:"text"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&msg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arrivals = append(s.arrivals, time.Now())
+	if len(s.script) > 0 {
+		step := s.script[0]
+		s.script = s.script[1:]
+		step(w)
+		return
+	}
+	s.accepted = append(s.accepted, msg.Text)
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *scriptedSlack) count(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.accepted {
+		if strings.HasPrefix(t, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAlertLifecycle runs the real stack (SQLite, pipeline, outbox, Slack
+// notifier) against a provider that drifts and recovers, with a Slack that
+// first rate-limits and then fails once: one drift alert, one firing alert
+// after the threshold, reminders no more often than repeat_interval, one
+// resolved message, and Slack's Retry-After honoured.
+func TestAlertLifecycle(t *testing.T) {
+	p := provider.New()
+	prov := httptest.NewServer(p.Handler())
+	defer prov.Close()
+	slack := &scriptedSlack{script: []func(http.ResponseWriter){
+		func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "rate_limited", http.StatusTooManyRequests)
+		},
+		func(w http.ResponseWriter) { http.Error(w, "internal_error", http.StatusInternalServerError) },
+	}}
+	slackSrv := httptest.NewServer(slack)
+	defer slackSrv.Close()
+
+	dir := t.TempDir()
+	config := strings.Replace(daemonConfig(prov.URL, slackSrv.URL, "search"),
+		"  failure_threshold: 1\n  repeat_interval: 1h\n", "  failure_threshold: 3\n  repeat_interval: 1500ms\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "checks.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := checks.Load(filepath.Join(dir, "checks.yaml"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newStack(context.Background(), cfg, slog.New(slog.DiscardHandler), stackOptions{grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	time.Sleep(1500 * time.Millisecond) // a baseline of ~7 runs at 200ms
+	failingFrom := time.Now()
+	p.SetDrifted(true)
+	waitUntil("the firing alert", func() bool { return slack.count(":red_circle: search contract_error") == 1 })
+	waitUntil("a reminder", func() bool { return slack.count(":red_circle: search still failing") >= 1 })
+	p.SetDrifted(false)
+	waitUntil("the resolved message", func() bool { return slack.count(":large_green_circle: search resolved") == 1 })
+	failingFor := time.Since(failingFrom)
+	time.Sleep(500 * time.Millisecond) // room for any duplicate to show up
+
+	if got := slack.count(":warning: search response shape changed"); got < 1 || got > 2 {
+		// One drift to the wrapped layout; the way back is a drift too
+		// only if the wrapped layout became dominant meanwhile.
+		t.Errorf("%d drift alerts, want 1 (or 2 with the way back)", got)
+	}
+	if got := slack.count(":red_circle: search contract_error"); got != 1 {
+		t.Errorf("%d firing alerts, want 1", got)
+	}
+	if got, most := slack.count(":red_circle: search still failing"), int(failingFor/(1500*time.Millisecond))+1; got > most {
+		t.Errorf("%d reminders in %v, want at most %d (repeat_interval 1.5s)", got, failingFor, most)
+	}
+	if got := slack.count(":large_green_circle: search resolved"); got != 1 {
+		t.Errorf("%d resolved messages, want 1", got)
+	}
+	slack.mu.Lock()
+	defer slack.mu.Unlock()
+	if len(slack.arrivals) < 3 {
+		t.Fatalf("Slack saw %d posts, want the 429, the 500 and deliveries", len(slack.arrivals))
+	}
+	if gap := slack.arrivals[1].Sub(slack.arrivals[0]); gap < 900*time.Millisecond {
+		t.Errorf("the retry after a 429 with Retry-After: 1 came %v later, want about 1s", gap)
+	}
+}
