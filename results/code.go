@@ -71,9 +71,14 @@ func (c Code) Retryable() bool {
 
 var codePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
+// reservedCodes are label values metrics use on their own: "none" on pass,
+// "other" beyond the per-probe cap of custom codes.
+var reservedCodes = map[string]bool{"none": true, "other": true}
+
 // ValidCustomCode reports whether s may be used as a code raised by a rule:
-// snake_case, starting with a letter, at most 64 characters, and not one of
-// the unavailable codes (a rule cannot claim the provider was unreachable).
+// snake_case, starting with a letter, at most 64 characters, not one of
+// the unavailable codes (a rule cannot claim the provider was unreachable)
+// and not a reserved word.
 func ValidCustomCode(s string) bool {
-	return codePattern.MatchString(s) && Code(s).Outcome() == ContractError
+	return codePattern.MatchString(s) && Code(s).Outcome() == ContractError && !reservedCodes[s]
 }

@@ -46,6 +46,8 @@ func TestValidCustomCode(t *testing.T) {
 		{"Bad-Code", false},
 		{"", false},
 		{"9lives", false},
+		{"none", false}, // reserved: metrics' code label on pass
+		{"other", false},
 	}
 	for _, tt := range tests {
 		if got := ValidCustomCode(tt.code); got != tt.want {
