@@ -133,6 +133,21 @@ func TestAlertLifecycle(t *testing.T) {
 	if got := slack.count(":large_green_circle: search resolved"); got != 1 {
 		t.Errorf("%d resolved messages, want 1", got)
 	}
+	// The same story in the metrics.
+	rec := httptest.NewRecorder()
+	s.metricsHandler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		`toolpulse_runs_total{code="unsupported_results_container",outcome="contract_error",probe="search"}`,
+		`toolpulse_drift_events_total{probe="search"}`,
+		`toolpulse_alerts_sent_total{kind="resolved"} 1`,
+		`toolpulse_alerts_failed_total{final="false",kind="shape_drift"}`,
+		`toolpulse_last_outcome{outcome="pass",probe="search"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
 	slack.mu.Lock()
 	defer slack.mu.Unlock()
 	if len(slack.arrivals) < 3 {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner"
@@ -25,6 +27,9 @@ type stack struct {
 	sender    *switchSender
 	deliverer *runner.Deliverer
 	daemon    *runner.Daemon
+	metrics   *prometheus.Metrics
+	// metricsHandler serves the metrics in Prometheus text format.
+	metricsHandler http.Handler
 }
 
 // stackOptions tunes a stack for the demo; the zero value is what `run` uses.
@@ -39,6 +44,13 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		return nil, err
 	}
 	s := &stack{logger: logger, store: store, sender: &switchSender{}}
+	reg := prometheus.NewRegistry()
+	if s.metrics, err = prometheus.New(reg); err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.metricsHandler = prometheus.Handler(reg)
+	s.metrics.SetProbes(probeNames(cfg))
 	sender, err := newSender(cfg)
 	if err != nil {
 		store.Close()
@@ -46,18 +58,21 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	}
 	s.sender.set(sender)
 	s.exec = runner.NewExecutor(runner.Options{Logger: logger, Redactor: cfg.Redactor()})
-	s.pipeline = runner.NewPipeline(store, cfg.Notify, runner.PipelineOptions{Logger: logger, Deliver: sender != nil})
+	s.pipeline = runner.NewPipeline(store, cfg.Notify, runner.PipelineOptions{
+		Logger: logger, Deliver: sender != nil, Observer: s.metrics,
+	})
 	if err := s.pipeline.Load(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("loading alert state: %w", err)
 	}
-	s.deliverer = runner.NewDeliverer(store, s.sender, runner.DelivererOptions{Logger: logger})
+	s.deliverer = runner.NewDeliverer(store, s.sender, runner.DelivererOptions{Logger: logger, Observer: s.metrics})
 	s.daemon, err = runner.NewDaemon(cfg, runner.DaemonOptions{
 		Logger:      logger,
 		Executor:    s.exec,
 		Pipeline:    s.pipeline,
 		Deliverer:   s.deliverer,
 		GracePeriod: opts.grace,
+		Observer:    s.metrics,
 	})
 	if err != nil {
 		store.Close()
@@ -81,8 +96,18 @@ func (s *stack) reload(cfg *checks.Config) error {
 	}
 	s.sender.set(sender)
 	s.exec.SetRedactor(cfg.Redactor())
+	// Before the reload, so that the first runs of added probes count.
+	s.metrics.SetProbes(probeNames(cfg))
 	// Daemon.Reload also hands the new notify settings to the pipeline.
 	return s.daemon.Reload(cfg)
+}
+
+func probeNames(cfg *checks.Config) []string {
+	names := make([]string, len(cfg.Probes))
+	for i, p := range cfg.Probes {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // newSender returns the Slack sender the config asks for, or nil when
