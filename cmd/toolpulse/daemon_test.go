@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -205,6 +207,17 @@ func waitFor(t *testing.T, what string, d *daemon, cond func() bool) {
 	}
 }
 
+// freeLoopbackAddr returns a loopback address that was free a moment ago.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // countRows counts results rows of a probe, reading as an operator would.
 func countRows(t *testing.T, db, query string, args ...any) int {
 	t.Helper()
@@ -241,12 +254,30 @@ func TestDaemonReloadAndStop(t *testing.T) {
 		return countRows(t, db, "SELECT count(*) FROM results WHERE probe = ?", probe)
 	}
 
-	write(daemonConfig(prov.URL, slackSrv.URL, "alpha"))
+	addr := freeLoopbackAddr(t)
+	withServer := func(c string) string {
+		return strings.Replace(c, `server: {listen: ""}`, `server: {listen: "`+addr+`"}`, 1)
+	}
+	write(withServer(daemonConfig(prov.URL, slackSrv.URL, "alpha")))
 	d := startDaemon(t, config)
 	waitFor(t, "alpha to run 3 times", d, func() bool { return rows("alpha") >= 3 })
+	for path, want := range map[string]string{
+		"/healthz": `{"status":"ok"}`,
+		"/metrics": `toolpulse_runs_total{code="none",outcome="pass",probe="alpha"}`,
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s = %d, body lacks %s:\n%s", path, resp.StatusCode, want, body)
+		}
+	}
 
 	// A broken config is refused with its position, and alpha keeps running.
-	write(strings.Replace(daemonConfig(prov.URL, slackSrv.URL, "alpha", "beta"), "interval: 200ms", "interval: soon", 1))
+	write(withServer(strings.Replace(daemonConfig(prov.URL, slackSrv.URL, "alpha", "beta"), "interval: 200ms", "interval: soon", 1)))
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +291,7 @@ func TestDaemonReloadAndStop(t *testing.T) {
 	}
 
 	// A good config adds beta and removes alpha without a restart.
-	write(daemonConfig(prov.URL, slackSrv.URL, "beta"))
+	write(withServer(daemonConfig(prov.URL, slackSrv.URL, "beta")))
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

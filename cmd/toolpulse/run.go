@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,8 +27,19 @@ func (c *runCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return err
 	}
+	// Listen before anything starts, so that a taken port fails the start
+	// instead of leaving a daemon nobody can see.
+	var ln net.Listener
+	if cfg.Server.Listen != "" {
+		if ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+			return softwareError(fmt.Errorf("server.listen: %w", err))
+		}
+	}
 	s, err := newStack(e.ctx, cfg, logger, stackOptions{grace: c.Grace})
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return softwareError(err)
 	}
 	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
@@ -43,6 +56,9 @@ func (c *runCmd) Run(e *env, root *cli) error {
 				logger.Error("reload refused; the running config stays", "config", root.configPath(e), "errors", err.Error())
 				return
 			}
+			if next.Server.Listen != cfg.Server.Listen || next.Server.Token != cfg.Server.Token {
+				logger.Warn("server.listen and server.token changes take effect on restart")
+			}
 			if err := s.reload(next); err != nil {
 				logger.Error("reload failed; the running config stays", "error", err)
 				return
@@ -51,9 +67,20 @@ func (c *runCmd) Run(e *env, root *cli) error {
 		})
 	}()
 
+	served := make(chan error, 1)
+	if ln != nil {
+		h := newServer(serverDeps{logger: logger, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler})
+		go func() { served <- serve(ctx, ln, h, logger) }()
+	} else {
+		served <- nil
+	}
+
 	err = s.run(ctx)
 	stop()
 	<-reloaded
+	if serr := <-served; serr != nil {
+		logger.Error("HTTP server", "listen", cfg.Server.Listen, "error", serr)
+	}
 	if err != nil {
 		return softwareError(err)
 	}

@@ -88,6 +88,18 @@ func (s *stack) run(ctx context.Context) error {
 	return s.daemon.Run(ctx)
 }
 
+// healthy says why the stack cannot do its job, or nil: the scheduler must
+// be running and the store must answer.
+func (s *stack) healthy(ctx context.Context) error {
+	if st := s.daemon.Status().State; st != "running" {
+		return fmt.Errorf("scheduler is %s", st)
+	}
+	if err := s.store.Ping(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // reload applies a new, already validated config to the running daemon.
 func (s *stack) reload(cfg *checks.Config) error {
 	sender, err := newSender(cfg)

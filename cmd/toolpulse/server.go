@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+)
+
+// serverDeps is what the read-only HTTP surface needs.
+type serverDeps struct {
+	logger  *slog.Logger
+	token   checks.Secret               // "" means no authentication
+	healthy func(context.Context) error // nil error: the daemon and the store are healthy
+	metrics http.Handler
+}
+
+// newServer returns the HTTP surface of SPEC §9 built so far: every route
+// is listed in addRoutes; a bearer token, when configured, guards them all
+// but /healthz, which load balancers probe without credentials.
+func newServer(deps serverDeps) http.Handler {
+	mux := http.NewServeMux()
+	addRoutes(mux, deps)
+	return mux
+}
+
+// addRoutes is the whole HTTP surface in one place.
+func addRoutes(mux *http.ServeMux, deps serverDeps) {
+	mux.Handle("GET /healthz", handleHealthz(deps.healthy))
+	mux.Handle("GET /metrics", requireToken(deps.token, deps.metrics))
+	mux.Handle("/", requireToken(deps.token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path)
+	})))
+}
+
+func handleHealthz(healthy func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := healthy(ctx); err != nil {
+			writeAPIError(w, http.StatusServiceUnavailable, "unhealthy", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+}
+
+// requireToken guards next with the bearer token, compared in constant
+// time; with no token configured it lets everything through.
+func requireToken(token checks.Secret, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token.Reveal())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolpulse"`)
+			writeAPIError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// apiError is the JSON body of every error the API returns; code is stable.
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeAPIError(w http.ResponseWriter, status int, code, message string) {
+	var body apiError
+	body.Error.Code, body.Error.Message = code, message
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// serve runs the HTTP surface on ln until ctx ends, then shuts it down
+// gracefully. It returns once the server has stopped.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "routes", strings.Join([]string{"/healthz", "/metrics"}, " "))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutdown)
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}
