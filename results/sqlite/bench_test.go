@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // BenchmarkRecord stores one contract_error with one attempt and a shape
@@ -149,12 +150,15 @@ func BenchmarkDominantShape(b *testing.B) {
 }
 
 // fillDay writes a run of every probe every interval from start to end, as
-// RecordRun would have (results rows and their shape_counts buckets), in
-// one transaction: recording 432,000 runs one by one would take minutes.
-// One run in ten has the map layout, the rest the list layout.
-func fillDay(b *testing.B, path string, probes int, start, end time.Time, every time.Duration) {
+// RecordRun would have (results rows with their attempts, and their
+// shape_counts buckets), in one transaction: recording 432,000 runs one by
+// one would take minutes. One run in ten has the map layout, the rest the
+// list layout. Durations are scattered over 20..531 ms; one run in 13 passed on
+// its second attempt, one in 53 is a contract_error, and one in 70 of the
+// map-layout runs timed out three times (unavailable, no shape).
+func fillDay(b testing.TB, path string, probes int, start, end time.Time, every time.Duration) {
 	b.Helper()
-	db := operatorDB(b, path, "_busy_timeout=5000")
+	db := operatorDB(b, path, "_busy_timeout=5000&_foreign_keys=on")
 	tx, err := db.Begin()
 	if err != nil {
 		b.Fatal(err)
@@ -162,39 +166,160 @@ func fillDay(b *testing.B, path string, probes int, start, end time.Time, every 
 	defer tx.Rollback()
 	for _, sh := range []*results.Shape{listShape(), mapShape()} {
 		at := results.FormatTime(start)
-		if _, err := tx.Exec(`INSERT INTO shapes VALUES (?, ?, ?, ?, 1)`, sh.Fingerprint, sh.Canonical, at, at); err != nil {
+		if _, err := tx.Exec(`INSERT INTO shapes VALUES (?, ?, ?, ?, 1)
+			ON CONFLICT DO NOTHING`, sh.Fingerprint, sh.Canonical, at, at); err != nil {
 			b.Fatal(err)
 		}
 	}
 	ins, err := tx.Prepare(`INSERT INTO results (operation_id, probe, started_at, duration_ms, outcome,
-		attempts, http_status, consumer, consumer_version, rule_hash, shape_fingerprint)
-		VALUES (?, ?, ?, 41, 'pass', 1, 200, 'select_results', '2', 'h', ?)`)
+		code, message, retryable, attempts, http_status, consumer, consumer_version, rule_hash,
+		shape_fingerprint, response_sample)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'select_results', '2', 'h', ?, ?)`)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ins.Close()
+	att, err := tx.Prepare(`INSERT INTO attempts (operation_id, number, started_at, duration_ms,
+		http_status, code, message, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer att.Close()
+	// Operation ids continue from what is stored, so that fillDay can
+	// add a day to a database that already holds some.
 	n := 0
+	if err := tx.QueryRow(`SELECT count(*) FROM results`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
 	for tick := 0; start.Add(time.Duration(tick) * every).Before(end); tick++ {
 		at := start.Add(time.Duration(tick) * every)
 		for p := range probes {
 			n++
-			fp := fpList
+			var (
+				fp                    any = fpList
+				outcome                   = "pass"
+				code, message, sample any
+				status                any = 200
+				retryable, attempts       = 0, 1
+				duration                  = 20 + int(uint32(n)*2654435761>>23) // 20..531 ms, scattered
+			)
 			if (tick+p)%10 == 0 {
 				fp = fpMap
 			}
-			if _, err := ins.Exec("op-"+strconv.Itoa(n), "probe-"+strconv.Itoa(p), results.FormatTime(at), fp); err != nil {
+			switch {
+			case fp == fpMap && n%7 == 0:
+				fp, outcome, code, message, status = nil, "unavailable", "timeout", "no response within 5s", nil
+				retryable, attempts = 1, 3
+			case n%53 == 0:
+				outcome, code, message, sample = "contract_error", "invalid_item", "item 0: score is string", `{"results":[]}`
+			case n%13 == 0:
+				attempts = 2
+			}
+			id := "op-" + strconv.Itoa(n)
+			started := results.FormatTime(at)
+			if _, err := ins.Exec(id, "probe-"+strconv.Itoa(p), started, duration, outcome,
+				code, message, retryable, attempts, status, fp, sample); err != nil {
 				b.Fatal(err)
+			}
+			for a := 1; a <= attempts; a++ {
+				var aStatus, aCode any = status, code
+				if a < attempts {
+					aStatus, aCode = 503, "server_error"
+				}
+				if _, err := att.Exec(id, a, started, duration/attempts, aStatus, aCode, nil, 0); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
 	// The same buckets RecordRun keeps, computed as migration 0002 does.
 	if _, err := tx.Exec(`INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
 		SELECT probe, substr(started_at, 1, 13), shape_fingerprint, count(*), max(started_at)
-		FROM results WHERE shape_fingerprint IS NOT NULL
-		GROUP BY probe, substr(started_at, 1, 13), shape_fingerprint`); err != nil {
+		FROM results WHERE shape_fingerprint IS NOT NULL AND started_at >= ? AND started_at < ?
+		GROUP BY probe, substr(started_at, 1, 13), shape_fingerprint
+		ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
+		    runs = runs + excluded.runs, last_seen = max(last_seen, excluded.last_seen)`,
+		results.FormatTime(start), results.FormatTime(end)); err != nil {
 		b.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// benchDay is the database of BenchmarkDominantShape: 24 hours of 50
+// probes, one run every 10 s each (432,000 results, 470,000 attempts).
+func benchDay(b *testing.B) (s *sqlite.Store, path string, start, end time.Time) {
+	b.Helper()
+	s, path = newStore(b)
+	end = t0
+	start = end.Add(-24 * time.Hour)
+	fillDay(b, path, 50, start, end, 10*time.Second)
+	return s, path, start, end
+}
+
+// BenchmarkHistory lists recorded results as toolpulse history and the
+// API do, on benchDay's database: each page with its attempts.
+func BenchmarkHistory(b *testing.B) {
+	ctx := context.Background()
+	s, _, start, end := benchDay(b)
+	for _, bb := range []struct {
+		name string
+		q    sqlite.HistoryQuery
+	}{
+		{"one probe limit 100", sqlite.HistoryQuery{Probes: []string{"probe-7"}, Limit: 100}},
+		{"one probe since 1h", sqlite.HistoryQuery{Probes: []string{"probe-7"}, Since: end.Add(-time.Hour), Limit: 1000}},
+		{"one probe contract_error limit 100", sqlite.HistoryQuery{Probes: []string{"probe-7"},
+			Outcomes: []results.Outcome{results.ContractError}, Limit: 100}},
+		{"all probes limit 50", sqlite.HistoryQuery{}},
+		{"all probes 12h ago limit 100", sqlite.HistoryQuery{Until: start.Add(12 * time.Hour), Limit: 100}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rs, err := s.History(ctx, bb.q)
+				if err != nil || len(rs) == 0 {
+					b.Fatalf("History: %d results, %v", len(rs), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStats sums up every probe's runs, as toolpulse stats does, on
+// benchDay's database: over the whole day (432,000 runs) and its last
+// hour.
+func BenchmarkStats(b *testing.B) {
+	ctx := context.Background()
+	s, _, start, end := benchDay(b)
+	for _, bb := range []struct {
+		name        string
+		since, till time.Time
+	}{
+		{"24h", start, time.Time{}},
+		{"1h", end.Add(-time.Hour), time.Time{}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := s.Stats(ctx, bb.since, bb.till)
+				if err != nil || len(st) != 50 {
+					b.Fatalf("Stats: %d probes, %v", len(st), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLatest reads the latest result of each of benchDay's 50 probes.
+func BenchmarkLatest(b *testing.B) {
+	ctx := context.Background()
+	s, _, _, _ := benchDay(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		rs, err := s.Latest(ctx)
+		if err != nil || len(rs) != 50 {
+			b.Fatalf("Latest: %d results, %v", len(rs), err)
+		}
 	}
 }

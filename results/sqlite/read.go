@@ -10,14 +10,23 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-const selectResult = `SELECT
-    r.probe, r.started_at, r.duration_ms, r.outcome, r.code, r.message, r.retryable,
-    r.http_status, r.selected_count, r.validated_count, r.shape_fingerprint, s.canonical,
-    r.consumer, r.consumer_version, r.rule_hash, r.response_sample
-FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint
+// resultColumns and resultFrom read results rows as scanResult expects
+// them, with the canonical text of their shape.
+const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
+    r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
+    r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
+    r.response_sample`
+
+const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
+
+const selectResult = `SELECT ` + resultColumns + `
+` + resultFrom + `
 WHERE r.operation_id = ?`
 
-const selectAttempts = `SELECT number, started_at, duration_ms, http_status, code, message, wait_ms
+// attemptColumns are read by scanAttempt.
+const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms`
+
+const selectAttempts = `SELECT ` + attemptColumns + `
 FROM attempts WHERE operation_id = ? ORDER BY number`
 
 // Result returns the stored result of one operation with its attempts and
@@ -41,8 +50,41 @@ func (s *Store) result(ctx context.Context, operationID string) (results.Result,
 	}
 	defer tx.Rollback()
 
-	r := results.Result{OperationID: operationID}
+	r, err := scanResult(tx.QueryRowContext(ctx, selectResult, operationID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return results.Result{}, ErrNotFound
+	}
+	if err != nil {
+		return results.Result{}, err
+	}
+
+	rows, err := tx.QueryContext(ctx, selectAttempts, operationID)
+	if err != nil {
+		return results.Result{}, fmt.Errorf("attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return results.Result{}, fmt.Errorf("attempts: %w", err)
+		}
+		r.Attempts = append(r.Attempts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return results.Result{}, fmt.Errorf("attempts: %w", err)
+	}
+	return r, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanResult reads one row of resultColumns. Attempts are left nil.
+func scanResult(row scanner) (results.Result, error) {
 	var (
+		r                      results.Result
 		startedAt              string
 		durationMS             int64
 		outcome                string
@@ -51,18 +93,14 @@ func (s *Store) result(ctx context.Context, operationID string) (results.Result,
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
-	err = tx.QueryRowContext(ctx, selectResult, operationID).Scan(
-		&r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
+	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
 		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample)
-	if errors.Is(err, sql.ErrNoRows) {
-		return results.Result{}, ErrNotFound
-	}
 	if err != nil {
 		return results.Result{}, err
 	}
 	if r.StartedAt, err = parseTime(startedAt); err != nil {
-		return results.Result{}, err
+		return results.Result{}, fmt.Errorf("result %s: %w", r.OperationID, err)
 	}
 	r.Duration = time.Duration(durationMS) * time.Millisecond
 	r.Outcome = results.Outcome(outcome)
@@ -74,37 +112,33 @@ func (s *Store) result(ctx context.Context, operationID string) (results.Result,
 	if fingerprint.Valid {
 		r.Shape = &results.Shape{Fingerprint: fingerprint.String, Canonical: canonical.String}
 	}
-
-	rows, err := tx.QueryContext(ctx, selectAttempts, operationID)
-	if err != nil {
-		return results.Result{}, fmt.Errorf("attempts: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			a                   results.Attempt
-			started             string
-			durationMS, waitMS  int64
-			status              sql.NullInt64
-			attemptCode, attMsg sql.NullString
-		)
-		if err := rows.Scan(&a.Number, &started, &durationMS, &status, &attemptCode, &attMsg, &waitMS); err != nil {
-			return results.Result{}, fmt.Errorf("attempts: %w", err)
-		}
-		if a.StartedAt, err = parseTime(started); err != nil {
-			return results.Result{}, fmt.Errorf("attempt %d: %w", a.Number, err)
-		}
-		a.Duration = time.Duration(durationMS) * time.Millisecond
-		a.Wait = time.Duration(waitMS) * time.Millisecond
-		a.HTTPStatus = int(status.Int64)
-		a.Code = results.Code(attemptCode.String)
-		a.Message = attMsg.String
-		r.Attempts = append(r.Attempts, a)
-	}
-	if err := rows.Err(); err != nil {
-		return results.Result{}, fmt.Errorf("attempts: %w", err)
-	}
 	return r, nil
+}
+
+// scanAttempt reads one row of attemptColumns, after any columns whose
+// destinations are given in before.
+func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
+	var (
+		a                  results.Attempt
+		started            string
+		durationMS, waitMS int64
+		status             sql.NullInt64
+		code, message      sql.NullString
+	)
+	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS)
+	if err := row.Scan(dest...); err != nil {
+		return results.Attempt{}, err
+	}
+	var err error
+	if a.StartedAt, err = parseTime(started); err != nil {
+		return results.Attempt{}, fmt.Errorf("attempt %d: %w", a.Number, err)
+	}
+	a.Duration = time.Duration(durationMS) * time.Millisecond
+	a.Wait = time.Duration(waitMS) * time.Millisecond
+	a.HTTPStatus = int(status.Int64)
+	a.Code = results.Code(code.String)
+	a.Message = message.String
+	return a, nil
 }
 
 // parseNullTime reads a nullable time column; NULL is the zero time.

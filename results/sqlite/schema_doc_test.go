@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"reflect"
 	"regexp"
 	"slices"
@@ -36,33 +37,51 @@ func section(doc, title string) (string, bool) {
 
 var docColumn = regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|")
 
+// everyColumnOf is how SCHEMA.md says that a view has exactly the columns
+// of a table instead of listing them again.
+var everyColumnOf = regexp.MustCompile("has every column of `([a-z_]+)`")
+
 // TestSchemaDocListsEveryColumn keeps SCHEMA.md and the migrations in step:
-// every table has a section, and each section lists exactly its columns.
+// every table and view has a section, and each section lists exactly its
+// columns, or says it has every column of a table, and has.
 func TestSchemaDocListsEveryColumn(t *testing.T) {
 	doc := readSchemaDoc(t)
 	_, path := newStore(t)
 	op := operatorDB(t, path, "mode=ro")
-	tables := queryMaps(t, op, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-	if len(tables) < 4 {
-		t.Fatalf("tables: %v", tables)
+	objects := queryMaps(t, op, `SELECT type, name FROM sqlite_master
+		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	var views []string
+	for _, row := range objects {
+		if row["type"] == "view" {
+			views = append(views, row["name"].(string))
+		}
 	}
-	for _, row := range tables {
-		table := row["name"].(string)
-		body, ok := section(doc, "`"+table+"`")
+	if len(objects) < 4 || !slices.Equal(views, []string{"latest_results", "probe_summary_24h"}) {
+		t.Fatalf("tables and views: %v", objects)
+	}
+	columns := func(name string) []string {
+		var out []string
+		for _, c := range queryMaps(t, op, "SELECT name FROM pragma_table_info(?) ORDER BY cid", name) {
+			out = append(out, c["name"].(string))
+		}
+		return out
+	}
+	for _, row := range objects {
+		kind, name := row["type"].(string), row["name"].(string)
+		body, ok := section(doc, "`"+name+"`")
 		if !ok {
-			t.Errorf("SCHEMA.md has no section \"## `%s`\"", table)
+			t.Errorf("SCHEMA.md has no section \"## `%s`\"", name)
 			continue
 		}
 		var documented []string
 		for _, m := range docColumn.FindAllStringSubmatch(body, -1) {
 			documented = append(documented, m[1])
 		}
-		var actual []string
-		for _, c := range queryMaps(t, op, "SELECT name FROM pragma_table_info(?) ORDER BY cid", table) {
-			actual = append(actual, c["name"].(string))
+		if m := everyColumnOf.FindStringSubmatch(body); m != nil && documented == nil {
+			documented = columns(m[1])
 		}
-		if !slices.Equal(documented, actual) {
-			t.Errorf("SCHEMA.md, table %s:\n documents %v\n schema has %v", table, documented, actual)
+		if actual := columns(name); len(actual) == 0 || !slices.Equal(documented, actual) {
+			t.Errorf("SCHEMA.md, %s %s:\n documents %v\n schema has %v", kind, name, documented, actual)
 		}
 	}
 }
@@ -151,6 +170,13 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 			{"probe": "weather", "outcome": "unavailable", "code": "timeout", "attempts": int64(3)},
 		},
 		{
+			{"probe": "weather", "runs": int64(1), "pass_rate": 0.0, "unavailable_rate": 1.0,
+				"passed_after_retries": int64(0), "avg_duration_ms": 15600.0, "max_duration_ms": int64(15600)},
+			{"probe": "external_search", "runs": int64(4), "pass_rate": 0.5, "contract_error_rate": 0.5,
+				"unavailable_rate": 0.0, "passed_after_retries": int64(1), "avg_duration_ms": 131.0,
+				"max_duration_ms": int64(221)},
+		},
+		{
 			{"probe": "external_search", "code": "unsupported_results_container", "runs": int64(2)},
 		},
 		{
@@ -190,5 +216,31 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 				t.Errorf("%s\n got  %v\n want %v", q, got, want[i])
 			}
 		})
+	}
+}
+
+// TestExampleQueriesRunInTheShell runs every example query of SCHEMA.md,
+// and reads both views, with the sqlite3 shell operators use, which may be
+// older than the SQLite built into toolpulse. CI installs the shell.
+func TestExampleQueriesRunInTheShell(t *testing.T) {
+	shell, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("sqlite3 shell not installed")
+	}
+	body, ok := section(readSchemaDoc(t), "Example queries")
+	if !ok {
+		t.Fatal(`SCHEMA.md has no "## Example queries" section`)
+	}
+	s, path := newStore(t)
+	record(t, s, passAfterRetry("op-1"), contractError("op-2"), unavailable("op-3"))
+	queries := []string{"SELECT * FROM latest_results;", "SELECT * FROM probe_summary_24h;"}
+	for _, m := range sqlBlock.FindAllStringSubmatch(body, -1) {
+		queries = append(queries, m[1])
+	}
+	for _, q := range queries {
+		out, err := exec.Command(shell, "-readonly", "-bail", path, q).CombinedOutput()
+		if err != nil || strings.Contains(string(out), "Error") {
+			t.Errorf("sqlite3 shell: %v\n%s\n%s", err, q, out)
+		}
 	}
 }

@@ -44,6 +44,11 @@ var ErrSchemaTooNew = errors.New("database schema is newer than this toolpulse")
 // (checkPragmas) instead of trusting this string.
 const writeParams = "_journal_mode=WAL&_busy_timeout=5000&_synchronous=NORMAL&_foreign_keys=on&_txlock=immediate"
 
+// busyTimeoutMS is writeParams' _busy_timeout: how long, in milliseconds, a
+// write waits for a lock that another process holds before it fails with
+// "database is locked".
+const busyTimeoutMS = 5000
+
 // readParams open connections that cannot write (mode=ro needs the file:
 // prefix, which dsn always adds).
 const readParams = "mode=ro&_busy_timeout=5000&_foreign_keys=on"

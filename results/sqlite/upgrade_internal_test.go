@@ -86,10 +86,23 @@ func TestUpgradeFrom0001BackfillsShapeCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var version int
-	if err := s.reader.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != 2 {
-		t.Fatalf("schema version after upgrade: got %d, %v, want 2", version, err)
+	ms, err := loadMigrations(embedded)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var version int
+	if err := s.reader.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != len(ms) {
+		t.Fatalf("schema version after upgrade: got %d, %v, want %d", version, err, len(ms))
+	}
+	// The views and the reads behind them work on the upgraded rows.
+	latest, err := s.Latest(ctx)
+	if err != nil || len(latest) != 2 || latest[0].Probe != "p1" || latest[1].Probe != "p2" {
+		t.Errorf("Latest after upgrade: %d results, %v, want one each of p1 and p2", len(latest), err)
+	}
+	if st, err := s.Stats(ctx, time.Time{}, time.Time{}); err != nil || len(st) != 2 || st[0].Runs+st[1].Runs != 90 {
+		t.Errorf("Stats after upgrade: %+v, %v, want 90 runs of p1 and p2", st, err)
+	}
+
 	rows, err := s.reader.Query(`SELECT probe, hour, fingerprint, runs, last_seen FROM shape_counts`)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,209 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultPruneBatch is how many rows Prune deletes per transaction when the
+// caller does not say.
+const DefaultPruneBatch = 1000
+
+// shapeCountsKept is how much of shape_counts Prune keeps, back from the
+// newest bucket: the 24 hours drift detection reads, plus the hour its
+// window starts in, plus one hour of slack.
+const shapeCountsKept = 26 * time.Hour
+
+// Each prune statement deletes at most one batch (the LIMIT), oldest
+// first, found through an index on the time column.
+const (
+	pruneResults = `DELETE FROM results WHERE id IN (
+    SELECT id FROM results WHERE started_at < ? ORDER BY started_at LIMIT ?)`
+
+	// A pending alert may wait for its receiver longer than retention:
+	// it stays, and so does the drift a pending shape_drift alert
+	// announces, so that it is delivered whole.
+	pruneAlerts = `DELETE FROM alerts WHERE id IN (
+    SELECT id FROM alerts WHERE created_at < ? AND state <> 'pending' ORDER BY created_at LIMIT ?)`
+	pruneDrifts = `DELETE FROM drifts WHERE id IN (
+    SELECT id FROM drifts d
+    WHERE detected_at < ?
+      AND NOT EXISTS (SELECT 1 FROM alerts a WHERE a.drift_id = d.id AND a.state = 'pending')
+    ORDER BY detected_at LIMIT ?)`
+
+	pruneShapeCounts = `DELETE FROM shape_counts WHERE hour < ?`
+
+	// A shape goes once nothing refers to it: no result (the foreign key
+	// would refuse it anyway), no kept drift (ShapeText explains its
+	// fingerprints) and no hourly count (DominantShape may still name it).
+	pruneShapes = `DELETE FROM shapes
+WHERE last_seen < ?
+  AND NOT EXISTS (SELECT 1 FROM results WHERE shape_fingerprint = shapes.fingerprint)
+  AND NOT EXISTS (SELECT 1 FROM drifts WHERE baseline = shapes.fingerprint OR current = shapes.fingerprint)
+  AND NOT EXISTS (SELECT 1 FROM shape_counts WHERE fingerprint = shapes.fingerprint)`
+)
+
+// Prune deletes what is older than before and returns how many results
+// it deleted:
+//
+//   - results started before it, with their attempts;
+//   - alerts created before it that are not pending (a pending alert is
+//     kept until it is delivered or given up on);
+//   - drifts detected before it, except those a pending alert announces;
+//   - shape_counts buckets more than 26 hours older than the newest bucket
+//     (the latest recorded run stands for "now", so Prune reads no clock;
+//     the buckets only serve drift detection's 24-hour window);
+//   - shapes last seen before it that no result, drift or bucket refers
+//     to any more.
+//
+// Results, alerts and drifts are deleted oldest first, at most batch rows
+// (0 or less: DefaultPruneBatch) per write transaction, so that RecordRun,
+// which shares the one writer, waits for one short batch at most, never
+// for the whole prune. Prune loops until nothing is left to delete or ctx
+// is done. On an error, ctx's own when it ended, it returns the results
+// deleted so far, which stay deleted; running it again carries on. A zero
+// before is refused.
+func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (deleted int, err error) {
+	if before.IsZero() {
+		return 0, errors.New("sqlite: prune: zero cutoff time")
+	}
+	if batch <= 0 {
+		batch = DefaultPruneBatch
+	}
+	cutoff := storedTime(before)
+	deleted, err = s.pruneBatches(ctx, pruneResults, cutoff, batch)
+	if err != nil {
+		return deleted, fmt.Errorf("sqlite: prune results: %w", err)
+	}
+	if _, err := s.pruneBatches(ctx, pruneAlerts, cutoff, batch); err != nil {
+		return deleted, fmt.Errorf("sqlite: prune alerts: %w", err)
+	}
+	if _, err := s.pruneBatches(ctx, pruneDrifts, cutoff, batch); err != nil {
+		return deleted, fmt.Errorf("sqlite: prune drifts: %w", err)
+	}
+	if err := s.pruneShapes(ctx, cutoff); err != nil {
+		return deleted, fmt.Errorf("sqlite: prune shapes: %w", err)
+	}
+	return deleted, nil
+}
+
+// pruneBatches runs a batch delete until it deletes less than a batch.
+func (s *Store) pruneBatches(ctx context.Context, query, cutoff string, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := s.write(ctx, query, cutoff, batch)
+		total += int(n)
+		if err != nil || n < int64(batch) {
+			return total, err
+		}
+	}
+}
+
+// pruneShapes trims shape_counts and then shapes, in one transaction: both
+// tables are small, bounded by probes and fingerprints rather than runs.
+func (s *Store) pruneShapes(ctx context.Context, cutoff string) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var newest sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT max(hour) FROM shape_counts`).Scan(&newest); err != nil {
+		return err
+	}
+	if newest.Valid {
+		h, err := time.Parse("2006-01-02T15", newest.String)
+		if err != nil {
+			return fmt.Errorf("shape_counts hour %q: %w", newest.String, err)
+		}
+		if _, err := tx.ExecContext(ctx, pruneShapeCounts, hourOf(h.Add(-shapeCountsKept))); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, pruneShapes, cutoff); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// write runs one statement in its own write transaction and returns the
+// rows it changed. BEGIN IMMEDIATE (the writer's _txlock) takes the write
+// lock first, so a concurrent writer in another process makes it wait
+// (busy_timeout) rather than fail half-way.
+func (s *Store) write(ctx context.Context, query string, args ...any) (n int64, err error) {
+	defer func() {
+		// When ctx ends during the transaction, database/sql rolls it back
+		// by itself, and the statement or Commit fails with "interrupted"
+		// or ErrTxDone: report why.
+		if err != nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}()
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err // nothing was deleted
+	}
+	return n, nil
+}
+
+// Ping checks that the store can do its job: a read through the reader
+// pool, and the write lock taken and released on the writer (BEGIN
+// IMMEDIATE, then ROLLBACK: nothing is written), which fails while another
+// process holds the lock, as RecordRun would. It waits for the writer as
+// RecordRun does, behind a write in progress, but never past ctx's
+// deadline: for the check, SQLite's busy timeout (which does not see ctx)
+// is cut to the time left.
+func (s *Store) Ping(ctx context.Context) error {
+	var version int
+	if err := s.reader.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil {
+		return fmt.Errorf("sqlite: ping: read: %w", err)
+	}
+	if err := s.pingWriter(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping: write lock: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) pingWriter(ctx context.Context) (err error) {
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < busyTimeoutMS*time.Millisecond {
+		wait := max(time.Until(deadline).Milliseconds(), 0)
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait)); err != nil {
+			return err
+		}
+		defer func() {
+			_, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS))
+			if rerr != nil {
+				// A writer left with a shorter wait would fail writes that
+				// should wait: drop the connection, and the pool opens a
+				// new one with the settings of writeParams.
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+				err = errors.Join(err, fmt.Errorf("restore busy_timeout: %w", rerr))
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return tx.Rollback()
+}
