@@ -62,6 +62,8 @@ type cli struct {
 	Run      runCmd      `cmd:"" help:"The daemon: schedule, run, record and alert; SIGHUP reloads, SIGTERM drains."`
 	Check    checkCmd    `cmd:"" help:"Run the probes once now and print their outcomes."`
 	Validate validateCmd `cmd:"" help:"Load the config and compile every rule; no network."`
+	History  historyCmd  `cmd:"" help:"Query recorded results, newest first."`
+	Stats    statsCmd    `cmd:"" help:"Per probe: runs, outcome rates, retries, latency percentiles, drift."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
 }
 

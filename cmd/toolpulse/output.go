@@ -63,7 +63,8 @@ func printTable(w io.Writer, all []results.Result) error {
 func formatLatency(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
+		// Stored durations are whole milliseconds; under one is all we know.
+		return "<1ms"
 	case d < 10*time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	default:

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+)
+
+type historyCmd struct {
+	Probe    []string `placeholder:"NAME" help:"Only this probe (repeatable)."`
+	Since    string   `placeholder:"WHEN" help:"Runs started at or after: a duration ago (24h) or an RFC 3339 time or date."`
+	Until    string   `placeholder:"WHEN" help:"Runs started before: a duration ago or an RFC 3339 time or date."`
+	Outcome  []string `placeholder:"O" help:"Only this outcome: pass, contract_error or unavailable (repeatable)."`
+	Code     []string `placeholder:"CODE" help:"Only this code (repeatable)."`
+	Limit    int      `default:"50" help:"At most this many runs, newest first."`
+	Format   string   `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
+	Attempts bool     `help:"Show every attempt of the listed runs."`
+}
+
+// Run prints recorded results, newest first.
+func (h *historyCmd) Run(e *env, root *cli) error {
+	now := time.Now()
+	q := sqlite.HistoryQuery{Probes: h.Probe, Limit: h.Limit}
+	var err error
+	if q.Since, err = parseInstant(h.Since, now); err != nil {
+		return usageError("--since: %v", err)
+	}
+	if q.Until, err = parseInstant(h.Until, now); err != nil {
+		return usageError("--until: %v", err)
+	}
+	for _, o := range h.Outcome {
+		outcome, err := results.ParseOutcome(o)
+		if err != nil {
+			return usageError("--outcome: %v", err)
+		}
+		q.Outcomes = append(q.Outcomes, outcome)
+	}
+	for _, c := range h.Code {
+		q.Codes = append(q.Codes, results.Code(c))
+	}
+	store, err := openStoreForReading(e.ctx, root, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rows, err := store.History(e.ctx, q)
+	if err != nil {
+		return softwareError(err)
+	}
+	switch h.Format {
+	case "json":
+		err = writeHistoryJSON(e.stdout, rows, h.Attempts)
+	case "csv":
+		err = writeHistoryCSV(e.stdout, rows)
+	default:
+		err = writeHistoryTable(e.stdout, rows, h.Attempts, useColour(e))
+	}
+	if err != nil {
+		return softwareError(err)
+	}
+	return nil
+}
+
+// openStoreForReading opens the database the config (or --db) names.
+func openStoreForReading(ctx context.Context, root *cli, e *env) (*sqlite.Store, error) {
+	path := root.DB
+	if path == "" {
+		cfg, err := root.loadConfig(e)
+		if err != nil {
+			return nil, err
+		}
+		path = cfg.Storage.Path
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, softwareError(fmt.Errorf("no database at %s (has toolpulse recorded anything yet?): %w", path, err))
+	}
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, softwareError(err)
+	}
+	return store, nil
+}
+
+// parseInstant reads a point in time: "" (none), a duration ago ("24h",
+// "90m"), an RFC 3339 time, or a date (midnight UTC).
+func parseInstant(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration ago must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor a time (2026-10-26T13:07:00Z) or date (2026-10-26)", s)
+}
+
+// historyRow is the JSON and CSV form of a stored result: the columns of
+// the results table, with the same names.
+type historyRow struct {
+	OperationID      string           `json:"operation_id"`
+	Probe            string           `json:"probe"`
+	StartedAt        string           `json:"started_at"`
+	DurationMS       int64            `json:"duration_ms"`
+	Outcome          results.Outcome  `json:"outcome"`
+	Code             *string          `json:"code"`
+	Message          *string          `json:"message"`
+	Retryable        bool             `json:"retryable"`
+	Attempts         int              `json:"attempts"`
+	HTTPStatus       *int             `json:"http_status"`
+	SelectedCount    int              `json:"selected_count"`
+	ValidatedCount   int              `json:"validated_count"`
+	ShapeFingerprint *string          `json:"shape_fingerprint"`
+	Consumer         string           `json:"consumer"`
+	ConsumerVersion  string           `json:"consumer_version"`
+	RuleHash         string           `json:"rule_hash"`
+	ResponseSample   *string          `json:"response_sample"`
+	AttemptList      []attemptRowJSON `json:"attempt_list,omitempty"`
+}
+
+type attemptRowJSON struct {
+	Number     int     `json:"number"`
+	StartedAt  string  `json:"started_at"`
+	DurationMS int64   `json:"duration_ms"`
+	HTTPStatus *int    `json:"http_status"`
+	Code       *string `json:"code"`
+	Message    *string `json:"message"`
+	WaitMS     int64   `json:"wait_ms"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
+	row := historyRow{
+		OperationID: r.OperationID, Probe: r.Probe, StartedAt: results.FormatTime(r.StartedAt),
+		DurationMS: r.Duration.Milliseconds(), Outcome: r.Outcome, Attempts: r.AttemptCount(),
+		HTTPStatus: optInt(r.HTTPStatus), SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount,
+		Consumer: r.Consumer.Name, ConsumerVersion: r.Consumer.Version, RuleHash: r.Consumer.RuleHash,
+	}
+	if r.Error != nil {
+		row.Code, row.Message, row.Retryable = optString(string(r.Error.Code)), optString(r.Error.Message), r.Error.Retryable
+		row.ResponseSample = &r.ResponseSample
+	}
+	if r.Shape != nil {
+		row.ShapeFingerprint = optString(r.Shape.Fingerprint)
+	}
+	if withAttempts {
+		for _, a := range r.Attempts {
+			row.AttemptList = append(row.AttemptList, attemptRowJSON{
+				Number: a.Number, StartedAt: results.FormatTime(a.StartedAt), DurationMS: a.Duration.Milliseconds(),
+				HTTPStatus: optInt(a.HTTPStatus), Code: optString(string(a.Code)), Message: optString(a.Message),
+				WaitMS: a.Wait.Milliseconds(),
+			})
+		}
+	}
+	return row
+}
+
+func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range rows {
+		if err := enc.Encode(toHistoryRow(&rows[i], withAttempts)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
+	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
+	"consumer", "consumer_version", "rule_hash", "response_sample"}
+
+func writeHistoryCSV(w io.Writer, rows []results.Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(historyColumns); err != nil {
+		return err
+	}
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	for i := range rows {
+		r := toHistoryRow(&rows[i], false)
+		status := ""
+		if r.HTTPStatus != nil {
+			status = strconv.Itoa(*r.HTTPStatus)
+		}
+		if err := cw.Write([]string{r.OperationID, r.Probe, r.StartedAt, strconv.FormatInt(r.DurationMS, 10),
+			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
+			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
+			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour bool) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "no recorded runs match")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "STARTED\tPROBE\t%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", paint("OUTCOME", "", colour))
+	for i := range rows {
+		r := &rows[i]
+		code, message := "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
+		if r.Error != nil {
+			code, message = string(r.Error.Code), r.Error.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe,
+			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
+			statusText(r.HTTPStatus), oneLine(message, maxMessageRunes))
+		if withAttempts {
+			for _, a := range r.Attempts {
+				acode := "ok"
+				if a.Code != "" {
+					acode = string(a.Code)
+				}
+				detail := oneLine(a.Message, maxMessageRunes)
+				if a.Wait > 0 {
+					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
+				}
+				fmt.Fprintf(tw, "  attempt %d\t\t\t%s\t\t%s\t%s\t%s\n", a.Number, acode, formatLatency(a.Duration),
+					statusText(a.HTTPStatus), detail)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+func statusText(status int) string {
+	if status == 0 {
+		return "-"
+	}
+	return strconv.Itoa(status)
+}
