@@ -91,7 +91,7 @@ func TestAlertLifecycle(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.run(ctx) }()
+	go func() { done <- s.run(ctx, 0) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -119,7 +119,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 			}
 		}
 	}()
-	if err := s.run(ctx); err != nil {
+	if err := s.run(ctx, cfg.Storage.Retention); err != nil {
 		return softwareError(err)
 	}
 

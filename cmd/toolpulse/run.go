@@ -75,7 +75,7 @@ func (c *runCmd) Run(e *env, root *cli) error {
 		served <- nil
 	}
 
-	err = s.run(ctx)
+	err = s.run(ctx, cfg.Storage.Retention)
 	stop()
 	<-reloaded
 	if serr := <-served; serr != nil {

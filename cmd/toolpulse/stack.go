@@ -81,10 +81,18 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	return s, nil
 }
 
-// run runs the daemon until ctx ends, then drains and closes the store.
-func (s *stack) run(ctx context.Context) error {
+// run runs the daemon, and retention beside it, until ctx ends, then
+// drains and closes the store.
+func (s *stack) run(ctx context.Context, retention time.Duration) error {
 	defer s.store.Close()
 	defer s.exec.CloseIdleConnections()
+	pctx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		pruneLoop(pctx, s.store, retention, retentionEvery, s.logger)
+	}()
+	defer func() { stopPruning(); <-pruned }()
 	return s.daemon.Run(ctx)
 }
 
