@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
 )
 
 type runCmd struct {
@@ -45,6 +48,9 @@ func (c *runCmd) Run(e *env, root *cli) error {
 	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
 		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
 
+	var current atomic.Pointer[checks.Config]
+	current.Store(cfg)
+
 	ctx, stop := context.WithCancel(e.ctx)
 	defer stop()
 	reloaded := make(chan struct{})
@@ -56,20 +62,24 @@ func (c *runCmd) Run(e *env, root *cli) error {
 				logger.Error("reload refused; the running config stays", "config", root.configPath(e), "errors", err.Error())
 				return
 			}
-			if next.Server.Listen != cfg.Server.Listen || next.Server.Token != cfg.Server.Token {
+			if prev := current.Load(); next.Server.Listen != prev.Server.Listen || next.Server.Token != prev.Server.Token {
 				logger.Warn("server.listen and server.token changes take effect on restart")
 			}
 			if err := s.reload(next); err != nil {
 				logger.Error("reload failed; the running config stays", "error", err)
 				return
 			}
+			current.Store(next)
 			logger.Info("config reloaded", "config", next.Path, "probes", len(next.Probes))
 		})
 	}()
 
 	served := make(chan error, 1)
 	if ln != nil {
-		h := newServer(serverDeps{logger: logger, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler})
+		h := newServer(serverDeps{
+			logger: logger, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler,
+			store: s.store, probes: func() []*checks.Probe { return current.Load().Probes },
+		})
 		go func() { served <- serve(ctx, ln, h, logger) }()
 	} else {
 		served <- nil

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -20,6 +19,8 @@ type serverDeps struct {
 	token   checks.Secret               // "" means no authentication
 	healthy func(context.Context) error // nil error: the daemon and the store are healthy
 	metrics http.Handler
+	store   readStore
+	probes  func() []*checks.Probe // the probes of the running config
 }
 
 // newServer returns the HTTP surface of SPEC §9 built so far: every route
@@ -35,6 +36,9 @@ func newServer(deps serverDeps) http.Handler {
 func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	mux.Handle("GET /healthz", handleHealthz(deps.healthy))
 	mux.Handle("GET /metrics", requireToken(deps.token, deps.metrics))
+	mux.Handle("GET /api/v1/probes", requireToken(deps.token, handleProbes(deps.store, deps.probes)))
+	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.token, handleProbeResults(deps.store, deps.probes)))
+	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store)))
 	mux.Handle("/", requireToken(deps.token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path)
 	})))
@@ -97,7 +101,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 		WriteTimeout:      30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("serving", "url", "http://"+ln.Addr().String(), "routes", strings.Join([]string{"/healthz", "/metrics"}, " "))
+	logger.Info("serving", "url", "http://"+ln.Addr().String())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+)
+
+// readStore is what the JSON API reads; *sqlite.Store implements it.
+type readStore interface {
+	Latest(ctx context.Context) ([]results.Result, error)
+	History(ctx context.Context, q sqlite.HistoryQuery) ([]results.Result, error)
+	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
+}
+
+// maxAPILimit bounds one page of the API, whatever the client asks.
+const maxAPILimit = 1000
+
+// probeSummary is a probe as /api/v1/probes shows it: its config, without
+// the request (URLs and headers may carry secrets), and its latest run.
+type probeSummary struct {
+	Name     string              `json:"name"`
+	Consumer results.ConsumerRef `json:"consumer"`
+	Interval string              `json:"interval"`
+	Labels   map[string]string   `json:"labels"`
+	Latest   *results.Envelope   `json:"latest"`
+}
+
+func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		latest, err := store.Latest(r.Context())
+		if err != nil {
+			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading the latest results failed")
+			return
+		}
+		byProbe := map[string]*results.Result{}
+		for i := range latest {
+			byProbe[latest[i].Probe] = &latest[i]
+		}
+		out := []probeSummary{}
+		for _, p := range probes() {
+			s := probeSummary{Name: p.Name, Consumer: p.Consumer.Ref(), Interval: p.Interval.String(), Labels: p.Labels}
+			if s.Labels == nil {
+				s.Labels = map[string]string{}
+			}
+			if res, ok := byProbe[p.Name]; ok {
+				env := res.Envelope()
+				s.Latest = &env
+			}
+			out = append(out, s)
+		}
+		writeJSON(w, map[string]any{"probes": out})
+	})
+}
+
+func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		known := false
+		for _, p := range probes() {
+			known = known || p.Name == name
+		}
+		q, ok := pageQuery(w, r)
+		if !ok {
+			return
+		}
+		rows, err := store.History(r.Context(), sqlite.HistoryQuery{Probes: []string{name}, Since: q.since, Limit: q.limit})
+		if err != nil {
+			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
+			return
+		}
+		if !known && len(rows) == 0 {
+			writeAPIError(w, http.StatusNotFound, "not_found", "no probe named "+strconv.Quote(name))
+			return
+		}
+		envs := make([]results.Envelope, len(rows))
+		for i := range rows {
+			envs[i] = rows[i].Envelope()
+		}
+		writeJSON(w, map[string]any{"probe": name, "results": envs})
+	})
+}
+
+// driftJSON is a drift event as the API shows it.
+type driftJSON struct {
+	Probe       string   `json:"probe"`
+	OperationID string   `json:"operation_id"`
+	DetectedAt  string   `json:"detected_at"`
+	Baseline    string   `json:"baseline"`
+	Current     string   `json:"current"`
+	Diff        []string `json:"diff"`
+}
+
+func handleDrifts(store readStore) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, ok := pageQuery(w, r)
+		if !ok {
+			return
+		}
+		drifts, err := store.Drifts(r.Context(), r.URL.Query().Get("probe"), q.since, q.limit)
+		if err != nil {
+			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading drifts failed")
+			return
+		}
+		out := make([]driftJSON, len(drifts))
+		for i, d := range drifts {
+			out[i] = driftJSON{Probe: d.Probe, OperationID: d.OperationID, DetectedAt: results.FormatTime(d.DetectedAt),
+				Baseline: d.Baseline, Current: d.Current, Diff: d.Diff}
+		}
+		writeJSON(w, map[string]any{"drifts": out})
+	})
+}
+
+type page struct {
+	since time.Time
+	limit int
+}
+
+// pageQuery reads ?since= (a duration ago, RFC 3339 time or date) and
+// ?limit= (default 50, at most maxAPILimit), answering 400 itself when
+// either is malformed.
+func pageQuery(w http.ResponseWriter, r *http.Request) (page, bool) {
+	p := page{limit: sqlite.DefaultLimit}
+	var err error
+	if p.since, err = parseInstant(r.URL.Query().Get("since"), time.Now()); err != nil {
+		writeAPIError(w, http.StatusBadRequest, "bad_request", "since: "+err.Error())
+		return p, false
+	}
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			writeAPIError(w, http.StatusBadRequest, "bad_request", "limit: want a positive integer, got "+strconv.Quote(s))
+			return p, false
+		}
+		p.limit = min(n, maxAPILimit)
+	}
+	return p, true
+}
+
+func writeJSON(w http.ResponseWriter, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}

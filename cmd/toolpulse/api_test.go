@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+)
+
+// TestAPI serves the JSON API over a real database filled by `check`
+// (healthy, then the seed-000 drift) and reads it as a dashboard would.
+func TestAPI(t *testing.T) {
+	h := newHarness(t)
+	h.run("check")
+	h.provider.SetDrifted(true)
+	h.run("check")
+
+	lookup := func(k string) (string, bool) { v, ok := h.env[k]; return v, ok }
+	cfg, err := checks.Load(filepath.Join(h.dir, "checks.yaml"), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(context.Background(), cfg.Storage.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv := httptest.NewServer(newServer(serverDeps{
+		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
+		store: store, probes: func() []*checks.Probe { return cfg.Probes },
+	}))
+	defer srv.Close()
+
+	get := func(path string, into any) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if strings.Contains(string(body), testSecret) {
+			t.Errorf("GET %s leaked the secret", path)
+		}
+		if into != nil {
+			if err := json.Unmarshal(body, into); err != nil {
+				t.Fatalf("GET %s: %v\n%s", path, err, body)
+			}
+		}
+		return resp.StatusCode
+	}
+
+	var probes struct {
+		Probes []probeSummary `json:"probes"`
+	}
+	if code := get("/api/v1/probes", &probes); code != http.StatusOK || len(probes.Probes) != 3 {
+		t.Fatalf("/api/v1/probes: %d, %d probes, want 200 and 3", code, len(probes.Probes))
+	}
+	for _, p := range probes.Probes {
+		if p.Latest == nil {
+			t.Fatalf("%s has no latest envelope", p.Name)
+		}
+		if p.Name == "search_strict" && (p.Latest.Status != "contract_error" || p.Latest.Error == nil || p.Latest.Data != nil) {
+			t.Errorf("search_strict latest = %+v, want the contract error", p.Latest)
+		}
+	}
+
+	var page struct {
+		Results []json.RawMessage `json:"results"`
+	}
+	if code := get("/api/v1/probes/search_strict/results?limit=1", &page); code != http.StatusOK || len(page.Results) != 1 ||
+		!strings.Contains(string(page.Results[0]), `"code":"unsupported_results_container"`) {
+		t.Errorf("results page: %d %s", code, page.Results)
+	}
+	if code := get("/api/v1/probes/search_strict/results?since=24h", &page); code != http.StatusOK || len(page.Results) != 2 {
+		t.Errorf("results since 24h: %d, %d results, want 2", code, len(page.Results))
+	}
+
+	var apiErr apiError
+	for path, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"/api/v1/probes/nope/results":              {http.StatusNotFound, "not_found"},
+		"/api/v1/probes/search/results?limit=zero": {http.StatusBadRequest, "bad_request"},
+		"/api/v1/drifts?since=yesterday":           {http.StatusBadRequest, "bad_request"},
+	} {
+		apiErr = apiError{}
+		if code := get(path, &apiErr); code != want.status || apiErr.Error.Code != want.code {
+			t.Errorf("GET %s = %d %q, want %d %q", path, code, apiErr.Error.Code, want.status, want.code)
+		}
+	}
+	var drifts struct {
+		Drifts []driftJSON `json:"drifts"`
+	}
+	if code := get("/api/v1/drifts", &drifts); code != http.StatusOK || drifts.Drifts == nil {
+		t.Errorf("/api/v1/drifts: %d %+v, want 200 and a list", code, drifts)
+	}
+}
