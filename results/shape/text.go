@@ -6,7 +6,15 @@ import (
 )
 
 // appendText appends the canonical text of n.
-func (n *node) appendText(b []byte) []byte {
+func (n *node) appendText(b []byte) []byte { return n.appendForm(b, false) }
+
+// appendSummary appends the short form of n used in diff lines: objects as
+// object(N keys), without their fields.
+func (n *node) appendSummary(b []byte) []byte { return n.appendForm(b, true) }
+
+// appendForm writes n's kinds in their fixed order, separated by '|'; the
+// two forms differ only in how an object is written.
+func (n *node) appendForm(b []byte, summary bool) []byte {
 	sep := false
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
 		if n.kinds&k == 0 {
@@ -16,16 +24,20 @@ func (n *node) appendText(b []byte) []byte {
 			b = append(b, '|')
 		}
 		sep = true
-		switch k {
-		case kindList:
+		switch {
+		case k == kindList:
 			b = append(b, "list<"...)
 			if n.elem == nil {
 				b = append(b, "empty"...)
 			} else {
-				b = n.elem.appendText(b)
+				b = n.elem.appendForm(b, summary)
 			}
 			b = append(b, '>')
-		case kindObject:
+		case k == kindObject && summary:
+			b = append(b, "object("...)
+			b = strconv.AppendInt(b, int64(n.nkeys), 10)
+			b = append(b, " keys)"...)
+		case k == kindObject:
 			b = append(b, "object{"...)
 			for j, f := range n.fields {
 				if j > 0 {
@@ -33,44 +45,13 @@ func (n *node) appendText(b []byte) []byte {
 				}
 				b = appendKey(b, f.key)
 				b = append(b, ':')
-				b = f.shape.appendText(b)
+				b = f.shape.appendForm(b, summary)
 			}
 			if n.truncated() {
 				b = append(b, ",..."...)
 				b = strconv.AppendInt(b, int64(n.nkeys-len(n.fields)), 10)
 			}
 			b = append(b, '}')
-		default:
-			b = append(b, kindNames[i]...)
-		}
-	}
-	return b
-}
-
-// appendSummary appends the short form of n used in diff lines.
-func (n *node) appendSummary(b []byte) []byte {
-	sep := false
-	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
-		if n.kinds&k == 0 {
-			continue
-		}
-		if sep {
-			b = append(b, '|')
-		}
-		sep = true
-		switch k {
-		case kindList:
-			b = append(b, "list<"...)
-			if n.elem == nil {
-				b = append(b, "empty"...)
-			} else {
-				b = n.elem.appendSummary(b)
-			}
-			b = append(b, '>')
-		case kindObject:
-			b = append(b, "object("...)
-			b = strconv.AppendInt(b, int64(n.nkeys), 10)
-			b = append(b, " keys)"...)
 		default:
 			b = append(b, kindNames[i]...)
 		}
