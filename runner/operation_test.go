@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,7 +102,17 @@ func rows() []row {
 				message: regexp.MustCompile(`^retry budget of 250ms exhausted waiting for the response$`)}},
 		// A clock that stands still makes plan() believe the budget is intact,
 		// so the context ends the back-off: the cause stays the attempt's.
-		{name: "budget runs out during back-off", provider: jsonBody(500, `{}`),
+		// The provider answers after 100 ms of real time, so the budget's
+		// deadline falls 100 ms into the back-off that the frozen clock
+		// sizes at the whole budget: a margin no scheduler delay closes.
+		{name: "budget runs out during back-off", provider: func(t testing.TB) string {
+			return serve(t, func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(100 * time.Millisecond)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, `{}`)
+			})
+		},
 			probe: func(p *checks.Probe) {
 				p.Timeout, p.Retries.Budget, p.Retries.BaseDelay, p.Retries.MaxDelay = 0, shortTimeout, time.Second, time.Second
 			},
