@@ -236,13 +236,10 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	fmt.Fprintf(tw, "STARTED\tPROBE\t%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", paint("OUTCOME", "", colour))
 	for i := range rows {
 		r := &rows[i]
-		code, message := "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
-		if r.Error != nil {
-			code, message = string(r.Error.Code), r.Error.Message
-		}
+		code, message := codeAndMessage(r)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe,
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
-			statusText(r.HTTPStatus), oneLine(message, maxMessageRunes))
+			statusText(r.HTTPStatus), message)
 		if withAttempts {
 			for _, a := range r.Attempts {
 				acode := "ok"
@@ -259,11 +256,4 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 		}
 	}
 	return tw.Flush()
-}
-
-func statusText(status int) string {
-	if status == 0 {
-		return "-"
-	}
-	return strconv.Itoa(status)
 }

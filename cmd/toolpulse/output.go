@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,16 +39,9 @@ func printTable(w io.Writer, all []results.Result) error {
 	for i := range all {
 		r := &all[i]
 		counts[r.Outcome]++
-		code, message := "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
-		if r.Error != nil {
-			code, message = string(r.Error.Code), r.Error.Message
-		}
-		status := "-"
-		if r.HTTPStatus != 0 {
-			status = fmt.Sprint(r.HTTPStatus)
-		}
+		code, message := codeAndMessage(r)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Probe, r.Outcome, code,
-			r.AttemptCount(), formatLatency(r.Duration), status, oneLine(message, maxMessageRunes))
+			r.AttemptCount(), formatLatency(r.Duration), statusText(r.HTTPStatus), message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -58,6 +52,24 @@ func printTable(w io.Writer, all []results.Result) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%d probes: %s\n", len(all), strings.Join(parts, ", "))
 	return err
+}
+
+// codeAndMessage is what a table row says of a result: its code and
+// message, or "-" and the counts of a pass, on one line.
+func codeAndMessage(r *results.Result) (code, message string) {
+	code, message = "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
+	if r.Error != nil {
+		code, message = string(r.Error.Code), r.Error.Message
+	}
+	return code, oneLine(message, maxMessageRunes)
+}
+
+// statusText is an HTTP status for a table, "-" when no response arrived.
+func statusText(status int) string {
+	if status == 0 {
+		return "-"
+	}
+	return strconv.Itoa(status)
 }
 
 func formatLatency(d time.Duration) string {
