@@ -2,59 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 )
-
-// scriptedSlack answers webhook posts from a script (429 with Retry-After,
-// then 500, then 200 for ever) and records when each message arrived.
-type scriptedSlack struct {
-	mu       sync.Mutex
-	script   []func(w http.ResponseWriter)
-	arrivals []time.Time
-	accepted []string
-}
-
-func (s *scriptedSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var msg struct {
-		Text string `json:"text"`
-	}
-	_ = json.NewDecoder(r.Body).Decode(&msg)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.arrivals = append(s.arrivals, time.Now())
-	if len(s.script) > 0 {
-		step := s.script[0]
-		s.script = s.script[1:]
-		step(w)
-		return
-	}
-	s.accepted = append(s.accepted, msg.Text)
-	_, _ = w.Write([]byte("ok"))
-}
-
-func (s *scriptedSlack) count(prefix string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, t := range s.accepted {
-		if strings.HasPrefix(t, prefix) {
-			n++
-		}
-	}
-	return n
-}
 
 // TestAlertLifecycle runs the real stack (SQLite, pipeline, outbox, Slack
 // notifier) against a provider that drifts and recovers, with a Slack that
@@ -65,7 +24,7 @@ func TestAlertLifecycle(t *testing.T) {
 	p := provider.New()
 	prov := httptest.NewServer(p.Handler())
 	defer prov.Close()
-	slack := &scriptedSlack{script: []func(http.ResponseWriter){
+	slack := &fakeSlack{script: []func(http.ResponseWriter){
 		func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "rate_limited", http.StatusTooManyRequests)

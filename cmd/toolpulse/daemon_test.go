@@ -55,9 +55,12 @@ func toolpulseBinary(t *testing.T) string {
 }
 
 // fakeSlack is a loopback webhook that records every message's fallback
-// text and can be told to refuse deliveries.
+// text and when each post arrived. It answers posts from script first (one
+// step a post), then refuses while down, else accepts.
 type fakeSlack struct {
 	mu       sync.Mutex
+	script   []func(w http.ResponseWriter)
+	arrivals []time.Time
 	texts    []string
 	down     bool
 	refusals int
@@ -70,6 +73,13 @@ func (s *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewDecoder(r.Body).Decode(&msg)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.arrivals = append(s.arrivals, time.Now())
+	if len(s.script) > 0 {
+		step := s.script[0]
+		s.script = s.script[1:]
+		step(w)
+		return
+	}
 	if s.down {
 		s.refusals++
 		http.Error(w, "internal_error", http.StatusInternalServerError)
