@@ -55,6 +55,8 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 			"SEARCH r USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{name: "Drifts, one probe", want: []string{
 			"SEARCH drifts USING INDEX drifts_probe_detected (probe=? AND detected_at>?)"}},
+		{name: "RecentRuns", query: recentRuns, args: []any{"p", 50}, want: []string{
+			"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=?)"}},
 		{name: "Drifts, all probes", want: []string{"SEARCH drifts USING INDEX drifts_detected (detected_at>?)"}},
 		{name: "Stats, probe names", query: probeNames, want: []string{
 			"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)"}},

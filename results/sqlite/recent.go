@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Run is one run as a status page draws it: when it started, how it ended,
+// how long it took and how many attempts it made. It is read from the
+// covering index on (probe, started_at, id, outcome, attempts,
+// duration_ms) alone, never from the table.
+type Run struct {
+	StartedAt time.Time
+	Outcome   results.Outcome
+	Duration  time.Duration
+	Attempts  int
+}
+
+// recentRuns is the last ?2 runs of probe ?1, newest first: one range of
+// the covering index (migration 0003), read backwards.
+const recentRuns = `SELECT started_at, outcome, duration_ms, attempts
+FROM results
+WHERE probe = ?
+ORDER BY started_at DESC, id DESC
+LIMIT ?`
+
+// RecentRuns returns the last n runs of each of probes, oldest first, all
+// read in one transaction so that the probes are seen at one moment. A
+// probe without runs has no entry. n of 0 or less means DefaultLimit.
+func (s *Store) RecentRuns(ctx context.Context, probes []string, n int) (map[string][]Run, error) {
+	runs, err := s.recentRuns(ctx, probes, n)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recent runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (s *Store) recentRuns(ctx context.Context, probes []string, n int) (map[string][]Run, error) {
+	if n <= 0 {
+		n = DefaultLimit
+	}
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, recentRuns)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+
+	out := make(map[string][]Run, len(probes))
+	for _, probe := range probes {
+		if _, done := out[probe]; done {
+			continue
+		}
+		rows, err := stmt.QueryContext(ctx, probe, n)
+		if err != nil {
+			return nil, err
+		}
+		var runs []Run
+		for rows.Next() {
+			var (
+				r        Run
+				at       string
+				outcome  string
+				duration int64
+			)
+			if err := rows.Scan(&at, &outcome, &duration, &r.Attempts); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if r.StartedAt, err = parseTime(at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			r.Outcome, r.Duration = results.Outcome(outcome), time.Duration(duration)*time.Millisecond
+			runs = append(runs, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("probe %q: %w", probe, err)
+		}
+		if len(runs) > 0 {
+			slices.Reverse(runs)
+			out[probe] = runs
+		}
+	}
+	return out, nil
+}
+
+// LastDrifts returns the latest drift event of each of probes that has
+// one, with one search of the index on (probe, detected_at) per probe.
+func (s *Store) LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error) {
+	out := make(map[string]results.Drift, len(probes))
+	for _, probe := range probes {
+		query, args := driftsQuery(probe, time.Time{}, 1)
+		ds, err := s.drifts(ctx, query, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: last drifts: probe %q: %w", probe, err)
+		}
+		if len(ds) > 0 {
+			out[probe] = ds[0]
+		}
+	}
+	return out, nil
+}
