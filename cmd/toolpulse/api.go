@@ -12,11 +12,13 @@ import (
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
-// readStore is what the JSON API reads; *sqlite.Store implements it.
+// readStore is what the JSON API and the status page read; *sqlite.Store implements it.
 type readStore interface {
 	Latest(ctx context.Context) ([]results.Result, error)
 	History(ctx context.Context, q sqlite.HistoryQuery) ([]results.Result, error)
 	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
+	RecentRuns(ctx context.Context, probes []string, n int) (map[string][]sqlite.Run, error)
+	LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error)
 }
 
 // maxAPILimit bounds one page of the API, whatever the client asks.
@@ -117,7 +119,7 @@ func handleDrifts(store readStore) http.Handler {
 	})
 }
 
-type page struct {
+type apiPage struct {
 	since time.Time
 	limit int
 }
@@ -125,8 +127,8 @@ type page struct {
 // pageQuery reads ?since= (a duration ago, RFC 3339 time or date) and
 // ?limit= (default 50, at most maxAPILimit), answering 400 itself when
 // either is malformed.
-func pageQuery(w http.ResponseWriter, r *http.Request) (page, bool) {
-	p := page{limit: sqlite.DefaultLimit}
+func pageQuery(w http.ResponseWriter, r *http.Request) (apiPage, bool) {
+	p := apiPage{limit: sqlite.DefaultLimit}
 	var err error
 	if p.since, err = parseInstant(r.URL.Query().Get("since"), time.Now()); err != nil {
 		writeAPIError(w, http.StatusBadRequest, "bad_request", "since: "+err.Error())

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/toolpulse/toolpulse/checks"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // TestAPI serves the JSON API over a real database filled by `check`
@@ -23,21 +16,7 @@ func TestAPI(t *testing.T) {
 	h.provider.SetDrifted(true)
 	h.run("check")
 
-	lookup := func(k string) (string, bool) { v, ok := h.env[k]; return v, ok }
-	cfg, err := checks.Load(filepath.Join(h.dir, "checks.yaml"), lookup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(context.Background(), cfg.Storage.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv := httptest.NewServer(newServer(serverDeps{
-		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
-		store: store, probes: func() []*checks.Probe { return cfg.Probes },
-	}))
-	defer srv.Close()
+	srv, _ := storedServer(t, h)
 
 	get := func(path string, into any) int {
 		t.Helper()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
@@ -222,7 +225,8 @@ func TestValidate(t *testing.T) {
 
 // TestSecretNeverShown sends a secret in a header to a provider that echoes
 // it back in every way it can, and then looks for it everywhere toolpulse
-// writes: stdout in both formats, stderr, and the raw database files.
+// writes: stdout in both formats, stderr, every page and API response over
+// the results, and the raw database files.
 func TestSecretNeverShown(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
@@ -246,6 +250,11 @@ func TestSecretNeverShown(t *testing.T) {
 		}
 		all.WriteString(out + errOut)
 	}
+	pages := serveStored(t, h)
+	if !strings.Contains(pages, "&lt;redacted&gt;") {
+		t.Errorf("no page shows the scrubbed echo: the pages were not searched")
+	}
+	all.WriteString(pages)
 	entries, err := os.ReadDir(h.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -265,4 +274,50 @@ func TestSecretNeverShown(t *testing.T) {
 	if !strings.Contains(all.String(), results.Redacted) {
 		t.Errorf("no %s marker found: the echo never reached output, so this test proves nothing", results.Redacted)
 	}
+}
+
+// storedServer serves the HTTP surface over the harness's database.
+func storedServer(t *testing.T, h *harness) (*httptest.Server, *checks.Config) {
+	t.Helper()
+	lookup := func(k string) (string, bool) { v, ok := h.env[k]; return v, ok }
+	cfg, err := checks.Load(filepath.Join(h.dir, "checks.yaml"), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(context.Background(), cfg.Storage.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv := httptest.NewServer(newServer(serverDeps{
+		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
+		store: store, probes: func() []*checks.Probe { return cfg.Probes },
+	}))
+	t.Cleanup(srv.Close)
+	return srv, cfg
+}
+
+// serveStored returns every page and API response over the harness's
+// database, concatenated.
+func serveStored(t *testing.T, h *harness) string {
+	t.Helper()
+	srv, cfg := storedServer(t, h)
+	paths := []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/healthz"}
+	for _, p := range cfg.Probes {
+		paths = append(paths, "/probes/"+p.Name, "/api/v1/probes/"+p.Name+"/results")
+	}
+	var all strings.Builder
+	for _, path := range paths {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d\n%s", path, resp.StatusCode, body)
+		}
+		all.Write(body)
+	}
+	return all.String()
 }

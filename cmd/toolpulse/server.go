@@ -21,6 +21,7 @@ type serverDeps struct {
 	metrics http.Handler
 	store   readStore
 	probes  func() []*checks.Probe // the probes of the running config
+	now     func() time.Time       // nil: time.Now
 }
 
 // newServer returns the HTTP surface of SPEC §9 built so far: every route
@@ -39,6 +40,9 @@ func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	mux.Handle("GET /api/v1/probes", requireToken(deps.token, handleProbes(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.token, handleProbeResults(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store)))
+	pages := newStatusPages(deps)
+	mux.Handle("GET /{$}", requireToken(deps.token, pages.handleOverview()))
+	mux.Handle("GET /probes/{name}", requireToken(deps.token, pages.handleProbe()))
 	mux.Handle("/", requireToken(deps.token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path)
 	})))
@@ -57,17 +61,25 @@ func handleHealthz(healthy func(context.Context) error) http.Handler {
 	})
 }
 
-// requireToken guards next with the bearer token, compared in constant
-// time; with no token configured it lets everything through.
+// requireToken guards next with the token, compared in constant time;
+// with no token configured it lets everything through. Scripts send it as
+// a bearer token; a browser, which cannot, is asked for it by its own
+// password prompt (HTTP Basic, any user name), so the status page needs
+// no login form and no script.
 func requireToken(token checks.Secret, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	want := []byte("Bearer " + token.Reveal())
+	bearer := []byte("Bearer " + token.Reveal())
+	password := []byte(token.Reveal())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolpulse"`)
+		ok := subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), bearer) == 1
+		if _, pass, basic := r.BasicAuth(); basic {
+			ok = subtle.ConstantTimeCompare([]byte(pass), password) == 1
+		}
+		if !ok {
+			w.Header().Add("WWW-Authenticate", `Bearer realm="toolpulse"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="toolpulse", charset="UTF-8"`)
 			writeAPIError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
 			return
 		}

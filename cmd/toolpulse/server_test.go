@@ -2,16 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
+
+func basic(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
 
 func TestServerRoutes(t *testing.T) {
 	const token = "tp-token-3f9a7c1e"
@@ -24,6 +31,8 @@ func TestServerRoutes(t *testing.T) {
 		token:   checks.Secret(token),
 		healthy: func(context.Context) error { return healthErr },
 		metrics: metrics,
+		store:   emptyStore(t),
+		probes:  func() []*checks.Probe { return nil },
 	}))
 	defer srv.Close()
 
@@ -53,6 +62,11 @@ func TestServerRoutes(t *testing.T) {
 		{"metrics without token", "/metrics", "", nil, 401, `"code":"unauthorized"`},
 		{"metrics with a wrong token", "/metrics", "Bearer nope", nil, 401, `"code":"unauthorized"`},
 		{"metrics with the token", "/metrics", "Bearer " + token, nil, 200, "toolpulse_runs_total 1"},
+		{"status page without token", "/", "", nil, 401, `"code":"unauthorized"`},
+		{"status page with the token as a browser's password", "/", basic("anyone", token), nil, 200, "<!doctype html>"},
+		{"probe page with the token", "/probes/nope", "Bearer " + token, nil, 404, "no probe named"},
+		{"a wrong browser password", "/", basic("anyone", "nope"), nil, 401, `"code":"unauthorized"`},
+		{"the token as a browser's user name is not enough", "/", basic(token, ""), nil, 401, `"code":"unauthorized"`},
 		{"unknown route", "/nope", "Bearer " + token, nil, 404, `"code":"not_found"`},
 		{"unknown route hides itself without a token", "/nope", "", nil, 401, `"code":"unauthorized"`},
 	}
@@ -68,4 +82,14 @@ func TestServerRoutes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func emptyStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "toolpulse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }

@@ -1,0 +1,549 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+)
+
+// The status page is server-rendered HTML with its stylesheet inline and
+// its charts as inline SVG: no script, no external asset, nothing for a
+// browser to fetch but the page itself.
+//
+//go:embed web
+var webFiles embed.FS
+
+const (
+	// stripRuns is how many runs the outcome strip and sparkline draw.
+	stripRuns = 50
+	// probePageRuns is how many runs a probe's page lists.
+	probePageRuns = 100
+	// probePageDrifts is how many drift events a probe's page lists.
+	probePageDrifts = 10
+	// overviewDiffLines is how many diff lines the overview shows per probe;
+	// the probe's page has them all.
+	overviewDiffLines = 4
+
+	defaultRefresh = 15 * time.Second
+	minRefresh     = 5 * time.Second
+	maxRefresh     = time.Hour
+)
+
+// statusPages renders the overview at / and a page per probe.
+type statusPages struct {
+	logger    *slog.Logger
+	store     readStore
+	probes    func() []*checks.Probe
+	now       func() time.Time
+	templates *template.Template
+	css       template.CSS
+	// csp allows exactly the inline stylesheet, by its hash, and nothing
+	// else: no script, no frame, no fetch, no form.
+	csp string
+}
+
+func newStatusPages(deps serverDeps) *statusPages {
+	css, err := fs.ReadFile(webFiles, "web/style.css")
+	if err != nil {
+		panic(err) // embedded at build time: a missing file is a build defect
+	}
+	templates := template.Must(template.New("").Funcs(template.FuncMap{
+		"latency":   formatLatency,
+		"stripRuns": func() int { return stripRuns },
+	}).ParseFS(webFiles, "web/*.html"))
+	sum := sha256.Sum256(css)
+	now := deps.now
+	if now == nil {
+		now = time.Now
+	}
+	return &statusPages{
+		logger:    deps.logger,
+		store:     deps.store,
+		probes:    deps.probes,
+		now:       now,
+		templates: templates,
+		css:       template.CSS(css),
+		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
+			"img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+	}
+}
+
+// page is what every page's head and foot need.
+type page struct {
+	Title       string
+	CSS         template.CSS
+	Refresh     int    // seconds; 0: no automatic refresh
+	StopRefresh string // this page without automatic refresh
+	GeneratedAt string
+}
+
+// state is a probe's or a run's outcome as the page shows it: a class for
+// the colour, and always the word and a symbol, so colour is never the
+// only signal.
+type state struct {
+	Class, Word, Symbol string
+}
+
+var noData = state{Class: "none", Word: "no data", Symbol: "·"}
+
+func stateOf(o results.Outcome) state {
+	switch o {
+	case results.Pass:
+		return state{Class: "pass", Word: "pass", Symbol: "✓"}
+	case results.ContractError:
+		return state{Class: "contract_error", Word: "contract_error", Symbol: "✗"}
+	case results.Unavailable:
+		return state{Class: "unavailable", Word: "unavailable", Symbol: "!"}
+	}
+	return noData
+}
+
+// severity orders the overview: what needs a person first.
+func severity(s state) int {
+	switch s.Class {
+	case "unavailable":
+		return 0
+	case "contract_error":
+		return 1
+	case "none":
+		return 2
+	}
+	return 3
+}
+
+// moment is an instant as the page shows it: relative, with the exact UTC
+// time on hover.
+type moment struct {
+	Ago, At string
+}
+
+func momentOf(now, t time.Time) moment {
+	return moment{Ago: ago(now.Sub(t)), At: results.FormatTime(t)}
+}
+
+// ago is a duration in the largest unit that keeps it short: "12s ago",
+// "5m ago", "3h ago", "2d ago".
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}
+
+// since says how long the last outcome of runs (oldest first) has held:
+// from the start of its unbroken streak, or "for 50+ runs" when the streak
+// fills the whole window and its start is not known.
+func since(now time.Time, runs []sqlite.Run) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	last := runs[len(runs)-1].Outcome
+	start := len(runs) - 1
+	for start > 0 && runs[start-1].Outcome == last {
+		start--
+	}
+	if start == 0 && len(runs) >= stripRuns {
+		return fmt.Sprintf("for %d+ runs", len(runs))
+	}
+	return "for " + strings.TrimSuffix(ago(now.Sub(runs[start].StartedAt)), " ago")
+}
+
+// row is one probe on the overview, and the head of its own page.
+type row struct {
+	Name     string
+	Href     string
+	Interval string
+	Consumer results.ConsumerRef
+	Labels   []string // "key=value", sorted
+	State    state
+	Code     string
+	Message  string
+	LastRun  *moment
+	Latency  string
+	Since    string
+	Strip    strip
+	Spark    sparkline
+	Drift    *driftView
+}
+
+// driftView is a drift event with its diff, cut to max lines when max > 0.
+type driftView struct {
+	When              moment
+	Baseline, Current string
+	Lines             []string
+	More              int
+}
+
+func newDriftView(now time.Time, d results.Drift, max int) *driftView {
+	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff}
+	if max > 0 && len(v.Lines) > max {
+		v.Lines, v.More = v.Lines[:max], len(v.Lines)-max
+	}
+	return v
+}
+
+func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
+	r := row{
+		Name:  p.Name,
+		Href:  "/probes/" + url.PathEscape(p.Name),
+		State: noData,
+		Strip: newStrip(runs, stripRuns),
+		Spark: newSparkline(runs),
+		Since: since(now, runs),
+	}
+	if p.Interval > 0 {
+		r.Interval = p.Interval.String()
+	}
+	if p.Consumer != nil {
+		r.Consumer = p.Consumer.Ref()
+	}
+	for k, v := range p.Labels {
+		r.Labels = append(r.Labels, k+"="+v)
+	}
+	slices.Sort(r.Labels)
+	if latest != nil {
+		if p.Consumer == nil {
+			// A probe no longer configured: the consumer that judged it last.
+			r.Consumer = latest.Consumer
+		}
+		r.State = stateOf(latest.Outcome)
+		r.Code, r.Message = codeAndMessage(latest)
+		at := momentOf(now, latest.StartedAt)
+		r.LastRun, r.Latency = &at, formatLatency(latest.Duration)
+	}
+	if drift != nil {
+		r.Drift = newDriftView(now, *drift, overviewDiffLines)
+	}
+	return r
+}
+
+// overview is the page at /.
+type overview struct {
+	page
+	Total   int
+	Counts  []stateCount
+	Failing bool // only probes whose latest run did not pass are listed
+	Rows    []row
+}
+
+type stateCount struct {
+	State state
+	N     int
+}
+
+func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly bool) (*overview, error) {
+	probes := sp.probes()
+	latest, err := sp.store.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byProbe := make(map[string]*results.Result, len(latest))
+	for i := range latest {
+		byProbe[latest[i].Probe] = &latest[i]
+	}
+	ov := &overview{Total: len(probes), Failing: failingOnly}
+	counts := map[string]int{}
+	var shown []*checks.Probe
+	var names []string
+	for _, p := range probes {
+		st := noData
+		if r := byProbe[p.Name]; r != nil {
+			st = stateOf(r.Outcome)
+		}
+		counts[st.Class]++
+		if failingOnly && (st.Class == "pass" || st.Class == "none") {
+			continue
+		}
+		shown, names = append(shown, p), append(names, p.Name)
+	}
+	for _, st := range []state{stateOf(results.Pass), stateOf(results.ContractError), stateOf(results.Unavailable), noData} {
+		ov.Counts = append(ov.Counts, stateCount{State: st, N: counts[st.Class]})
+	}
+	runs, err := sp.store.RecentRuns(ctx, names, stripRuns)
+	if err != nil {
+		return nil, err
+	}
+	drifts, err := sp.store.LastDrifts(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range shown {
+		var drift *results.Drift
+		if d, ok := drifts[p.Name]; ok {
+			drift = &d
+		}
+		ov.Rows = append(ov.Rows, newRow(now, p, byProbe[p.Name], runs[p.Name], drift))
+	}
+	slices.SortStableFunc(ov.Rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(severity(a.State), severity(b.State)), strings.Compare(a.Name, b.Name))
+	})
+	return ov, nil
+}
+
+// probeView is the page of one probe.
+type probeView struct {
+	page
+	Row        row
+	Configured bool
+	Runs       []runView
+	Failure    *failureView
+	Drifts     []*driftView
+}
+
+// runView is one run in a probe's table.
+type runView struct {
+	ID       string
+	When     moment
+	State    state
+	Code     string
+	Message  string
+	Latency  string
+	Attempts int
+	Status   string
+	Selected string // "selected/validated"
+	Shape    string
+}
+
+func newRunView(now time.Time, r *results.Result) runView {
+	v := runView{ID: r.OperationID, When: momentOf(now, r.StartedAt), State: stateOf(r.Outcome),
+		Latency: formatLatency(r.Duration), Attempts: r.AttemptCount(), Status: statusText(r.HTTPStatus),
+		Selected: fmt.Sprintf("%d/%d", r.SelectedCount, r.ValidatedCount), Code: "-"}
+	if r.Error != nil {
+		v.Code, v.Message = string(r.Error.Code), oneLine(r.Error.Message, maxMessageRunes)
+	}
+	if r.Shape != nil {
+		v.Shape = r.Shape.Fingerprint
+	}
+	return v
+}
+
+// failureView is the last run that did not pass, with each attempt and the
+// response sample it kept (scrubbed of secrets when it was recorded).
+type failureView struct {
+	Run      runView
+	Message  string // whole, not cut to one line
+	Attempts []attemptView
+	Sample   string
+	Shape    string // canonical shape text
+}
+
+type attemptView struct {
+	Number  int
+	When    moment
+	Latency string
+	Status  string
+	Code    string
+	Message string
+	Wait    string
+}
+
+func newFailureView(now time.Time, r *results.Result) *failureView {
+	f := &failureView{Run: newRunView(now, r), Sample: r.ResponseSample}
+	if r.Error != nil {
+		f.Message = r.Error.Message
+	}
+	if r.Shape != nil {
+		f.Shape = r.Shape.Canonical
+	}
+	for _, a := range r.Attempts {
+		av := attemptView{Number: a.Number, When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
+			Status: statusText(a.HTTPStatus), Code: cmp.Or(string(a.Code), "-"), Message: a.Message}
+		if a.Wait > 0 {
+			av.Wait = formatLatency(a.Wait)
+		}
+		f.Attempts = append(f.Attempts, av)
+	}
+	return f
+}
+
+// errNoProbe is a probe neither configured nor in the store.
+var errNoProbe = errors.New("no such probe")
+
+func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*probeView, error) {
+	var cfg *checks.Probe
+	for _, p := range sp.probes() {
+		if p.Name == name {
+			cfg = p
+		}
+	}
+	recent, err := sp.store.History(ctx, sqlite.HistoryQuery{Probes: []string{name}, Limit: probePageRuns})
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil && len(recent) == 0 {
+		return nil, errNoProbe
+	}
+	pv := &probeView{Configured: cfg != nil}
+	if cfg == nil {
+		// A probe removed from the config, still in the store.
+		cfg = &checks.Probe{Name: name}
+	}
+	// The strip and sparkline are the newest runs, oldest first: the page
+	// has them already, no second read.
+	runs := make([]sqlite.Run, 0, min(len(recent), stripRuns))
+	for i := min(len(recent), stripRuns) - 1; i >= 0; i-- {
+		r := &recent[i]
+		runs = append(runs, sqlite.Run{StartedAt: r.StartedAt, Outcome: r.Outcome, Duration: r.Duration, Attempts: r.AttemptCount()})
+	}
+	drifts, err := sp.store.Drifts(ctx, name, time.Time{}, probePageDrifts)
+	if err != nil {
+		return nil, err
+	}
+	var latest *results.Result
+	if len(recent) > 0 {
+		latest = &recent[0]
+	}
+	var drift *results.Drift
+	if len(drifts) > 0 {
+		drift = &drifts[0]
+	}
+	pv.Row = newRow(now, cfg, latest, runs, drift)
+	for i := range recent {
+		pv.Runs = append(pv.Runs, newRunView(now, &recent[i]))
+	}
+	for _, d := range drifts {
+		pv.Drifts = append(pv.Drifts, newDriftView(now, d, 0))
+	}
+	failures, err := sp.store.History(ctx, sqlite.HistoryQuery{Probes: []string{name},
+		Outcomes: []results.Outcome{results.ContractError, results.Unavailable}, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(failures) > 0 {
+		pv.Failure = newFailureView(now, &failures[0])
+	}
+	return pv, nil
+}
+
+// refreshOf reads ?refresh= (seconds; 0 turns it off), bounded to
+// [minRefresh, maxRefresh].
+func refreshOf(r *http.Request) (time.Duration, error) {
+	s := r.URL.Query().Get("refresh")
+	if s == "" {
+		return defaultRefresh, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("refresh: want a number of seconds (0 turns it off), got %q", s)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return min(max(time.Duration(n)*time.Second, minRefresh), maxRefresh), nil
+}
+
+func (sp *statusPages) newPage(r *http.Request, now time.Time, title string) (page, error) {
+	refresh, err := refreshOf(r)
+	stop := r.URL.Query()
+	stop.Set("refresh", "0")
+	return page{Title: title, CSS: sp.css, Refresh: int(refresh / time.Second),
+		StopRefresh: r.URL.Path + "?" + stop.Encode(), GeneratedAt: results.FormatTime(now)}, err
+}
+
+func (sp *statusPages) handleOverview() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := sp.now()
+		pg, err := sp.newPage(r, now, "toolpulse status")
+		if err != nil {
+			sp.renderError(w, r, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		filter := r.URL.Query().Get("show")
+		if filter != "" && filter != "failing" {
+			sp.renderError(w, r, http.StatusBadRequest, "bad_request", fmt.Sprintf("show: want failing or nothing, got %q", filter))
+			return
+		}
+		ov, err := sp.overview(r.Context(), now, filter == "failing")
+		if err != nil {
+			sp.logger.Error("status page", "err", err)
+			sp.renderError(w, r, http.StatusInternalServerError, "store_error", "reading the results failed")
+			return
+		}
+		ov.page = pg
+		sp.render(w, http.StatusOK, "overview", ov)
+	})
+}
+
+func (sp *statusPages) handleProbe() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := sp.now()
+		name := r.PathValue("name")
+		pg, err := sp.newPage(r, now, name+" · toolpulse")
+		if err != nil {
+			sp.renderError(w, r, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		pv, err := sp.probe(r.Context(), now, name)
+		switch {
+		case errors.Is(err, errNoProbe):
+			sp.renderError(w, r, http.StatusNotFound, "not_found", "no probe named "+strconv.Quote(name))
+			return
+		case err != nil:
+			sp.logger.Error("status page", "probe", name, "err", err)
+			sp.renderError(w, r, http.StatusInternalServerError, "store_error", "reading the results failed")
+			return
+		}
+		pv.page = pg
+		sp.render(w, http.StatusOK, "probe", pv)
+	})
+}
+
+type errorView struct {
+	page
+	Status  int
+	Code    string
+	Message string
+}
+
+func (sp *statusPages) renderError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	ev := errorView{page: page{Title: http.StatusText(status) + " · toolpulse", CSS: sp.css,
+		GeneratedAt: results.FormatTime(sp.now())}, Status: status, Code: code, Message: message}
+	sp.render(w, status, "error", ev)
+}
+
+// render executes a page into memory first, so that a template failure
+// becomes a clean 500 instead of half a page.
+func (sp *statusPages) render(w http.ResponseWriter, status int, name string, data any) {
+	var b strings.Builder
+	if err := sp.templates.ExecuteTemplate(&b, name, data); err != nil {
+		sp.logger.Error("status page: render", "page", name, "err", err)
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString("internal error rendering the page\n")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", sp.csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
