@@ -20,6 +20,7 @@ var owners = map[string]string{
 	"github.com/slack-go/slack":             module + "/results/slack",
 	"github.com/prometheus/client_golang":   module + "/results/prometheus",
 	"github.com/alecthomas/kong":            module + "/cmd/toolpulse",
+	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
 }
 
 // forbidden lists edges between our own packages that would turn siblings
