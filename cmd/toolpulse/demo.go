@@ -103,8 +103,19 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return softwareError(err)
 	}
-	fmt.Fprintf(out, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n",
-		providerURL, slackNote, cfg.Path)
+	// The status page and API, as `run` serves them, for the length of the
+	// demo.
+	statusURL, stopStatus, err := serveLoopback(newServer(serverDeps{
+		logger: slog.New(slog.DiscardHandler), healthy: s.healthy, metrics: s.metricsHandler,
+		store: s.store, probes: func() []*checks.Probe { return cfg.Probes },
+	}))
+	if err != nil {
+		s.store.Close()
+		return softwareError(err)
+	}
+	defer stopStatus()
+	fmt.Fprintf(out, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n  status:   %s/ (open it while the demo runs)\n",
+		providerURL, slackNote, cfg.Path, statusURL)
 
 	ctx, stop := context.WithCancel(e.ctx)
 	defer stop()

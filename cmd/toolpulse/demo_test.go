@@ -33,6 +33,7 @@ func TestDemo(t *testing.T) {
 		":large_orange_circle: tracker_runs unavailable (server_error)",
 		":large_green_circle: tracker_runs resolved: passing again after failing for",
 		"sqlite3 -readonly",
+		"status:   http://127.0.0.1:",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)
