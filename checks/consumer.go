@@ -19,7 +19,7 @@ import (
 var (
 	consumerRefKeys  = []string{"name", "file", "version", "select", "validate", "fixtures", "accept_mutations"}
 	consumerBodyKeys = []string{"name", "version", "select", "validate", "fixtures", "accept_mutations"}
-	fixtureKeys      = []string{"name", "response", "status", "headers", "expect"}
+	fixtureKeys      = []string{"name", "response", "status", "headers", "min_results", "expect"}
 	expectationKeys  = []string{"outcome", "code", "min_selected"}
 	mutationKeys     = []string{"mutation", "reason"}
 )
@@ -154,6 +154,36 @@ func (l *loader) consumerFile(file string, fileN ast.Node, path string) *consume
 	return fd.consumerBody(es, "")
 }
 
+// LoadConsumer reads and compiles one consumer file on its own, as
+// `toolpulse test` does for a consumer no config uses yet. Errors are an
+// ErrorList naming path:line:col, as Load's are.
+func LoadConsumer(path string) (*consumers.Consumer, error) {
+	data, err := readSmallFile(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Message: "cannot read consumer file: " + err.Error()}}
+	}
+	errs := &ErrorList{}
+	d, body := parseYAML(path, data, errs, nil)
+	if body == nil {
+		return nil, errs.Err()
+	}
+	d.expand = false // rules and fixtures are code and data
+	var es []entry
+	present, ok := d.object(body, "", consumerBodyKeys, func(e entry) { es = append(es, e) })
+	if !ok {
+		return nil, errs.Err()
+	}
+	spec := d.consumerBody(es, "")
+	if _, has := present["name"]; !has {
+		d.errorf(body, "name is required")
+	}
+	c := spec.compile()
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // consumerBody decodes the keys of a consumer (SPEC §4) written in d.
 func (d *decoder) consumerBody(es []entry, path string) *consumerSpec {
 	spec := &consumerSpec{d: d}
@@ -270,7 +300,7 @@ func (d *decoder) fixtures(n ast.Node, path string) []consumers.Fixture {
 	seen := map[string]ast.Node{}
 	for i, item := range items {
 		p := index(path, i)
-		var f consumers.Fixture
+		f := consumers.Fixture{MinResults: DefaultMinResults}
 		present, ok := d.object(item, p, fixtureKeys, func(e entry) {
 			switch e.key {
 			case "name":
@@ -296,6 +326,12 @@ func (d *decoder) fixtures(n ast.Node, path string) []consumers.Fixture {
 				for k, v := range h {
 					f.Headers[strings.ToLower(k)] = v
 				}
+			case "min_results":
+				v, ok := d.integer(e.value, e.path)
+				if ok && v < 0 {
+					d.errorf(e.value, "%s: must not be negative, got %d", e.path, v)
+				}
+				f.MinResults = int(v)
 			case "expect":
 				f.Expect, _ = d.expectation(e.value, e.path)
 			}

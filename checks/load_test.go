@@ -60,6 +60,7 @@ var invalidConfigs = []struct {
 		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
 		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response is required",
 		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled`,
+		"testdata/invalid-fixture.yaml:16:22: consumers[0].fixtures[3].min_results: must not be negative, got -1",
 	}},
 	{rule: "header-name", want: []string{
 		"testdata/invalid-header-name.yaml:10:9: probes[0].request.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
@@ -275,19 +276,19 @@ func TestLoadValidFull(t *testing.T) {
 	}
 	wantFixtures := []consumers.Fixture{
 		{Name: "original list layout",
-			Response: map[string]any{"results": []any{map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}}, "next_cursor": nil},
-			Expect:   consumers.Expectation{Outcome: results.Pass}},
+			Response:   map[string]any{"results": []any{map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}}, "next_cursor": nil},
+			MinResults: 1, Expect: consumers.Expectation{Outcome: results.Pass}},
 		{Name: "wrapped items layout",
 			Response: map[string]any{"results": map[string]any{"items": []any{map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}}}},
 			Status:   200, Headers: map[string]string{"content-type": "application/json"},
-			Expect: consumers.Expectation{Outcome: results.Pass, MinSelected: 1}},
+			MinResults: 1, Expect: consumers.Expectation{Outcome: results.Pass, MinSelected: 1}},
 		{Name: "string score",
-			Response: map[string]any{"results": []any{map[string]any{"id": "doc_784", "score": "0.93"}}},
-			Expect:   consumers.Expectation{Outcome: results.ContractError, Code: results.CodeRuleError}},
+			Response:   map[string]any{"results": []any{map[string]any{"id": "doc_784", "score": "0.93"}}},
+			MinResults: 1, Expect: consumers.Expectation{Outcome: results.ContractError, Code: results.CodeRuleError}},
 		{Name: "results is a string",
-			Response: map[string]any{"results": "none"},
-			Expect:   consumers.Expectation{Outcome: results.ContractError, Code: "unsupported_results_container"}},
-		{Name: "overloaded", Status: 503, Expect: consumers.Expectation{Outcome: results.Unavailable}},
+			Response:   map[string]any{"results": "none"},
+			MinResults: 1, Expect: consumers.Expectation{Outcome: results.ContractError, Code: "unsupported_results_container"}},
+		{Name: "overloaded", Status: 503, MinResults: 1, Expect: consumers.Expectation{Outcome: results.Unavailable}},
 	}
 	if !reflect.DeepEqual(sel.Fixtures, wantFixtures) {
 		t.Errorf("select_results fixtures =\n%#v\nwant\n%#v", sel.Fixtures, wantFixtures)
@@ -301,8 +302,10 @@ func TestLoadValidFull(t *testing.T) {
 		t.Errorf("first_item = %+v", first)
 	}
 	wantInline := []consumers.Fixture{{Name: "one item",
-		Response: map[string]any{"items": []any{map[string]any{"id": "a", "n": 1, "f": 1.5, "ok": true, "none": nil}}},
-		Expect:   consumers.Expectation{Outcome: results.Pass}}}
+		Response:   map[string]any{"items": []any{map[string]any{"id": "a", "n": 1, "f": 1.5, "ok": true, "none": nil}}},
+		MinResults: 1, Expect: consumers.Expectation{Outcome: results.Pass}},
+		{Name: "none is fine here", Response: map[string]any{"items": []any{}}, MinResults: 0,
+			Expect: consumers.Expectation{Outcome: results.Pass}}}
 	if !reflect.DeepEqual(first.Fixtures, wantInline) {
 		t.Errorf("first_item fixtures = %#v, want %#v", first.Fixtures, wantInline)
 	}
@@ -488,5 +491,40 @@ func TestLoadRepoConfig(t *testing.T) {
 	unknown := map[string]any{"results": "moved", "next_cursor": nil}
 	if v := p.Consumer.Apply(consumers.Input{Response: unknown, Status: 200}, p.Expect.MinResults); v.Err == nil {
 		t.Errorf("an unknown results container passed")
+	}
+}
+
+func TestLoadConsumer(t *testing.T) {
+	c, err := LoadConsumer("testdata/consumers/select_results.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "select_results" || len(c.Fixtures) == 0 || c.Fixtures[0].MinResults != DefaultMinResults {
+		t.Errorf("LoadConsumer = %s with %d fixtures (first %+v)", c.Name, len(c.Fixtures), c.Fixtures)
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"testdata/consumers/bad-select.yaml", []string{
+			"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons"}},
+		{"testdata/consumers/no-name.yaml", []string{
+			"testdata/consumers/no-name.yaml:1:1: name is required",
+			`testdata/consumers/no-name.yaml:6:13: fixtures[0].expect: unknown outcome "maybe"; expected pass, contract_error or unavailable`}},
+		{"testdata/consumers/missing.yaml", []string{
+			"testdata/consumers/missing.yaml: cannot read consumer file: no such file or directory"}},
+	}
+	for _, tt := range tests {
+		_, err := LoadConsumer(tt.path)
+		var got []string
+		var list ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				got = append(got, e.Error())
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("LoadConsumer(%s) errors\n got %q\nwant %q", tt.path, got, tt.want)
+		}
 	}
 }

@@ -436,3 +436,28 @@ func TestSelectResultsFileMatchesTable(t *testing.T) {
 		t.Errorf("select_results.yaml has %d fixtures, the table names %d", fixtures, named)
 	}
 }
+
+func TestExpectationMismatch(t *testing.T) {
+	tests := []struct {
+		x        Expectation
+		outcome  results.Outcome
+		code     results.Code
+		selected int
+		want     string
+	}{
+		{Expectation{Outcome: results.Pass}, results.Pass, "", 0, ""},
+		{Expectation{Outcome: results.Pass}, results.ContractError, "rule_error", 0, "got contract_error, want pass"},
+		{Expectation{Outcome: results.ContractError}, results.ContractError, "anything", 0, ""},
+		{Expectation{Outcome: results.ContractError, Code: "rule_error"}, results.ContractError, "invalid_item", 0, "got code invalid_item, want rule_error"},
+		{Expectation{Outcome: results.Pass, MinSelected: 2}, results.Pass, "", 1, "selected 1, want at least 2"},
+		{Expectation{Outcome: results.Pass, MinSelected: 2}, results.Pass, "", 2, ""},
+	}
+	for _, tt := range tests {
+		if got := tt.x.Mismatch(tt.outcome, tt.code, tt.selected); got != tt.want {
+			t.Errorf("%v.Mismatch(%s, %s, %d) = %q, want %q", tt.x, tt.outcome, tt.code, tt.selected, got, tt.want)
+		}
+	}
+	if got := (Expectation{Outcome: results.ContractError, Code: "rule_error", MinSelected: 0}).String(); got != "contract_error rule_error" {
+		t.Errorf("String = %q", got)
+	}
+}

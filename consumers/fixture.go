@@ -1,6 +1,10 @@
 package consumers
 
-import "github.com/toolpulse/toolpulse/results"
+import (
+	"fmt"
+
+	"github.com/toolpulse/toolpulse/results"
+)
 
 // Fixture is a canned response a consumer must judge in a known way; run
 // by `toolpulse test` (SPEC §4).
@@ -9,7 +13,10 @@ type Fixture struct {
 	Response any // rule values, as DecodeJSON or Normalize return them
 	Status   int // 0 means 200
 	Headers  map[string]string
-	Expect   Expectation
+	// MinResults is the min_results the fixture is judged under, as a
+	// probe's expect.min_results would be; the loader defaults it to 1.
+	MinResults int
+	Expect     Expectation
 }
 
 // Expectation is the verdict a fixture must produce: an outcome, and
@@ -25,4 +32,31 @@ type Expectation struct {
 type AcceptedMutation struct {
 	Mutation string
 	Reason   string
+}
+
+// Mismatch says how a verdict (outcome, code "" on pass, items selected)
+// misses the expectation, or "" when it meets it.
+func (x Expectation) Mismatch(outcome results.Outcome, code results.Code, selected int) string {
+	switch {
+	case outcome != x.Outcome:
+		return fmt.Sprintf("got %s, want %s", outcome, x.Outcome)
+	case x.Code != "" && code != x.Code:
+		return fmt.Sprintf("got code %s, want %s", code, x.Code)
+	case selected < x.MinSelected:
+		return fmt.Sprintf("selected %d, want at least %d", selected, x.MinSelected)
+	}
+	return ""
+}
+
+// String is the expectation as a table shows it: "pass", "pass (≥ 2
+// selected)", "contract_error rule_error".
+func (x Expectation) String() string {
+	s := string(x.Outcome)
+	if x.Code != "" {
+		s += " " + string(x.Code)
+	}
+	if x.MinSelected > 0 {
+		s += fmt.Sprintf(" (≥ %d selected)", x.MinSelected)
+	}
+	return s
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/examples"
-	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner"
 )
 
 // TestDemoConfigLoads loads every config under examples/ and runs every
@@ -53,24 +53,11 @@ func TestDemoConfigLoads(t *testing.T) {
 	}
 }
 
-// checkFixture runs one fixture the way a probe with min_results 1 would.
+// checkFixture judges one fixture as `toolpulse test` does.
 func checkFixture(c *consumers.Consumer, f consumers.Fixture) error {
-	status := f.Status
-	if status == 0 {
-		status = 200
-	}
-	v := c.Apply(consumers.Input{Response: f.Response, Status: status, Headers: f.Headers}, 1)
-	got, code := results.Pass, results.Code("")
-	if v.Err != nil {
-		got, code = v.Err.Code.Outcome(), v.Err.Code
-	}
-	switch {
-	case got != f.Expect.Outcome:
-		return fmt.Errorf("got %s %s (%v), want %s", got, code, v.Err, f.Expect.Outcome)
-	case f.Expect.Code != "" && code != f.Expect.Code:
-		return fmt.Errorf("got code %s (%v), want %s", code, v.Err, f.Expect.Code)
-	case v.Selected < f.Expect.MinSelected:
-		return fmt.Errorf("selected %d, want at least %d", v.Selected, f.Expect.MinSelected)
+	v := runner.JudgeFixture(c, f, checks.DefaultStatus)
+	if miss := f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected); miss != "" {
+		return fmt.Errorf("%s (%v)", miss, v.Error)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ var owners = map[string]string{
 var forbidden = map[string][]string{
 	module + "/results":        {module + "/"},
 	module + "/results/shape":  {module + "/"},
-	module + "/consumers":      {module + "/checks", module + "/runner", module + "/results/"},
+	module + "/consumers":      {module + "/checks", module + "/runner", module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus"},
 	module + "/checks":         {module + "/runner", module + "/results/sqlite", module + "/results/slack"},
 	module + "/runner":         {module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus", module + "/cmd"},
 	module + "/results/sqlite": {module + "/checks", module + "/runner", module + "/consumers"},

@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+func TestJudgeFixture(t *testing.T) {
+	c, errs := consumers.Compile(consumers.Source{Name: "items", Version: "1",
+		Select: `headers["x-mode"] == "strict" && len(response.items) > 1 ? fail("too_many", "strict mode wants one") : response.items`,
+		Validate: `type(.id) == "string"`})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	items := func(ids ...any) any {
+		list := []any{}
+		for _, id := range ids {
+			list = append(list, map[string]any{"id": id})
+		}
+		return map[string]any{"items": list}
+	}
+	tests := []struct {
+		name     string
+		fixture  consumers.Fixture
+		expect   []int
+		outcome  results.Outcome
+		code     results.Code
+		selected int
+	}{
+		{"pass", consumers.Fixture{Response: items("a", "b"), MinResults: 1}, []int{200}, results.Pass, "", 2},
+		{"status 0 means 200", consumers.Fixture{Response: items("a"), Status: 0, MinResults: 1}, []int{200}, results.Pass, "", 1},
+		{"a 503 is unavailable before any rule runs", consumers.Fixture{Response: items("a"), Status: 503, MinResults: 1},
+			[]int{200}, results.Unavailable, results.CodeServerError, 0},
+		{"a 429 is rate limited", consumers.Fixture{Status: 429, MinResults: 1}, []int{200}, results.Unavailable, results.CodeRateLimited, 0},
+		{"a status the probe does not expect", consumers.Fixture{Response: items("a"), Status: 404, MinResults: 1},
+			[]int{200}, results.ContractError, results.CodeUnexpectedStatus, 0},
+		{"a status the probe expects reaches the rules", consumers.Fixture{Response: items("a"), Status: 404, MinResults: 1},
+			[]int{200, 404}, results.Pass, "", 1},
+		{"empty under min_results 1", consumers.Fixture{Response: items(), MinResults: 1}, []int{200}, results.ContractError, results.CodeEmptySelection, 0},
+		{"empty under min_results 0", consumers.Fixture{Response: items(), MinResults: 0}, []int{200}, results.Pass, "", 0},
+		{"an invalid item", consumers.Fixture{Response: items(7), MinResults: 1}, []int{200}, results.ContractError, results.CodeInvalidItem, 1},
+		{"headers reach the rules, lower-cased by the loader", consumers.Fixture{Response: items("a", "b"), MinResults: 1,
+			Headers: map[string]string{"x-mode": "strict"}}, []int{200}, results.ContractError, "too_many", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := JudgeFixture(c, tt.fixture, tt.expect)
+			if v.Outcome != tt.outcome || v.Code() != tt.code || v.Selected != tt.selected || (v.Error == nil) != (tt.outcome == results.Pass) {
+				t.Errorf("JudgeFixture = %s %s (%v), %d selected; want %s %s, %d selected",
+					v.Outcome, v.Code(), v.Error, v.Selected, tt.outcome, tt.code, tt.selected)
+			}
+		})
+	}
+}
