@@ -1,0 +1,972 @@
+package consumers
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/toolpulse/toolpulse/results/shape"
+)
+
+// MutationKind names a family of structural contract changes.
+type MutationKind string
+
+// The kinds, in the order Mutations produces them at one path.
+const (
+	MutWrapList       MutationKind = "wrap_list"        // a list L becomes {"items": L} (seed 000)
+	MutUnwrapObject   MutationKind = "unwrap_object"    // an object with a list field F becomes that list
+	MutRemoveField    MutationKind = "remove_field"     // a key disappears
+	MutRetype         MutationKind = "retype"           // number->string, number->bool, string->number, any->null
+	MutEmptyList      MutationKind = "empty_list"       // a non-empty list becomes []
+	MutNonObjectItems MutationKind = "non_object_items" // a list of objects becomes a list of strings
+	MutNestField      MutationKind = "nest_field"       // v becomes {"value": v}
+	MutRenameKey      MutationKind = "rename_key"       // snake_case <-> camelCase, else the first letter's case flips
+	MutAddField       MutationKind = "add_field"        // the positive control: an unrelated key is added
+)
+
+// MaxMutations is the most mutations Mutations returns for one base. A body
+// with many distinct paths would otherwise cost thousands of consumer runs;
+// the walk order decides, deterministically, which mutations are kept.
+const MaxMutations = 2000
+
+// mutationWork bounds the values Mutations visits and copies for one base,
+// across all its mutations: every mutation at a path below a list copies
+// each element on the way, so a wide body costs far more than its mutation
+// count says. When a mutation would exceed it, that mutation and all later
+// ones are left out.
+const mutationWork = 1 << 23
+
+// maxBaseValues bounds the values of a base Mutations looks at, as
+// shape.Of does: in practice only Go values that share subtrees (YAML
+// aliases) reach it, and such a base gets no mutations at all rather than
+// some that depend on map order.
+const maxBaseValues = 1 << 22
+
+// Placeholders the mutations write: fixed so that names, responses and
+// golden files stay deterministic.
+const (
+	addedKey    = "toolpulse_unrelated_field"
+	addedValue  = "x"
+	wrapKey     = "items"
+	nestKey     = "value"
+	stringItem  = "x"
+	numberValue = 1
+)
+
+// Mutation is one structural change of a base response.
+type Mutation struct {
+	// Name is stable and unique per base: the kind, the path and, where a
+	// path has several mutations of one kind, what they differ by:
+	// "retype results[].score number->string", "wrap_list results",
+	// "remove_field results[].title", "unwrap_object $ to results",
+	// "rename_key next_cursor to nextCursor", "add_field $". Consumers name
+	// it in accept_mutations.
+	Name string
+	Kind MutationKind
+	// Path is the SPEC §5 path of what changed, as shape.Diff writes it
+	// ("results[].score"; "$" for the root); for unwrap_object it is the
+	// object that became a list, for add_field the object that gained a key.
+	Path string
+	// Field is the object key the mutation is about ("score"). A mutation
+	// of a list or a list's elements is about the last key on its path
+	// (empty_list at results[].tags is about "tags"), unwrap_object about
+	// the list field that replaces the object, add_field about the key it
+	// adds. It is "" only when no key leads to the path ("$", "$[]").
+	Field string
+	// Response is the mutated response. It shares every value the mutation
+	// did not change with the base: treat it as read-only.
+	Response any
+
+	from, to string // retype: the kinds; rename_key: the new key in to
+	// unread is the key on the way to Path that the rule demonstrably never
+	// reads (see Mutations), or "" when it may read all of them.
+	unread string
+}
+
+// Mutations returns every mutation of base, in a deterministic order (walk
+// order: sorted keys, depth first; kinds in the order of the constants), at
+// most MaxMutations of them. base is never modified.
+//
+// Mutations work on paths, as shape diffs do: a mutation at results[].score
+// changes every element of the list results, so it reads like a provider's
+// contract change and its shape diff is one line (two for rename_key). Where a path holds
+// several kinds (number|string), a retype changes the values of its kind.
+// wrap_list applies to every list, unwrap_object to every object with a
+// list field (once per such field), retype to every scalar (number->string,
+// number->bool, string->number) and turns every non-null value into null,
+// empty_list applies to every non-empty list, non_object_items to every list
+// holding objects, and add_field once: at the root object or, when the root
+// is not an object, at the first object path in walk order, with the key
+// "toolpulse_unrelated_field" (suffixed _2, _3... if taken) and the value
+// "x". remove_field, nest_field and rename_key apply to every key the rule
+// may read; rename_key is left out where the new name is taken or the key
+// has no letter case to change.
+//
+// A key counts as not read when reads is Known and the rule demonstrably
+// skips it: the rule accesses no member of that name but does read another
+// key of the same object. A rule that reads no key of an object at all
+// hands that object over unexamined (select: response.results passes the
+// items on whole), so every key of it matters to the caller and counts as
+// read. Everything below a skipped key counts as not read too: with a rule
+// that reads results but not meta, meta.id is not read even when id is read
+// elsewhere.
+//
+// Paths nested deeper than shape.MaxDepth are not mutated: shapes do not
+// record them, so their change could not be shown. The work of all
+// mutations of one base is bounded too (a body of several megabytes may get
+// fewer mutations than MaxMutations).
+func Mutations(base any, reads FieldSet) []Mutation {
+	var out []Mutation
+	eachMutation(base, reads, func(m Mutation) bool {
+		out = append(out, m)
+		return true
+	})
+	return out
+}
+
+// eachMutation calls yield with each mutation of base in order until yield
+// returns false or MaxMutations have been yielded. MutationTest uses it
+// rather than Mutations so that one mutated response is alive at a time.
+func eachMutation(base any, reads FieldSet, yield func(Mutation) bool) {
+	eachMutationWithin(base, reads, mutationWork, yield)
+}
+
+// eachMutationWithin is eachMutation with a work budget of its own, so that
+// a test can show that running out of work keeps a prefix of the order.
+func eachMutationWithin(base any, reads FieldSet, work int, yield func(Mutation) bool) {
+	b := posBuilder{budget: maxBaseValues}
+	root := &pathNode{path: "$"}
+	b.add(root, base, 1)
+	if b.budget < 0 {
+		return
+	}
+	root.finish(reads)
+	g := generator{base: base, budget: work, yield: yield, control: root.firstObject()}
+	g.walk(root)
+}
+
+// kindSet is the set of kinds of the values found at one path.
+type kindSet uint8
+
+const (
+	kNull kindSet = 1 << iota
+	kBool
+	kNumber
+	kString
+	kList
+	kObject
+)
+
+// kindNames name kinds in shape's order: the order a union is written in.
+var kindNames = []struct {
+	k    kindSet
+	name string
+}{{kBool, "bool"}, {kList, "list"}, {kNull, "null"}, {kNumber, "number"}, {kObject, "object"}, {kString, "string"}}
+
+func (s kindSet) String() string {
+	var names []string
+	for _, kn := range kindNames {
+		if s&kn.k != 0 {
+			names = append(names, kn.name)
+		}
+	}
+	return strings.Join(names, "|")
+}
+
+func kindOf(v any) kindSet {
+	switch v.(type) {
+	case nil:
+		return kNull
+	case bool:
+		return kBool
+	case int, int64, float64:
+		return kNumber
+	case string:
+		return kString
+	case []any:
+		return kList
+	case map[string]any:
+		return kObject
+	}
+	return 0
+}
+
+// step is one step of a path: into the key of an object or into every
+// element of a list.
+type step struct {
+	key  string
+	elem bool
+}
+
+// pathNode is one path of the base with every value found there merged,
+// like a node of a shape.
+type pathNode struct {
+	path  string
+	field string // the last key on the path, "" when none
+	steps []step // from the root
+
+	// holder is the object position whose key this is; nil for the root
+	// and for list elements.
+	holder *pathNode
+
+	kinds    kindSet
+	nonEmpty bool // some list here has elements
+	children map[string]*pathNode
+	keys     []string // sorted keys of children, set by finish
+	elem     *pathNode
+	unread   string // see Mutation.unread
+}
+
+type posBuilder struct {
+	budget int
+}
+
+func (b *posBuilder) add(p *pathNode, v any, depth int) {
+	b.budget--
+	if b.budget < 0 {
+		return
+	}
+	switch t := v.(type) {
+	case []any:
+		if depth > shape.MaxDepth {
+			return
+		}
+		p.kinds |= kList
+		if len(t) == 0 {
+			return
+		}
+		p.nonEmpty = true
+		if p.elem == nil {
+			p.elem = &pathNode{path: p.path + "[]", field: p.field, steps: appendStep(p.steps, step{elem: true})}
+		}
+		for _, e := range t {
+			b.add(p.elem, e, depth+1)
+			if b.budget < 0 {
+				return
+			}
+		}
+	case map[string]any:
+		if depth > shape.MaxDepth {
+			return
+		}
+		p.kinds |= kObject
+		if p.children == nil {
+			p.children = make(map[string]*pathNode, len(t))
+		}
+		for k, e := range t {
+			c := p.children[k]
+			if c == nil {
+				c = &pathNode{path: keyPath(p.path, k), field: k, steps: appendStep(p.steps, step{key: k}), holder: p}
+				p.children[k] = c
+			}
+			b.add(c, e, depth+1)
+			if b.budget < 0 {
+				return
+			}
+		}
+	default:
+		p.kinds |= kindOf(v)
+	}
+}
+
+// appendStep returns steps with s appended, never sharing the result's
+// array with another position.
+func appendStep(steps []step, s step) []step {
+	return append(steps[:len(steps):len(steps)], s)
+}
+
+// finish sorts the keys of every position and works out which keys the
+// rule demonstrably does not read.
+func (p *pathNode) finish(reads FieldSet) {
+	p.keys = slices.Sorted(maps.Keys(p.children))
+	looked := false // the rule reads some key of this object
+	for _, k := range p.keys {
+		if reads.Reads(k) {
+			looked = true
+			break
+		}
+	}
+	for _, k := range p.keys {
+		c := p.children[k]
+		c.unread = p.unread
+		if c.unread == "" && looked && !reads.Reads(k) {
+			c.unread = k
+		}
+		c.finish(reads)
+	}
+	if p.elem != nil {
+		p.elem.unread = p.unread
+		p.elem.finish(reads)
+	}
+}
+
+// firstObject returns the first position in walk order holding an object,
+// or nil.
+func (p *pathNode) firstObject() *pathNode {
+	if p.kinds&kObject != 0 {
+		return p
+	}
+	for _, k := range p.keys {
+		if o := p.children[k].firstObject(); o != nil {
+			return o
+		}
+	}
+	if p.elem != nil {
+		return p.elem.firstObject()
+	}
+	return nil
+}
+
+// generator yields the mutations of one base in walk order.
+type generator struct {
+	base    any
+	budget  int
+	yield   func(Mutation) bool
+	control *pathNode
+	count   int
+	stopped bool
+}
+
+func (g *generator) walk(p *pathNode) {
+	g.at(p)
+	for _, k := range p.keys {
+		if g.stopped {
+			return
+		}
+		g.walk(p.children[k])
+	}
+	if p.elem != nil && !g.stopped {
+		g.walk(p.elem)
+	}
+}
+
+// at yields the mutations of the path p, kinds in the order of the
+// constants.
+func (g *generator) at(p *pathNode) {
+	mut := func(kind MutationKind, name string) Mutation {
+		return Mutation{Name: string(kind) + " " + name, Kind: kind, Path: p.path, Field: p.field, unread: p.unread}
+	}
+	if p.kinds&kList != 0 {
+		g.try(mut(MutWrapList, p.path), p.steps, g.wrapList)
+	}
+	if p.kinds&kObject != 0 {
+		for _, k := range p.keys {
+			c := p.children[k]
+			if c.kinds&kList == 0 {
+				continue
+			}
+			m := mut(MutUnwrapObject, p.path+" to "+c.path)
+			m.Field, m.unread = k, c.unread
+			g.try(m, p.steps, g.unwrap(k))
+		}
+	}
+	// Keys the rule does not read get no key-level mutations: each would
+	// survive as a harmless unread_field.
+	keyed := p.holder != nil && p.unread == ""
+	if keyed {
+		g.try(mut(MutRemoveField, p.path), p.holder.steps, g.removeKey(p.field))
+	}
+	if p.kinds&kNumber != 0 {
+		m := mut(MutRetype, p.path+" number->string")
+		m.from, m.to = "number", "string"
+		g.try(m, p.steps, g.retype(kNumber, numberText))
+		m = mut(MutRetype, p.path+" number->bool")
+		m.from, m.to = "number", "bool"
+		g.try(m, p.steps, g.retype(kNumber, func(any) any { return true }))
+	}
+	if p.kinds&kString != 0 {
+		m := mut(MutRetype, p.path+" string->number")
+		m.from, m.to = "string", "number"
+		g.try(m, p.steps, g.retype(kString, func(any) any { return numberValue }))
+	}
+	if nonNull := p.kinds &^ kNull; nonNull != 0 {
+		m := mut(MutRetype, p.path+" "+nonNull.String()+"->null")
+		m.from, m.to = nonNull.String(), "null"
+		g.try(m, p.steps, g.retype(nonNull, func(any) any { return nil }))
+	}
+	if p.nonEmpty {
+		g.try(mut(MutEmptyList, p.path), p.steps, g.emptyList)
+	}
+	if p.elem != nil && p.elem.kinds&kObject != 0 {
+		g.try(mut(MutNonObjectItems, p.path), p.steps, g.nonObjectItems)
+	}
+	if keyed {
+		if p.kinds != 0 {
+			// Only lists and objects too deep for a shape leave kinds
+			// empty, and nesting them changes nothing a shape shows.
+			g.try(mut(MutNestField, p.path), p.steps, g.nest)
+		}
+		if to := renamed(p.field); to != "" && p.holder.children[to] == nil {
+			m := mut(MutRenameKey, p.path+" to "+string(appendKey(nil, to)))
+			m.to = to
+			g.try(m, p.holder.steps, g.renameKey(p.field, to))
+		}
+	}
+	if p == g.control {
+		key := addedKey
+		for i := 2; p.children[key] != nil; i++ {
+			key = addedKey + "_" + strconv.Itoa(i)
+		}
+		m := mut(MutAddField, p.path)
+		m.Field, m.unread = key, ""
+		g.try(m, p.steps, g.addKey(key))
+	}
+}
+
+// try applies change to every value at steps in a copy of the base and
+// yields the mutation, unless the work budget or the cap is spent.
+func (g *generator) try(m Mutation, steps []step, change func(any) (any, bool)) {
+	if g.stopped {
+		return
+	}
+	resp, changed := g.apply(g.base, steps, change)
+	if g.budget < 0 {
+		g.stopped = true
+		return
+	}
+	if !changed {
+		// Every path holds a value of the kind its mutations change, so
+		// this cannot happen; a mutation that changes nothing would only
+		// be reported as a survivor.
+		return
+	}
+	m.Response = resp
+	g.count++
+	if !g.yield(m) || g.count >= MaxMutations {
+		g.stopped = true
+	}
+}
+
+// apply returns v with change applied to every value the steps lead to,
+// copying only the lists and objects on the way; changed is false when
+// nothing changed (v is then returned as it is).
+func (g *generator) apply(v any, steps []step, change func(any) (any, bool)) (any, bool) {
+	g.budget--
+	if g.budget < 0 {
+		return v, false
+	}
+	if len(steps) == 0 {
+		return change(v)
+	}
+	s, rest := steps[0], steps[1:]
+	if s.elem {
+		l, ok := v.([]any)
+		if !ok {
+			return v, false
+		}
+		var out []any
+		for i, e := range l {
+			ne, changed := g.apply(e, rest, change)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = g.copyList(l)
+			}
+			out[i] = ne
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v, false
+	}
+	c, ok := m[s.key]
+	if !ok {
+		return v, false
+	}
+	nc, changed := g.apply(c, rest, change)
+	if !changed {
+		return v, false
+	}
+	out := g.copyMap(m, 0)
+	out[s.key] = nc
+	return out, true
+}
+
+func (g *generator) copyList(l []any) []any {
+	g.budget -= len(l)
+	return slices.Clone(l)
+}
+
+func (g *generator) copyMap(m map[string]any, extra int) map[string]any {
+	g.budget -= len(m)
+	out := make(map[string]any, len(m)+extra)
+	maps.Copy(out, m)
+	return out
+}
+
+func (g *generator) wrapList(v any) (any, bool) {
+	if l, ok := v.([]any); ok {
+		return map[string]any{wrapKey: l}, true
+	}
+	return v, false
+}
+
+func (g *generator) unwrap(key string) func(any) (any, bool) {
+	return func(v any) (any, bool) {
+		if m, ok := v.(map[string]any); ok {
+			if l, ok := m[key].([]any); ok {
+				return l, true
+			}
+		}
+		return v, false
+	}
+}
+
+func (g *generator) removeKey(key string) func(any) (any, bool) {
+	return func(v any) (any, bool) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, false
+		}
+		if _, ok := m[key]; !ok {
+			return v, false
+		}
+		out := g.copyMap(m, 0)
+		delete(out, key)
+		return out, true
+	}
+}
+
+func (g *generator) renameKey(from, to string) func(any) (any, bool) {
+	return func(v any) (any, bool) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, false
+		}
+		x, ok := m[from]
+		if !ok {
+			return v, false
+		}
+		out := g.copyMap(m, 0)
+		delete(out, from)
+		out[to] = x
+		return out, true
+	}
+}
+
+func (g *generator) addKey(key string) func(any) (any, bool) {
+	return func(v any) (any, bool) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, false
+		}
+		out := g.copyMap(m, 1)
+		out[key] = addedValue
+		return out, true
+	}
+}
+
+func (g *generator) retype(kinds kindSet, to func(any) any) func(any) (any, bool) {
+	return func(v any) (any, bool) {
+		if kindOf(v)&kinds == 0 {
+			return v, false
+		}
+		return to(v), true
+	}
+}
+
+func (g *generator) emptyList(v any) (any, bool) {
+	if l, ok := v.([]any); ok && len(l) > 0 {
+		return []any{}, true
+	}
+	return v, false
+}
+
+func (g *generator) nonObjectItems(v any) (any, bool) {
+	l, ok := v.([]any)
+	if !ok {
+		return v, false
+	}
+	var out []any
+	for i, e := range l {
+		if _, ok := e.(map[string]any); !ok {
+			continue
+		}
+		if out == nil {
+			out = g.copyList(l)
+		}
+		out[i] = stringItem
+	}
+	if out == nil {
+		return v, false
+	}
+	return out, true
+}
+
+func (g *generator) nest(v any) (any, bool) {
+	return map[string]any{nestKey: v}, true
+}
+
+// numberText is a number's JSON text: 0.93 becomes "0.93".
+func numberText(v any) any {
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	// Only infinities get here (a YAML .inf fixture); JSON has no text
+	// for them.
+	f, _ := v.(float64)
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// renamed returns the name a provider renaming key would likely give it:
+// snake_case becomes camelCase, camelCase becomes snake_case, and any other
+// key has the case of its first letter flipped ("score" becomes "Score").
+// It returns "" when key has no letter case to change.
+func renamed(key string) string {
+	if s := snakeToCamel(key); s != key {
+		return s
+	}
+	if s := camelToSnake(key); s != key {
+		return s
+	}
+	r, size := utf8.DecodeRuneInString(key)
+	var s string
+	switch {
+	case unicode.IsLower(r):
+		s = string(unicode.ToUpper(r)) + key[size:]
+	case unicode.IsUpper(r):
+		s = string(unicode.ToLower(r)) + key[size:]
+	}
+	if s == key || r == utf8.RuneError {
+		return ""
+	}
+	return s
+}
+
+// snakeToCamel drops each underscore that follows a character other than
+// an underscore and precedes a lower-case ASCII letter, upper-casing the
+// letter: next_cursor becomes nextCursor.
+func snakeToCamel(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '_' && i > 0 && key[i-1] != '_' && i+1 < len(key) && 'a' <= key[i+1] && key[i+1] <= 'z' {
+			b.WriteByte(key[i+1] - 'a' + 'A')
+			i++
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// camelToSnake puts an underscore before each upper-case ASCII letter that
+// follows a lower-case ASCII letter or a digit, lower-casing the letter:
+// nextCursor becomes next_cursor.
+func camelToSnake(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if 'A' <= c && c <= 'Z' && i > 0 && ('a' <= key[i-1] && key[i-1] <= 'z' || '0' <= key[i-1] && key[i-1] <= '9') {
+			b.WriteByte('_')
+			b.WriteByte(c - 'A' + 'a')
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// keyPath is the path of key below path, written as shape.Diff writes it.
+func keyPath(path, key string) string {
+	k := string(appendKey(nil, key))
+	if path == "$" {
+		return k
+	}
+	return path + "." + k
+}
+
+// appendKey appends k bare or quoted exactly as results/shape does in its
+// canonical text and diff paths (shape keeps the function unexported), so
+// that a mutation's path is the path of its diff line: bare when k is a
+// non-empty run of ASCII letters, digits, '_' and '-', otherwise quoted
+// with '"' and '\' escaped, control bytes, DEL and invalid UTF-8 as \xNN
+// and other non-ASCII characters as \uNNNN or \UNNNNNNNN. A test holds the
+// two in step.
+func appendKey(b []byte, k string) []byte {
+	bare := k != ""
+	for i := 0; i < len(k) && bare; i++ {
+		c := k[i]
+		bare = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+	}
+	if bare {
+		return append(b, k...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(k); {
+		c := k[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20 || c == 0x7f:
+				b = fmt.Appendf(b, `\x%02x`, c)
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(k[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = fmt.Appendf(b, `\x%02x`, c)
+		case r <= 0xffff:
+			b = fmt.Appendf(b, `\u%04x`, r)
+		default:
+			b = fmt.Appendf(b, `\U%08x`, r)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// MutationBase is a passing response a consumer is mutation-tested on.
+type MutationBase struct {
+	Name       string // the fixture's name, or "db: <probe>" for a recorded sample
+	Response   any
+	Status     int // 0 means 200
+	Headers    map[string]string
+	MinResults int // as the probe or fixture requires
+}
+
+// SurvivorClass says whether a surviving mutation is a problem.
+type SurvivorClass string
+
+// The classes, in the order MutationTest tries them.
+const (
+	// PositiveControl is add_field: it must survive.
+	PositiveControl SurvivorClass = "positive_control"
+	// ByDesign is empty_list under min_results 0: an empty answer is valid
+	// by the probe's own contract (seed 003).
+	ByDesign SurvivorClass = "by_design"
+	// UnreadField is a change below a key the rule demonstrably never
+	// reads (see Mutations): harmless to it.
+	UnreadField SurvivorClass = "unread_field"
+	// BlindSpot is a contract change the rule still passes and should
+	// notice.
+	BlindSpot SurvivorClass = "blind_spot"
+)
+
+// Survivor is a mutation the consumer still passed.
+type Survivor struct {
+	Base     string
+	Mutation Mutation // Response is dropped (nil): the diff shows the change
+	Class    SurvivorClass
+	Diff     []string // shape.Diff(shape.Of(base), shape.Of(mutated)), SPEC §5 wording
+	Why      string   // one sentence a person can act on, naming the path
+	Accepted string   // the accept_mutations reason when the consumer acknowledges it; "" otherwise
+}
+
+// MutationReport is the result of mutation-testing one consumer.
+type MutationReport struct {
+	Consumer string
+	Bases    []string          // names of the bases that passed and were mutated
+	Skipped  map[string]string // base name -> why it was not used: "it does not pass: <code>: <message>"
+	Total    int               // mutations run
+	Killed   int               // mutations the consumer rejected (any non-pass verdict), positive controls included
+	// Survivors lists every survivor, all classes, in base order and then
+	// in the order of Mutations.
+	Survivors []Survivor
+	// KilledControls names the positive-control mutations the rule
+	// rejected and the consumer does not accept, one entry per base it was
+	// rejected on: a rule that rejects an unrelated added field breaks on
+	// harmless additive changes, so this fails CI too.
+	KilledControls []string
+}
+
+// Score is killed / (killed + blind spots), in [0, 1]; 1 when there is
+// nothing to kill. Blind spots are the unaccepted ones: an accepted
+// survivor is acknowledged as the rule's contract, not missed by it.
+func (r MutationReport) Score() float64 {
+	blind := len(r.BlindSpots())
+	if r.Killed+blind == 0 {
+		return 1
+	}
+	return float64(r.Killed) / float64(r.Killed+blind)
+}
+
+// Failed reports whether the report should fail CI: an unaccepted blind
+// spot, or a killed positive control that is not accepted.
+func (r MutationReport) Failed() bool {
+	return len(r.KilledControls) > 0 || len(r.BlindSpots()) > 0
+}
+
+// BlindSpots returns the unaccepted blind-spot survivors.
+func (r MutationReport) BlindSpots() []Survivor {
+	var out []Survivor
+	for _, s := range r.Survivors {
+		if s.Class == BlindSpot && s.Accepted == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MutationTest mutates every base that passes and runs the consumer on each
+// mutation (same Status, Headers and MinResults as the base). A survivor is
+// a mutation that still yields pass. Survivors, and rejected positive
+// controls, whose Name, or whose Kind alone (e.g. "empty_list"), appears in
+// c.AcceptMutations are accepted with its reason; the name wins over the
+// kind.
+//
+// A survivor is classified in this order: add_field is a PositiveControl;
+// empty_list under MinResults 0 is ByDesign; a mutation below a key the rule
+// demonstrably never reads is UnreadField (see Mutations: the key may be
+// the mutation's Field or one on the way to it); everything else is a
+// BlindSpot. A mutation with no key on its path ("$", "$[]") is never
+// UnreadField: wrapping, emptying or retyping the whole answer always
+// matters. A list-level mutation is about the last key of its path, so
+// wrapping a tags list the rule skips is harmless, while wrapping the list
+// the rule selects is a blind spot.
+func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
+	r := MutationReport{Skipped: map[string]string{}}
+	if c != nil {
+		r.Consumer = c.Name
+	}
+	reads := c.ReadFields()
+	var accepted map[string]string
+	if c != nil {
+		accepted = make(map[string]string, len(c.AcceptMutations))
+		for _, a := range c.AcceptMutations {
+			if _, dup := accepted[a.Mutation]; !dup {
+				accepted[a.Mutation] = a.Reason
+			}
+		}
+	}
+	acceptance := func(m Mutation) string {
+		if reason, ok := accepted[m.Name]; ok {
+			return reason
+		}
+		return accepted[string(m.Kind)]
+	}
+	for _, b := range bases {
+		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers}
+		if in.Status == 0 {
+			in.Status = 200
+		}
+		if v := c.Apply(in, b.MinResults); v.Err != nil {
+			r.Skipped[b.Name] = fmt.Sprintf("it does not pass: %s: %s", v.Err.Code, v.Err.Message)
+			continue
+		}
+		r.Bases = append(r.Bases, b.Name)
+		var baseShape shape.Shape // only needed once something survives
+		eachMutation(b.Response, reads, func(m Mutation) bool {
+			r.Total++
+			in.Response = m.Response
+			v := c.Apply(in, b.MinResults)
+			if v.Err != nil {
+				r.Killed++
+				if m.Kind == MutAddField && acceptance(m) == "" {
+					r.KilledControls = append(r.KilledControls, m.Name)
+				}
+				return true
+			}
+			if baseShape.String() == "" {
+				baseShape = shape.Of(b.Response)
+			}
+			class := classify(m, b.MinResults)
+			s := Survivor{
+				Base: b.Name, Mutation: m, Class: class,
+				Diff:     shape.Diff(baseShape, shape.Of(m.Response)),
+				Why:      why(m, class),
+				Accepted: acceptance(m),
+			}
+			s.Mutation.Response = nil
+			r.Survivors = append(r.Survivors, s)
+			return true
+		})
+	}
+	return r
+}
+
+func classify(m Mutation, minResults int) SurvivorClass {
+	switch {
+	case m.Kind == MutAddField:
+		return PositiveControl
+	case m.Kind == MutEmptyList && minResults <= 0:
+		return ByDesign
+	case m.unread != "":
+		return UnreadField
+	}
+	return BlindSpot
+}
+
+// why is the Survivor's sentence: what changed, then why that matters or
+// does not.
+func why(m Mutation, class SurvivorClass) string {
+	field := subject(m)
+	var what, risk string
+	switch m.Kind {
+	case MutWrapList:
+		what = fmt.Sprintf("the list at %s was wrapped in an object", m.Path)
+		risk = fmt.Sprintf("it never checks that %s is a list, so code iterating it would get the object's keys instead of its items", m.Path)
+	case MutUnwrapObject:
+		what = fmt.Sprintf("the object at %s was replaced by its list %s", m.Path, m.Field)
+		risk = fmt.Sprintf("it never checks that %s is an object, so code reading %s from it would break", m.Path, m.Field)
+	case MutRemoveField:
+		what = fmt.Sprintf("%s was removed", m.Path)
+		risk = fmt.Sprintf("it never requires %s, so code reading it would get nothing", field)
+	case MutRetype:
+		what = fmt.Sprintf("%s turned from %s into %s", m.Path, m.from, m.to)
+		switch {
+		case m.to == "null":
+			risk = fmt.Sprintf("it never checks that %s is not null, so code using it would break", field)
+		case m.from == "number":
+			risk = fmt.Sprintf("it never checks the type of %s, so code doing arithmetic on it would break", field)
+		default:
+			risk = fmt.Sprintf("it never checks the type of %s, so code treating it as text would break", field)
+		}
+	case MutEmptyList:
+		what = fmt.Sprintf("the list at %s was emptied", m.Path)
+		risk = "an empty answer counts as a success, so a provider that lost its results would look like one that found nothing"
+	case MutNonObjectItems:
+		what = fmt.Sprintf("the items of %s turned from objects into strings", m.Path)
+		risk = "it never checks that each item is an object, so code reading their fields would break"
+	case MutNestField:
+		what = fmt.Sprintf("%s was moved into an object under %q", m.Path, nestKey)
+		risk = fmt.Sprintf("it never checks what %s holds, so code using it directly would break", field)
+	case MutRenameKey:
+		what = fmt.Sprintf("%s was renamed to %s", m.Path, m.to)
+		risk = fmt.Sprintf("it never requires %s, so code reading it by its old name would get nothing", field)
+	case MutAddField:
+		return "an unrelated field was added and the rule still passes, as it must"
+	default:
+		what = fmt.Sprintf("%s changed (%s)", m.Path, m.Kind)
+		risk = "it never checks this part of the contract"
+	}
+	switch class {
+	case ByDesign:
+		return what + " and the rule still passes, as min_results 0 allows: an empty answer is valid by the probe's own contract"
+	case UnreadField:
+		return fmt.Sprintf("%s and the rule still passes: harmless, the rule never reads %s", what, m.unread)
+	}
+	return what + " and the rule still passes: " + risk
+}
+
+// subject names what a retype, removal or rename is about in a sentence:
+// the key ("score"), each item of a list ("each item of results"), or the
+// response itself.
+func subject(m Mutation) string {
+	switch {
+	case strings.HasSuffix(m.Path, "[]"):
+		list := strings.TrimSuffix(m.Path, "[]")
+		if list == "$" {
+			list = "the response"
+		}
+		return "each item of " + list
+	case m.Field != "":
+		return m.Field
+	}
+	return "the response"
+}
