@@ -44,7 +44,20 @@ type Shape struct {
 	Canonical   string
 	Baseline    string   // the baseline fingerprint when Drift is not empty
 	Drift       []string // diff lines, SPEC §5 wording; empty when no drift
+	// Sample is the whole body that showed this shape, every known secret
+	// scrubbed, so that a real answer of the shape can be replayed later.
+	// Only a passing run whose fingerprint differs from its probe's
+	// previous pass carries it (the first pass of a process, and every
+	// change of shape among passes), and only when the scrubbed body fits
+	// in ShapeSampleBytes; otherwise it is "". The store keeps the first sample of each fingerprint and
+	// never replaces it.
+	Sample string
 }
+
+// ShapeSampleBytes bounds Shape.Sample. A body is kept whole or not at
+// all: a cut body would no longer be JSON, so a larger body gets no
+// sample.
+const ShapeSampleBytes = 64 << 10
 
 // ConsumerRef names the consumer rule that judged a response, with the
 // version its author gave and a hash of the rule text, so a result can be

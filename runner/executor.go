@@ -38,8 +38,9 @@ type Options struct {
 }
 
 // Executor runs operations. It keeps one HTTP client per probe, so that
-// successive runs of a probe reuse its connections, and is safe for
-// concurrent use.
+// successive runs of a probe reuse its connections, and the fingerprint of
+// each probe's last passing shape, so that only a pass that shows a new
+// shape carries a sample of it. It is safe for concurrent use.
 type Executor struct {
 	logger    *slog.Logger
 	now       func() time.Time
@@ -50,6 +51,12 @@ type Executor struct {
 
 	mu      sync.Mutex
 	clients map[*checks.Probe]*http.Client
+	// shapes holds the fingerprint of each probe's last passing run.
+	// Like clients it is keyed by the probe value and forgotten with them,
+	// so the first run after a start or a reload carries a sample: the
+	// store keeps one per fingerprint, and a new process cannot know
+	// whether its shape already has one.
+	shapes map[*checks.Probe]string
 }
 
 // SetRedactor replaces the redactor, for a reloaded config whose secrets
@@ -65,6 +72,7 @@ func NewExecutor(opts Options) *Executor {
 		rand:    opts.Rand,
 		newID:   opts.NewID,
 		clients: map[*checks.Probe]*http.Client{},
+		shapes:  map[*checks.Probe]string{},
 	}
 	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
@@ -97,12 +105,14 @@ func buildVersion() string {
 }
 
 // CloseIdleConnections closes the idle connections of every probe's client
-// and forgets the clients; the next run of a probe builds a new one. Call it
+// and forgets the clients and the probes' last shapes; the next run of a
+// probe builds a new client and carries a sample of its shape. Call it
 // after a config reload, whose probes are new values, and at shutdown.
 func (e *Executor) CloseIdleConnections() {
 	e.mu.Lock()
 	clients := e.clients
 	e.clients = map[*checks.Probe]*http.Client{}
+	e.shapes = map[*checks.Probe]string{}
 	e.mu.Unlock()
 	for _, c := range clients {
 		c.CloseIdleConnections()
@@ -129,6 +139,18 @@ func (e *Executor) httpClient(p *checks.Probe) *http.Client {
 	return c
 }
 
+// newShape records fingerprint as p's last shape and reports whether it
+// differs from the one before, as it does on p's first run with a shape.
+func (e *Executor) newShape(p *checks.Probe, fingerprint string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if last, ok := e.shapes[p]; ok && last == fingerprint {
+		return false
+	}
+	e.shapes[p] = fingerprint
+	return true
+}
+
 // Run runs one operation of p: the request with its retries, then the
 // consumer's rules on the answer. It never panics and never returns a Go
 // error: every failure, toolpulse's own included, is a typed outcome in the
@@ -152,13 +174,16 @@ func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result
 }
 
 // complete fills what every result carries whatever happened (duration,
-// attempts, final status, sample) and scrubs secrets from it. A panic in
+// attempts, final status, samples) and scrubs secrets from it. A panic in
 // here leaves a bare internal_error rather than escaping Run.
 func (e *Executor) complete(res *results.Result, op *operation) {
 	defer func() {
 		if v := recover(); v != nil {
 			res.Fail(results.NewError(results.CodeInternalError, "panic while completing the result: %v", v))
 			res.ResponseSample = ""
+			if res.Shape != nil {
+				res.Shape.Sample = ""
+			}
 			e.redactor.Load().RedactResult(res)
 		}
 	}()
@@ -184,6 +209,15 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 			"outcome", res.Outcome, "code", res.Code(), "message", res.Error.Message,
 			"attempts", len(res.Attempts))
 	}
+	// Last, so that nothing after it can panic and drop a sample the
+	// probe's memory already counts as sent. A steady probe pays one
+	// locked map lookup here; only a new shape pays for scrubbing the
+	// whole body.
+	// Only a pass: `toolpulse test --mutate --from-db` mutates the sample and
+	// needs a body the consumer accepted.
+	if res.Shape != nil && res.Outcome == results.Pass && e.newShape(op.p, res.Shape.Fingerprint) {
+		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.body)))
+	}
 }
 
 // sampleBytes bounds the response sample kept for a failed run.
@@ -201,6 +235,18 @@ func sample(body string) string {
 		body = body[:cut]
 	}
 	return strings.ToValidUTF8(body, "\uFFFD")
+}
+
+// shapeSample is a body, already redacted, as Shape.Sample keeps it: whole,
+// or "" when it does not fit in results.ShapeSampleBytes. Invalid UTF-8,
+// which a body that decoded can hold only inside strings, becomes U+FFFD
+// as in the failure sample: the sample is valid text and keeps its shape.
+func shapeSample(body string) string {
+	body = strings.ToValidUTF8(body, "\uFFFD")
+	if len(body) > results.ShapeSampleBytes {
+		return ""
+	}
+	return body
 }
 
 // recovered turns a panic inside Run into a recorded internal_error. The

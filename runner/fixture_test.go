@@ -9,7 +9,7 @@ import (
 
 func TestJudgeFixture(t *testing.T) {
 	c, errs := consumers.Compile(consumers.Source{Name: "items", Version: "1",
-		Select: `headers["x-mode"] == "strict" && len(response.items) > 1 ? fail("too_many", "strict mode wants one") : response.items`,
+		Select:   `headers["x-mode"] == "strict" && len(response.items) > 1 ? fail("too_many", "strict mode wants one") : response.items`,
 		Validate: `type(.id) == "string"`})
 	if errs != nil {
 		t.Fatal(errs)

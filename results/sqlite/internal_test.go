@@ -174,7 +174,7 @@ func TestReaderPoolCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = s.reader.Exec(`INSERT INTO shapes VALUES ('f', 'c', 'a', 'b', 1)`)
+	_, err = s.reader.Exec(`INSERT INTO shapes (fingerprint, canonical, first_seen, last_seen) VALUES ('f', 'c', 'a', 'b')`)
 	if err == nil || !strings.Contains(err.Error(), "readonly") {
 		t.Errorf("write through the reader pool: got %v, want a readonly error", err)
 	}

@@ -58,6 +58,9 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 		{name: "RecentRuns", query: recentRuns, args: []any{"p", 50}, want: []string{
 			"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=?)"}},
 		{name: "Drifts, all probes", want: []string{"SEARCH drifts USING INDEX drifts_detected (detected_at>?)"}},
+		{name: "LatestPassSamples", query: latestPassSample, args: []any{"p"}, want: []string{
+			"SEARCH r USING INDEX results_probe_outcome_started (probe=? AND outcome=?)",
+			"SEARCH s USING INDEX sqlite_autoindex_shapes_1 (fingerprint=?)"}},
 		{name: "Stats, probe names", query: probeNames, want: []string{
 			"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)"}},
 		{name: "Stats, one probe", query: statsProbe, args: []any{"p", stored, "~"}, sorts: true, want: []string{

@@ -14,12 +14,16 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-const upsertShape = `INSERT INTO shapes (fingerprint, canonical, first_seen, last_seen, seen_count)
-VALUES (?, ?, ?, ?, 1)
+// upsertShape counts a run's shape as seen. A shape's sample is the first
+// one a run brought: a later run fills it only while it is NULL, so that
+// what a reader got once stays what it gets.
+const upsertShape = `INSERT INTO shapes (fingerprint, canonical, first_seen, last_seen, seen_count, sample)
+VALUES (?, ?, ?, ?, 1, ?)
 ON CONFLICT (fingerprint) DO UPDATE SET
     first_seen = min(first_seen, excluded.first_seen),
     last_seen  = max(last_seen, excluded.last_seen),
-    seen_count = seen_count + 1`
+    seen_count = seen_count + 1,
+    sample     = coalesce(shapes.sample, excluded.sample)`
 
 const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
@@ -72,14 +76,16 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 //
 // It fails with ErrDuplicate (wrapped) if the operation id is already
 // stored, and leaves the stored result unchanged. A record that breaks the
-// domain's invariants (a pass with an error, a failure without a code, an
-// alert of another probe or in a delivered state, a drift alert without a
-// drift) is refused as a whole, not repaired.
+// domain's invariants (a pass with an error, a failure without a code, a
+// shape sample over results.ShapeSampleBytes, an alert of another probe or
+// in a delivered state, a drift alert without a drift) is refused as a
+// whole, not repaired.
 //
 // Durations are stored in whole milliseconds and times with millisecond
 // precision. The response sample is stored only for runs that did not pass
-// and received a response. Shape.Baseline and Shape.Drift are not stored:
-// rec.Drift is.
+// and received a response. Shape.Sample is stored with the shape, when the
+// shape has none yet ("" stores nothing), and never replaces one.
+// Shape.Baseline and Shape.Drift are not stored: rec.Drift is.
 //
 // RecordRun stops waiting when ctx is done; a caller that must not lose a
 // run during shutdown passes a context that is not cancelled with it.
@@ -168,7 +174,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	if r.Shape != nil {
 		fingerprint = sql.NullString{String: r.Shape.Fingerprint, Valid: true}
 		if _, err := tx.ExecContext(ctx, upsertShape,
-			r.Shape.Fingerprint, r.Shape.Canonical, startedAt, startedAt); err != nil {
+			r.Shape.Fingerprint, r.Shape.Canonical, startedAt, startedAt, nullString(r.Shape.Sample)); err != nil {
 			return fmt.Errorf("shape %s: %w", r.Shape.Fingerprint, err)
 		}
 		if _, err := tx.ExecContext(ctx, upsertShapeCount,
@@ -325,6 +331,8 @@ func validate(r *results.Result) error {
 		return fmt.Errorf("outcome %s with an empty code", r.Outcome)
 	case r.Shape != nil && (r.Shape.Fingerprint == "" || r.Shape.Canonical == ""):
 		return errors.New("shape without fingerprint or canonical text")
+	case r.Shape != nil && len(r.Shape.Sample) > results.ShapeSampleBytes:
+		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), results.ShapeSampleBytes)
 	}
 	for i, a := range r.Attempts {
 		switch {

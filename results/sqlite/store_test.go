@@ -162,7 +162,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			if sh := tt.in.Shape; sh != nil {
 				at := results.FormatTime(tt.in.StartedAt)
 				wantShapes = []map[string]any{{"fingerprint": sh.Fingerprint, "canonical": sh.Canonical,
-					"first_seen": at, "last_seen": at, "seen_count": int64(1)}}
+					"first_seen": at, "last_seen": at, "seen_count": int64(1), "sample": nil}}
 			}
 			if !reflect.DeepEqual(shapes, wantShapes) {
 				t.Errorf("shapes rows:\n got  %v\n want %v", shapes, wantShapes)
