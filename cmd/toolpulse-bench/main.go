@@ -1,0 +1,98 @@
+// Command toolpulse-bench measures toolpulse against large databases. Each
+// mode is a subcommand:
+//
+//	toolpulse-bench read [flags]
+//
+// read generates (or reuses) a database of synthetic results, then times
+// `toolpulse stats` and `toolpulse history` as separate processes, the same
+// reads in process, and the daemon's API and status page; --explain adds
+// the SQLite query plans. Run `toolpulse-bench read -h` for its flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// run dispatches to a mode and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	var err error
+	switch mode := args[0]; mode {
+	case "read":
+		err = runRead(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "toolpulse-bench: unknown mode %q\n", mode)
+		usage(stderr)
+		return exitUsage
+	}
+	var usageErr *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &usageErr):
+		fmt.Fprintf(stderr, "toolpulse-bench %s: %v\n", args[0], err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "toolpulse-bench %s: %v\n", args[0], err)
+		return exitFailed
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: toolpulse-bench MODE [flags]
+
+modes:
+  read    generate or reuse a large database and time toolpulse's reads:
+          stats, history, the API and the status page
+`)
+}
+
+// usageError is a bad flag or argument.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// progress prints what the bench is doing on stderr, with the time since it
+// started.
+type progress struct {
+	w     io.Writer
+	start time.Time
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w, start: time.Now()} }
+
+func (p *progress) printf(format string, args ...any) {
+	elapsed := time.Since(p.start).Truncate(100 * time.Millisecond)
+	fmt.Fprintf(p.w, "[%7s] %s\n", elapsed, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceBuild says that the tests were built with -race.
+const raceBuild = true
