@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runIn runs the CLI in-process from dir (for relative config and consumer
+// paths), with an empty environment.
+func runIn(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, func(string) (string, bool) { return "", false }, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestTestSeedExamples runs the three seed consumers the way CI would: all
+// fixtures meet their expectations and no blind spot is left unaccepted.
+func TestTestSeedExamples(t *testing.T) {
+	code, out, errOut := runIn(t, repoRoot(t), "-c", "examples/seeds/checks.yaml", "test", "--mutate")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"select_results v2", "refund_envelope v1", "search_runs v1",
+		"ok  order 31, rejected with a buried ok",
+		"accepted    wrap_list results  [original list layout]",
+		"control     add_field $  [runs found]",
+		"ok: 3 consumer(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "BLIND SPOT") {
+		t.Errorf("a seed consumer has an unaccepted blind spot\n%s", out)
+	}
+}
+
+// TestTestPermissiveAndStrict mutation-tests seed 000's permissive check
+// and its strict rule side by side: the permissive one lets a retyped
+// score through and fails; the strict one kills it.
+func TestTestPermissiveAndStrict(t *testing.T) {
+	root := repoRoot(t)
+	code, out, _ := runIn(t, t.TempDir(), "test", "--mutate", "--consumer",
+		filepath.Join(root, "examples/seeds/consumers/results_permissive.yaml"))
+	if code != exitContractError {
+		t.Errorf("permissive: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"BLIND SPOT  retype results[].score number->string",
+		"results[].score: number -> string",
+		"it never checks the type of score",
+		"control     add_field $",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("permissive output lacks %q\n%s", want, out)
+		}
+	}
+	code, out, _ = runIn(t, t.TempDir(), "test", "--mutate", "--consumer", filepath.Join(root, "consumers/select_results.yaml"))
+	if code != exitOK || strings.Contains(out, "retype results[].score number->string") {
+		t.Errorf("strict: exit %d, want 0 with the score retype killed\n%s", code, out)
+	}
+}
+
+const testCmdConfig = `version: 1
+consumers:
+  - name: items
+    version: "3"
+    select: response.items
+    validate: type(.id) == "string"
+    fixtures:
+      - name: one item
+        response: {items: [{id: a}]}
+        expect: pass
+      - name: wrong on purpose
+        response: {items: [{id: 7}]}
+        expect: {outcome: contract_error, code: empty_selection}
+  - name: unused
+    select: response.x
+    fixtures:
+      - name: x
+        response: {x: [1]}
+        expect: pass
+probes:
+  - name: p
+    request: {url: "http://127.0.0.1:9/"}
+    consumer: items
+`
+
+func TestTestFixtureMismatchAndExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "checks.yaml"), []byte(testCmdConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("name: bad\nselect: response.(\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runIn(t, dir, "test")
+	if code != exitContractError {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		"FAIL  wrong on purpose",
+		"FAIL items / wrong on purpose: got code invalid_item, want empty_selection",
+		"invalid_item: item 0 failed validate",
+		"not tested (no probe uses them; name them with --consumer): unused",
+		"FAIL: 1 consumer(s), 2 fixture(s), 1 failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	// An unused consumer is tested when named.
+	if code, out, _ := runIn(t, dir, "test", "--consumer", "unused"); code != exitOK || !strings.Contains(out, "unused v (") {
+		t.Errorf("--consumer unused: exit %d\n%s", code, out)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"test", "--consumer", "nope"}, exitUsage, `no consumer named "nope"`},
+		{[]string{"test", "--from-db"}, exitUsage, "--from-db needs --mutate"},
+		{[]string{"test", "--consumer", "bad.yaml"}, exitConfig, "bad.yaml:2:"},
+	} {
+		code, _, errOut := runIn(t, dir, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.err) {
+			t.Errorf("%v: exit %d %q, want %d and %q", tt.args, code, errOut, tt.code, tt.err)
+		}
+	}
+}
+
+func TestTestJSONAndJUnit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "checks.yaml"), []byte(testCmdConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runIn(t, dir, "test", "--mutate", "--format", "json", "--junit", "report.xml")
+	if code != exitContractError {
+		t.Errorf("exit %d, want 1", code)
+	}
+	var report struct {
+		OK        bool `json:"ok"`
+		Consumers []struct {
+			Name     string `json:"name"`
+			OK       bool   `json:"ok"`
+			Fixtures []struct {
+				Name     string `json:"name"`
+				OK       bool   `json:"ok"`
+				Outcome  string `json:"outcome"`
+				Code     string `json:"code"`
+				Mismatch string `json:"mismatch"`
+			} `json:"fixtures"`
+			Mutation struct {
+				Total     int     `json:"total"`
+				Killed    int     `json:"killed"`
+				Score     float64 `json:"score"`
+				Survivors []struct {
+					Mutation string   `json:"mutation"`
+					Class    string   `json:"class"`
+					Diff     []string `json:"diff"`
+				} `json:"survivors"`
+			} `json:"mutation"`
+		} `json:"consumers"`
+		Unused []string `json:"unused_consumers"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, out)
+	}
+	if report.OK || len(report.Consumers) != 1 || len(report.Consumers[0].Fixtures) != 2 || len(report.Unused) != 1 {
+		t.Fatalf("report = %+v", report)
+	}
+	c := report.Consumers[0]
+	if f := c.Fixtures[1]; f.OK || f.Code != "invalid_item" || f.Mismatch == "" {
+		t.Errorf("mismatched fixture = %+v", f)
+	}
+	if m := c.Mutation; m.Total == 0 || m.Killed+len(m.Survivors) != m.Total || m.Score <= 0 || m.Score > 1 {
+		t.Errorf("mutation = %+v", m)
+	}
+
+	// JUnit: the elements and attributes CI systems require, and counts
+	// that agree with the cases.
+	b, err := os.ReadFile(filepath.Join(dir, "report.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type attr = *string
+	var junit struct {
+		XMLName  xml.Name `xml:"testsuites"`
+		Tests    attr     `xml:"tests,attr"`
+		Failures attr     `xml:"failures,attr"`
+		Suites   []struct {
+			Name     attr `xml:"name,attr"`
+			Tests    int  `xml:"tests,attr"`
+			Failures int  `xml:"failures,attr"`
+			Errors   attr `xml:"errors,attr"`
+			Skipped  int  `xml:"skipped,attr"`
+			Time     attr `xml:"time,attr"`
+			Cases    []struct {
+				Name      attr `xml:"name,attr"`
+				Classname attr `xml:"classname,attr"`
+				Time      attr `xml:"time,attr"`
+				Failure   *struct {
+					Message attr   `xml:"message,attr"`
+					Type    attr   `xml:"type,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"failure"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &junit); err != nil {
+		t.Fatalf("report.xml: %v\n%s", err, b)
+	}
+	if junit.Tests == nil || junit.Failures == nil || len(junit.Suites) != 1 {
+		t.Fatalf("testsuites lacks tests/failures or has %d suites\n%s", len(junit.Suites), b)
+	}
+	s := junit.Suites[0]
+	if s.Name == nil || *s.Name != "items" || s.Errors == nil || s.Time == nil || s.Tests != len(s.Cases) {
+		t.Fatalf("testsuite attributes wrong\n%s", b)
+	}
+	failures, skipped, fixtureFailed := 0, 0, false
+	for _, c := range s.Cases {
+		if c.Name == nil || c.Classname == nil || c.Time == nil {
+			t.Errorf("a testcase lacks name, classname or time\n%s", b)
+		}
+		if c.Failure != nil {
+			failures++
+			if c.Failure.Message == nil || c.Failure.Type == nil {
+				t.Errorf("a failure lacks message or type")
+			}
+			fixtureFailed = fixtureFailed || (*c.Name == "wrong on purpose" && strings.Contains(c.Failure.Text, "invalid_item"))
+		}
+		if c.Skipped != nil {
+			skipped++
+		}
+	}
+	if s.Failures != failures || s.Skipped != skipped || !fixtureFailed {
+		t.Errorf("suite says %d failures, %d skipped; cases have %d, %d; fixture failure reported: %v\n%s",
+			s.Failures, s.Skipped, failures, skipped, fixtureFailed, b)
+	}
+}
+
+// TestTestFromDB mutates the latest recorded passing answer of each probe:
+// `check` records real runs, then `test --mutate --from-db` uses them.
+func TestTestFromDB(t *testing.T) {
+	h := newHarness(t)
+	if code, out, errOut := h.run("check"); code != exitOK {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := h.run("test", "--mutate", "--from-db", "--format", "json")
+	if code == exitUsage || code == exitSoftware || code == exitConfig {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`"bases":["db: search"]`, `"bases":["db: search_strict"]`, `"bases":["db: tracker"]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s: the recorded answers were not mutated\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, testSecret) {
+		t.Errorf("the secret leaked into the report")
+	}
+}
