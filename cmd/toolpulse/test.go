@@ -267,7 +267,24 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 	}
 	start := time.Now()
 	m := c.MutationTest(bases)
-	cr.Mutation = &mutationReport{MutationReport: m, Duration: time.Since(start)}
+	cr.Mutation = &mutationReport{MutationReport: m, Duration: time.Since(start), Stale: staleAccepts(c, m)}
 	cr.OK = cr.OK && !m.Failed()
 	return cr
+}
+
+// staleAccepts lists the accept_mutations entries that matched no
+// survivor: a typo or a fixed rule, either way an entry that would
+// silently accept a future blind spot of that name.
+func staleAccepts(c *consumers.Consumer, m consumers.MutationReport) []string {
+	var out []string
+	for _, a := range c.AcceptMutations {
+		used := false
+		for _, s := range m.Survivors {
+			used = used || s.Mutation.Name == a.Mutation || string(s.Mutation.Kind) == a.Mutation
+		}
+		if !used {
+			out = append(out, a.Mutation)
+		}
+	}
+	return out
 }

@@ -62,6 +62,8 @@ func (f *fixtureReport) got() string {
 type mutationReport struct {
 	consumers.MutationReport
 	Duration time.Duration
+	// Stale names accept_mutations entries that matched no survivor.
+	Stale []string
 }
 
 func (m *mutationReport) MarshalJSON() ([]byte, error) {
@@ -84,7 +86,8 @@ func (m *mutationReport) MarshalJSON() ([]byte, error) {
 		OK             bool              `json:"ok"`
 		Survivors      []survivor        `json:"survivors"`
 		KilledControls []string          `json:"killed_controls,omitempty"`
-	}{Bases: m.Bases, Skipped: m.Skipped, Total: m.Total, Killed: m.Killed, Score: m.Score(), OK: !m.Failed(),
+		StaleAccepts   []string          `json:"stale_accepts,omitempty"`
+	}{StaleAccepts: m.Stale, Bases: m.Bases, Skipped: m.Skipped, Total: m.Total, Killed: m.Killed, Score: m.Score(), OK: !m.Failed(),
 		Survivors: []survivor{}, KilledControls: m.KilledControls}
 	if out.Bases == nil {
 		out.Bases = []string{}
@@ -171,6 +174,9 @@ func writeMutationTable(w io.Writer, m *mutationReport) int {
 		m.Total, len(m.Bases), m.Killed, len(m.Survivors), 100*m.Score())
 	for _, base := range slices.Sorted(maps.Keys(m.Skipped)) {
 		fmt.Fprintf(w, "    base %q not used: %s\n", base, m.Skipped[base])
+	}
+	for _, name := range m.Stale {
+		fmt.Fprintf(w, "    note: accept_mutations entry %q matched no surviving mutation; remove it or fix its name\n", name)
 	}
 	for _, name := range m.KilledControls {
 		fmt.Fprintf(w, "    FAIL positive control killed: %s: the rule rejects an unrelated added field, so it breaks on harmless additive changes\n", name)

@@ -92,6 +92,8 @@ consumers:
       - name: wrong on purpose
         response: {items: [{id: 7}]}
         expect: {outcome: contract_error, code: empty_selection}
+    accept_mutations:
+      - {mutation: wrap_list itemz, reason: a typo}
   - name: unused
     select: response.x
     fixtures:
@@ -172,6 +174,7 @@ func TestTestJSONAndJUnit(t *testing.T) {
 				Total     int     `json:"total"`
 				Killed    int     `json:"killed"`
 				Score     float64 `json:"score"`
+				Stale     []string `json:"stale_accepts"`
 				Survivors []struct {
 					Mutation string   `json:"mutation"`
 					Class    string   `json:"class"`
@@ -191,7 +194,8 @@ func TestTestJSONAndJUnit(t *testing.T) {
 	if f := c.Fixtures[1]; f.OK || f.Code != "invalid_item" || f.Mismatch == "" {
 		t.Errorf("mismatched fixture = %+v", f)
 	}
-	if m := c.Mutation; m.Total == 0 || m.Killed+len(m.Survivors) != m.Total || m.Score <= 0 || m.Score > 1 {
+	if m := c.Mutation; m.Total == 0 || m.Killed+len(m.Survivors) != m.Total || m.Score <= 0 || m.Score > 1 ||
+		len(m.Stale) != 1 || m.Stale[0] != "wrap_list itemz" {
 		t.Errorf("mutation = %+v", m)
 	}
 
