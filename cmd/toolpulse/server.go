@@ -24,13 +24,14 @@ type serverDeps struct {
 	now     func() time.Time       // nil: time.Now
 }
 
-// newServer returns the HTTP surface of SPEC §9 built so far: every route
-// is listed in addRoutes; a bearer token, when configured, guards them all
-// but /healthz, which load balancers probe without credentials.
+// newServer returns the HTTP surface of SPEC §9: every route is listed in
+// addRoutes; a bearer token, when configured, guards them all but /healthz,
+// which load balancers probe without credentials; the guard in front keeps
+// it read-only and rate limited.
 func newServer(deps serverDeps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, deps)
-	return mux
+	return newGuard(mux)
 }
 
 // addRoutes is the whole HTTP surface in one place.
@@ -109,6 +110,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

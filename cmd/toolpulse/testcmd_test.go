@@ -171,9 +171,9 @@ func TestTestJSONAndJUnit(t *testing.T) {
 				Mismatch string `json:"mismatch"`
 			} `json:"fixtures"`
 			Mutation struct {
-				Total     int     `json:"total"`
-				Killed    int     `json:"killed"`
-				Score     float64 `json:"score"`
+				Total     int      `json:"total"`
+				Killed    int      `json:"killed"`
+				Score     float64  `json:"score"`
 				Stale     []string `json:"stale_accepts"`
 				Survivors []struct {
 					Mutation string   `json:"mutation"`
