@@ -6,6 +6,8 @@ package checks
 
 import (
 	"crypto/tls"
+	"encoding/base64"
+	"net/url"
 	"strings"
 	"time"
 
@@ -117,6 +119,14 @@ func (c *Config) Secrets() []string {
 	add(c.Notify.Slack.WebhookURL)
 	add(c.Notify.Slack.Token)
 	for _, p := range c.Probes {
+		// Credentials in the URL: Go sends them as "Basic base64(user:pass)",
+		// and a provider may echo either form.
+		if u, err := url.Parse(p.Request.URL); err == nil && u.User != nil {
+			if pass, ok := u.User.Password(); ok && pass != "" {
+				add(Secret(pass))
+				add(Secret(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))))
+			}
+		}
 		for _, v := range p.Request.Headers {
 			add(v)
 			// A provider that echoes only the credential of

@@ -2,9 +2,11 @@ package checks
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,5 +127,23 @@ func TestLoadedConfigHidesSecrets(t *testing.T) {
 	}
 	if got := strings.Join(cfg.Secrets(), ","); !strings.Contains(got, "server-token-0123") || !strings.Contains(got, "Bearer search-token-89ab") {
 		t.Errorf("Secrets() = %q, want every secret for the redactor", got)
+	}
+}
+
+func TestSecretsIncludeURLCredentials(t *testing.T) {
+	cfg, err := Parse("checks.yaml", []byte(`version: 1
+consumers: [{name: c, select: response.items}]
+probes:
+  - name: p
+    request: {url: "https://svc:url-pass-77@api.example.test/items"}
+    consumer: c
+`), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Secrets()
+	basic := base64.StdEncoding.EncodeToString([]byte("svc:url-pass-77"))
+	if !slices.Contains(got, "url-pass-77") || !slices.Contains(got, basic) {
+		t.Errorf("Secrets() = %q, want the URL's password and its Basic form %q", got, basic)
 	}
 }
