@@ -632,6 +632,10 @@ func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
 	if r.Shape != nil && len(r.Shape.Drift) > 0 {
 		attrs = append(attrs, "drift", true)
 	}
+	if err != nil {
+		// The line must not read as "stored" to someone reading logs alone.
+		attrs = append(attrs, "recorded", false)
+	}
 	d.logger.Info("probe run", attrs...)
 	d.observer.RunFinished(r)
 	if err != nil {

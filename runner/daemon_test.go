@@ -324,6 +324,15 @@ func TestDaemonStoreErrorIsLogged(t *testing.T) {
 			t.Errorf("store error logged as %v", l)
 		}
 	}
+	runs := h.logs.records("probe run")
+	if len(runs) != 2 {
+		t.Errorf("%d probe run lines, want 2", len(runs))
+	}
+	for _, l := range runs {
+		if l["recorded"] != false {
+			t.Errorf("a run that was not recorded is logged as %v, without recorded=false", l)
+		}
+	}
 	if n := prov.requests.Load(); n != 2 {
 		t.Errorf("provider saw %d requests, want 2: the schedule stopped after a store error", n)
 	}
