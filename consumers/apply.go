@@ -58,7 +58,7 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 				"consumer panicked: %s", clip(fmt.Sprint(p), maxMessageBytes))
 		}
 	}()
-	if c == nil || c.selectProg == nil {
+	if c == nil || c.selectRun == nil {
 		// A Consumer not made by Compile; failing loudly beats a nil
 		// dereference inside expr.
 		return Verdict{Err: results.NewError(results.CodeInternalError, "consumer is not compiled")}
@@ -66,9 +66,9 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 	env := in.env()
 	// One VM per call: a VM is not safe to share, but reusing it across the
 	// select run and every validate run saves its stack and scope allocations.
-	var machine vm.VM
+	machine := vm.VM{MemoryBudget: maxEvalMemory}
 
-	out, err := machine.Run(c.selectProg, env)
+	out, err := machine.Run(c.selectRun, env)
 	if err != nil {
 		return Verdict{Err: runError("select", c.Select, err, 0)}
 	}
@@ -113,11 +113,11 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 // validateItem runs the validate rule on one item; a nil error with false
 // means the item was judged invalid.
 func (c *Consumer) validateItem(machine *vm.VM, env *ruleEnv, item any) (bool, *results.Error) {
-	if c.validateProg == nil {
+	if c.validateRun == nil {
 		return true, nil
 	}
 	env.Item = item
-	out, err := machine.Run(c.validateProg, env)
+	out, err := machine.Run(c.validateRun, env)
 	if err != nil {
 		return false, runError("validate", c.Validate, err, len([]rune(validatePrefix)))
 	}
@@ -167,6 +167,7 @@ func (in Input) env() *ruleEnv {
 		Headers:  headers,
 		Request:  map[string]any{"json": in.Request.JSON, "query": query},
 		Probe:    in.Probe,
+		Budget:   newEvalBudget(),
 	}
 }
 
@@ -202,6 +203,8 @@ func explain(msg string) string {
 	case strings.HasPrefix(msg, "reflect: call of reflect.Value.Index on map"),
 		strings.HasPrefix(msg, "reflect: call of reflect.Value.Len on map"):
 		return "cannot iterate over a map, want a list (" + msg + ")"
+	case strings.HasPrefix(msg, "memory budget exceeded"):
+		return fmt.Sprintf("%s: the rule built more than %d values (%s)", budgetExceeded, maxEvalMemory, msg)
 	}
 	return msg
 }
