@@ -134,7 +134,7 @@ func (e *Executor) httpClient(p *checks.Probe) *http.Client {
 	}
 	// DisableCompression stays false on purpose: the transport then asks for
 	// gzip and decodes it, and max_body_bytes is counted on decoded bytes.
-	c := &http.Client{Transport: t, Timeout: p.Timeout}
+	c := &http.Client{Transport: t, Timeout: p.Timeout, CheckRedirect: redirectPolicy(p)}
 	e.clients[p] = c
 	return c
 }

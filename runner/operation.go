@@ -43,6 +43,7 @@ type operation struct {
 	final      bool         // a transient status that will not be retried
 	body       []byte
 	header     http.Header
+	redirect   string // redirectNote of the response, for its messages
 
 	wait     time.Duration // planned by checkRetry, handed to retryablehttp by backoff
 	sleeping bool          // between attempts: Do returning now means the sleep was cut short
@@ -215,7 +216,7 @@ func (op *operation) begin(_ retryablehttp.Logger, _ *http.Request, retry int) {
 	op.inAttempt = true
 	op.number = retry + 1
 	op.started = op.e.now()
-	op.resp, op.status, op.statusCode, op.header, op.body = nil, 0, "", nil, nil
+	op.resp, op.status, op.statusCode, op.header, op.body, op.redirect = nil, 0, "", nil, nil, ""
 	op.reading, op.final, op.sleeping = false, false, false
 }
 
@@ -233,6 +234,7 @@ func (op *operation) checkRetry(_ context.Context, resp *http.Response, err erro
 		return op.settle(nil, err, phaseHeaders)
 	}
 	op.resp, op.status, op.header = resp, resp.StatusCode, resp.Header
+	op.redirect = redirectNote(resp)
 	op.statusCode = classify(nil, resp.StatusCode, op.p.Expect.Status)
 	if op.statusCode.Retryable() {
 		if wait, ok := op.plan(resp); ok {
@@ -406,6 +408,7 @@ func (op *operation) statusText() string {
 	if s := http.StatusText(op.status); s != "" {
 		text += " " + s
 	}
+	text += op.redirect
 	if op.statusCode == results.CodeUnexpectedStatus {
 		text += fmt.Sprintf("; expect.status is %v", op.p.Expect.Status)
 	}

@@ -1,0 +1,813 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Provider faults beyond the core table of operation_test.go: slow drips,
+// decompression bombs, redirects, certificates, half-closed and silent
+// connections, DNS, and a fleet of probes against one dead host.
+
+// faultRun runs p once with the table's options (Rand 0.5) and fails the
+// test, instead of hanging it, when the run is not back within limit: the
+// faults here are providers that would otherwise hold a run forever.
+func faultRun(t *testing.T, p *checks.Probe, limit time.Duration) results.Result {
+	t.Helper()
+	e := NewExecutor(Options{Rand: func() float64 { return 0.5 }, Version: "test"})
+	t.Cleanup(e.CloseIdleConnections)
+	done := make(chan results.Result, 1)
+	go func() { done <- e.Run(t.Context(), p) }()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		t.Fatalf("the run was still going after %v", limit)
+		return results.Result{}
+	}
+}
+
+// checkFault fails t when got is not what w describes.
+func checkFault(t *testing.T, got results.Result, w want) {
+	t.Helper()
+	if err := checkOutcome(got, w); err != nil {
+		t.Errorf("%v\nresult: %s", err, dump(got))
+	}
+}
+
+// --- 1. Slow drip -----------------------------------------------------------
+
+// dripEverySecond sends a 200 with a Content-Length and then one byte of
+// body a second, until the client hangs up.
+func dripEverySecond(t testing.TB) string {
+	return serve(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := io.WriteString(w, " "); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	})
+}
+
+// dripHeaders sends its status line one byte a second, so that the
+// headers never complete.
+func dripHeaders(t testing.TB) string {
+	return rawServer(t, func(c net.Conn, _ *bufio.Reader) {
+		for _, b := range []byte("HTTP/1.1 200 OK\r\n") {
+			if _, err := c.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	})
+}
+
+// TestFaultSlowDrip: a provider that keeps the connection alive with one
+// byte a second never holds a run past its per-attempt timeout, nor past
+// the budget when there is no per-attempt timeout. The bounds leave room
+// for a loaded machine under -race; a run the limits do not stop goes on
+// until faultRun gives up at 10s.
+func TestFaultSlowDrip(t *testing.T) {
+	cases := []struct {
+		name     string
+		provider func(testing.TB) string
+		probe    func(*checks.Probe)
+		want     want
+	}{
+		{name: "body, one byte a second", provider: dripEverySecond,
+			probe: func(p *checks.Probe) { p.Timeout, p.Retries.MaxAttempts = 600*time.Millisecond, 2 },
+			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 2, status: 200,
+				under:   4 * time.Second,
+				message: regexp.MustCompile(`^timed out after 600ms reading the response body$`)}},
+		{name: "headers, one byte a second", provider: dripHeaders,
+			probe: func(p *checks.Probe) { p.Timeout, p.Retries.MaxAttempts = 600*time.Millisecond, 2 },
+			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 2,
+				under:   4 * time.Second,
+				message: regexp.MustCompile(`^timed out after 600ms waiting for the response$`)}},
+		// No per-attempt timeout: only the budget stands between the drip
+		// and a run that never ends.
+		{name: "body, no per-attempt timeout", provider: dripEverySecond,
+			probe: func(p *checks.Probe) { p.Timeout, p.Retries.Budget = 0, 1500*time.Millisecond },
+			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 1, status: 200,
+				under:   4 * time.Second,
+				message: regexp.MustCompile(`^retry budget of 1.5s exhausted reading the response body$`)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := testProbe(t, c.provider(t))
+			c.probe(p)
+			got := faultRun(t, p, 10*time.Second)
+			checkFault(t, got, c.want)
+		})
+	}
+}
+
+// --- 2. Gzip bomb -----------------------------------------------------------
+
+// gzipBombOf returns gzip data, about 1 KiB per MiB, that inflates to
+// mib MiB of zeros: one compressed MiB repeated as concatenated gzip
+// members, which gzip readers decode as one stream.
+func gzipBombOf(mib int) []byte {
+	var member bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	return bytes.Repeat(member.Bytes(), mib)
+}
+
+// TestFaultGzipBombMemory: max_body_bytes is counted on decoded bytes and
+// the body is never inflated much past it. A 256 MiB bomb (about 256 KiB on
+// the wire, below the cap) against a 64 KiB cap must end as
+// response_too_large having allocated a few MiB at most. Not parallel: it
+// reads the process's allocation counter.
+func TestFaultGzipBombMemory(t *testing.T) {
+	bomb := gzipBombOf(256)
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(bomb)
+	})
+	p := testProbe(t, url)
+	p.MaxBodyBytes = 64 << 10
+	if int64(len(bomb)) < p.MaxBodyBytes {
+		t.Fatalf("the bomb is %d bytes on the wire, want more than the cap so that only decoding can catch it", len(bomb))
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got := faultRun(t, p, 10*time.Second)
+	runtime.ReadMemStats(&after)
+
+	checkFault(t, got, want{outcome: results.ContractError, code: results.CodeResponseTooLarge, attempts: 1, status: 200,
+		message: regexp.MustCompile(`^response body exceeds max_body_bytes \(65536 bytes, after decoding\)$`)})
+	const budget = 16 << 20
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > budget {
+		t.Errorf("the run allocated %d MiB for a 64 KiB cap, want under %d MiB", alloc>>20, budget>>20)
+	}
+	if len(got.ResponseSample) > sampleBytes {
+		t.Errorf("sample of %d bytes, want at most %d", len(got.ResponseSample), sampleBytes)
+	}
+}
+
+// --- 3. Redirects -----------------------------------------------------------
+
+// TestFaultRedirectBounds: an attempt follows up to maxRedirects (10)
+// redirects. A loop ends on the 11th response, a 3xx that expect.status
+// rejects: contract_error/unexpected_status in one attempt, whose message
+// says where the redirects led and that the limit stopped them. A chain of
+// exactly 10 passes (307 keeps the POST and its fixture).
+func TestFaultRedirectBounds(t *testing.T) {
+	t.Run("loop", func(t *testing.T) {
+		t.Parallel()
+		var requests atomic.Int32
+		url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			http.Redirect(w, r, "/search", http.StatusFound)
+		})
+		got := faultRun(t, testProbe(t, url), 10*time.Second)
+		checkFault(t, got, want{outcome: results.ContractError, code: results.CodeUnexpectedStatus, attempts: 1, status: 302,
+			message: regexp.MustCompile(`^HTTP 302 Found after 10 redirect\(s\), at http://127\.0\.0\.1:\d+/search; ` +
+				`redirect limit of 10 reached, Location not followed; expect\.status is \[200\]$`)})
+		if got.Attempts[0].Message != got.Error.Message {
+			t.Errorf("attempt message %q, want the result's %q", got.Attempts[0].Message, got.Error.Message)
+		}
+		if n := requests.Load(); n != maxRedirects+1 {
+			t.Errorf("provider saw %d requests, want %d: the first and %d redirects, and no retry", n, maxRedirects+1, maxRedirects)
+		}
+	})
+	t.Run("chain of 10", func(t *testing.T) {
+		t.Parallel()
+		var requests atomic.Int32
+		url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			n := requests.Add(1)
+			body, _ := io.ReadAll(r.Body)
+			switch {
+			case n <= maxRedirects:
+				http.Redirect(w, r, fmt.Sprintf("/hop/%d", n), http.StatusTemporaryRedirect)
+			case r.Method != http.MethodPost || !strings.Contains(string(body), testFixtureQuery):
+				http.Error(w, "the fixture was lost on the way", http.StatusBadRequest)
+			default:
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, bodyOriginalList)
+			}
+		})
+		got := faultRun(t, testProbe(t, url), 10*time.Second)
+		checkFault(t, got, want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true})
+		if n := requests.Load(); n != maxRedirects+1 {
+			t.Errorf("provider saw %d requests, want %d", n, maxRedirects+1)
+		}
+	})
+}
+
+// headerLog records the headers of every request a provider receives.
+type headerLog struct {
+	mu   sync.Mutex
+	seen []http.Header
+}
+
+func (l *headerLog) add(h http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, h.Clone())
+}
+
+func (l *headerLog) all() []http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.seen)
+}
+
+// TestFaultRedirectDropsSecrets: a probe's configured headers are secrets,
+// and a redirect to another origin must not carry them. The other origin
+// here is another port of 127.0.0.1, to which net/http alone would forward
+// even Authorization (it compares host names only), and an API key
+// header, which net/http forwards anywhere. A redirect within the probe's
+// own origin keeps them: the provider still needs them.
+func TestFaultRedirectDropsSecrets(t *testing.T) {
+	var other, home headerLog
+	otherURL := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		other.add(r.Header)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, bodyOriginalList)
+	})
+	homeURL := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		home.add(r.Header)
+		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/search":
+			http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+		case "/moved":
+			http.Redirect(w, r, otherURL+"/search", http.StatusTemporaryRedirect)
+		}
+	})
+	p := testProbe(t, homeURL)
+	p.Request.Headers["X-Api-Key"] = "key-SECRET"
+
+	got := faultRun(t, p, 10*time.Second)
+	checkFault(t, got, want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true})
+
+	homeSeen, otherSeen := home.all(), other.all()
+	if len(homeSeen) != 2 || len(otherSeen) != 1 {
+		t.Fatalf("home saw %d requests, the other origin %d; want 2 and 1", len(homeSeen), len(otherSeen))
+	}
+	for i, h := range homeSeen {
+		if h.Get("Authorization") != "Bearer sk-test-SECRET" || h.Get("X-Api-Key") != "key-SECRET" {
+			t.Errorf("home request %d lacks the configured headers: %v", i+1, h)
+		}
+	}
+	h := otherSeen[0]
+	for name, values := range h {
+		for _, v := range values {
+			if strings.Contains(v, "SECRET") {
+				t.Errorf("the other origin received %s: %q", name, v)
+			}
+		}
+	}
+	if h.Get("User-Agent") != testUserAgent {
+		t.Errorf("the other origin got User-Agent %q, want %q: only the configured headers are dropped", h.Get("User-Agent"), testUserAgent)
+	}
+}
+
+// --- 4. TLS -----------------------------------------------------------------
+
+// testCert is a certificate with its key, as a server presents it, and as
+// PEM for a ca_file.
+type testCert struct {
+	cert tls.Certificate
+	x509 *x509.Certificate
+	pem  []byte
+}
+
+// newCert makes a certificate for 127.0.0.1 (or dnsName, when set) valid
+// from notBefore to notAfter, signed by parent, or self-signed when parent
+// is nil. isCA makes it a CA.
+func newCert(t *testing.T, parent *testCert, isCA bool, dnsName string, notBefore, notAfter time.Time) *testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "toolpulse test " + serial.String()},
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  isCA,
+	}
+	if dnsName != "" {
+		tmpl.DNSNames = []string{dnsName}
+	} else {
+		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
+	signer, signerKey := tmpl, any(key)
+	if parent != nil {
+		signer, signerKey = parent.x509, parent.cert.PrivateKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCert{
+		cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: parsed},
+		x509: parsed,
+		pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+	}
+}
+
+// tlsProvider serves the original list over HTTPS with cert.
+func tlsProvider(t *testing.T, cert *testCert) string {
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, bodyOriginalList)
+	}))
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert.cert}}
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // the expected handshake failures
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// parseProbe loads a one-probe checks.yaml for url with the given tls
+// block ("" for none) through checks.Parse, as `toolpulse run` would,
+// with files (name to content) written next to it.
+func parseProbe(t *testing.T, url, tlsBlock string, files map[string][]byte) *checks.Probe {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml := fmt.Sprintf(`version: 1
+consumers:
+  - name: results
+    select: response.results
+    validate: type(.id) == "string"
+probes:
+  - name: tls_probe
+    request: {url: %q}
+    consumer: results
+    timeout: 2s
+    retries: {max_attempts: 1}
+`, url+"/search")
+	if tlsBlock != "" {
+		yaml += "    tls: " + tlsBlock + "\n"
+	}
+	cfg, err := checks.Parse(filepath.Join(dir, "checks.yaml"), []byte(yaml), dir, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("parse:\n%s\n%v", yaml, err)
+	}
+	return cfg.Probes[0]
+}
+
+// TestFaultTLS: an expired, a self-signed, an unknown-CA and a wrong-name
+// certificate are unavailable/tls_error; tls.ca_file trusts a CA (or the
+// self-signed certificate itself) and tls.insecure accepts anything, but a
+// trusted CA does not make an expired or misnamed certificate acceptable.
+func TestFaultTLS(t *testing.T) {
+	now := time.Now()
+	from, to := now.Add(-time.Hour), now.Add(time.Hour)
+	ca := newCert(t, nil, true, "", from, to)
+	selfSigned := newCert(t, nil, false, "", from, to)
+	signed := newCert(t, ca, false, "", from, to)
+	expired := newCert(t, ca, false, "", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	misnamed := newCert(t, ca, false, "other.example", from, to)
+	caFile := map[string][]byte{"ca.pem": ca.pem}
+
+	fails := func(message string) want {
+		return want{outcome: results.Unavailable, code: results.CodeTLSError, retryable: true, attempts: 1,
+			message: regexp.MustCompile(message)}
+	}
+	passes := want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true}
+	cases := []struct {
+		name  string
+		cert  *testCert
+		tls   string
+		files map[string][]byte
+		want  want
+	}{
+		{name: "self-signed", cert: selfSigned, want: fails(`certificate signed by unknown authority`)},
+		{name: "self-signed, insecure", cert: selfSigned, tls: `{insecure: true}`, want: passes},
+		{name: "self-signed, itself as ca_file", cert: selfSigned, tls: `{ca_file: self.pem}`,
+			files: map[string][]byte{"self.pem": selfSigned.pem}, want: passes},
+		{name: "unknown CA", cert: signed, want: fails(`certificate signed by unknown authority`)},
+		{name: "CA in ca_file", cert: signed, tls: `{ca_file: ca.pem}`, files: caFile, want: passes},
+		{name: "expired, CA in ca_file", cert: expired, tls: `{ca_file: ca.pem}`, files: caFile,
+			want: fails(`certificate has expired`)},
+		{name: "expired, insecure", cert: expired, tls: `{insecure: true}`, want: passes},
+		{name: "wrong name, CA in ca_file", cert: misnamed, tls: `{ca_file: ca.pem}`, files: caFile,
+			want: fails(`127\.0\.0\.1 because it doesn't contain any IP SANs`)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := parseProbe(t, tlsProvider(t, c.cert), c.tls, c.files)
+			got := faultRun(t, p, 10*time.Second)
+			checkFault(t, got, c.want)
+		})
+	}
+}
+
+// --- 5. Silent and half-closed connections ----------------------------------
+
+// silentListener accepts connections and holds them without reading or
+// writing a byte, until the test ends.
+func silentListener(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// halfClose answers with prefix and then closes its write side, keeping
+// the read side open until the client hangs up: the client sees a clean
+// EOF, not a reset.
+func halfClose(prefix string) func(testing.TB) string {
+	return func(t testing.TB) string {
+		return rawServer(t, func(c net.Conn, br *bufio.Reader) {
+			io.WriteString(c, prefix)
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, br)
+		})
+	}
+}
+
+// TestFaultSilentAndHalfClosed: a listener that accepts and never answers
+// is a timeout bounded by the per-attempt timeout; a provider that closes
+// its write side before the response is complete is connection_reset,
+// retried, with the headers' status when they arrived (a close inside a
+// header line reads as a malformed response instead: network_error).
+func TestFaultSilentAndHalfClosed(t *testing.T) {
+	const headers = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+	closedEarly := regexp.MustCompile(`^connection closed before the response was complete: `)
+	cases := []struct {
+		name     string
+		provider func(testing.TB) string
+		probe    func(*checks.Probe)
+		want     want
+	}{
+		{name: "accepts and never answers", provider: silentListener, probe: withTimeout(shortTimeout, 2),
+			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 2,
+				under: 2 * time.Second, message: regexp.MustCompile(`^timed out after 250ms waiting for the response$`)}},
+		{name: "half-closed before the status line", provider: halfClose(""),
+			want: want{outcome: results.Unavailable, code: results.CodeConnectionReset, retryable: true, attempts: 3,
+				under: 2 * time.Second, message: closedEarly}},
+		// net/http reports a header line cut short by the close as malformed,
+		// not as an early EOF: the transport error is all that reaches us, so
+		// this is the fallback network_error, still unavailable and retried.
+		{name: "half-closed inside the headers", provider: halfClose("HTTP/1.1 200 OK\r\nContent-Ty"),
+			want: want{outcome: results.Unavailable, code: results.CodeNetworkError, retryable: true, attempts: 3,
+				under: 2 * time.Second, message: regexp.MustCompile(`malformed MIME header`)}},
+		{name: "half-closed after the headers", provider: halfClose(headers),
+			want: want{outcome: results.Unavailable, code: results.CodeConnectionReset, retryable: true, attempts: 3, status: 200,
+				under: 2 * time.Second, message: closedEarly}},
+		{name: "half-closed mid-body", provider: halfClose(headers + `{"results":[{"id":"doc_784",`),
+			want: want{outcome: results.Unavailable, code: results.CodeConnectionReset, retryable: true, attempts: 3, status: 200,
+				under: 2 * time.Second, message: closedEarly}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := testProbe(t, c.provider(t))
+			if c.probe != nil {
+				c.probe(p)
+			}
+			got := faultRun(t, p, 10*time.Second)
+			checkFault(t, got, c.want)
+		})
+	}
+}
+
+// --- 6. DNS -----------------------------------------------------------------
+
+// TestFaultDNSNoRetryStorm: a name that cannot resolve (.invalid, RFC 6761)
+// is dns_error, retried max_attempts times and no more, each retry after
+// its full back-off: a failing resolver answers at once, so without the
+// waits the attempts would hammer it back to back.
+func TestFaultDNSNoRetryStorm(t *testing.T) {
+	t.Parallel()
+	p := testProbe(t, "http://toolpulse-fault.invalid")
+	p.Retries = checks.Retries{MaxAttempts: 4, BaseDelay: 40 * time.Millisecond, MaxDelay: 80 * time.Millisecond, Budget: 10 * time.Second}
+	got := faultRun(t, p, 10*time.Second)
+	checkFault(t, got, want{outcome: results.Unavailable, code: results.CodeDNSError, retryable: true, attempts: 4,
+		waits:   []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond},
+		message: regexp.MustCompile(`no such host`)})
+	for i := 1; i < len(got.Attempts); i++ {
+		prev, a := got.Attempts[i-1], got.Attempts[i]
+		if gap := a.StartedAt.Sub(prev.StartedAt.Add(prev.Duration)); gap < prev.Wait {
+			t.Errorf("attempt %d started %v after attempt %d ended, before its %v back-off", a.Number, gap, prev.Number, prev.Wait)
+		}
+	}
+}
+
+// --- 7. A fleet against one dead host ---------------------------------------
+
+// fleetSize is the number of probes of the fleet tests.
+const fleetSize = 1000
+
+// fleetProbes returns fleetSize probes of url, named dead_0000 onwards.
+func fleetProbes(t *testing.T, url string, timeout time.Duration, r checks.Retries) []*checks.Probe {
+	probes := make([]*checks.Probe, fleetSize)
+	for i := range probes {
+		p := schedProbe(t, fmt.Sprintf("dead_%04d", i), url, time.Hour)
+		p.Timeout, p.Retries = timeout, r
+		probes[i] = p
+	}
+	return probes
+}
+
+// runFleet starts a daemon of probes with limit slots, fires every probe
+// at the same instant (schedule jitter 0: the worst case) and returns the
+// recorded runs once all of them are in. The executor's back-off jitter is
+// the real, random one.
+func runFleet(t *testing.T, limit int, probes []*checks.Probe) []results.Result {
+	t.Helper()
+	h := schedNew(t, schedConfig(limit, probes...), nil)
+	h.run()
+	h.tick(len(probes), minStartLead+schedSkew)
+	var all []results.Result
+	schedEventually(t, "every fleet run recorded", func() bool {
+		all, _, _, _ = h.store.snapshot()
+		return len(all) >= len(probes)
+	})
+	return all
+}
+
+// maxOverlap is the largest number of runs whose [start, end] intervals
+// overlap at one instant. A run holds its concurrency slot from before it
+// starts until after it ends, so this never exceeds max_concurrency.
+func maxOverlap(runs []results.Result) int {
+	type event struct {
+		at    time.Time
+		delta int
+	}
+	var events []event
+	for _, r := range runs {
+		events = append(events, event{r.StartedAt, 1}, event{r.StartedAt.Add(r.Duration), -1})
+	}
+	slices.SortFunc(events, func(a, b event) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	now, peak := 0, 0
+	for _, e := range events {
+		now += e.delta
+		peak = max(peak, now)
+	}
+	return peak
+}
+
+// TestFaultFleetClosedPort: 1,000 probes of a closed loopback port fire at
+// once under max_concurrency 64. Every run is connection_refused after its
+// two attempts; no more than 64 runs are ever in flight; and the retries
+// are not synchronized: the gap between an attempt's end and the retry's
+// start is spread over the whole back-off window [0, 200ms), not bunched
+// at one value. Scheduler noise only lengthens gaps, so the lower half of
+// the window being well populated is the part a broken jitter cannot fake.
+func TestFaultFleetClosedPort(t *testing.T) {
+	const limit = 64
+	const window = 200 * time.Millisecond
+	probes := fleetProbes(t, closedPort(t), time.Second,
+		checks.Retries{MaxAttempts: 2, BaseDelay: window, MaxDelay: window, Budget: 5 * time.Second})
+	start := time.Now()
+	runs := runFleet(t, limit, probes)
+	t.Logf("%d runs in %v", len(runs), time.Since(start))
+
+	if peak := maxOverlap(runs); peak > limit {
+		t.Errorf("%d runs overlapped, want at most max_concurrency %d", peak, limit)
+	}
+	buckets := map[time.Duration]bool{}
+	lower := 0
+	for _, r := range runs {
+		if r.Code() != results.CodeConnectionRefused || len(r.Attempts) != 2 {
+			t.Fatalf("run of %s: %s", r.Probe, dump(r))
+		}
+		first, second := r.Attempts[0], r.Attempts[1]
+		gap := second.StartedAt.Sub(first.StartedAt.Add(first.Duration))
+		if gap < first.Wait {
+			t.Fatalf("run of %s retried %v after the first attempt, before its %v back-off", r.Probe, gap, first.Wait)
+		}
+		buckets[gap.Truncate(10*time.Millisecond)] = true
+		if gap < window/2 {
+			lower++
+		}
+	}
+	// A uniform wait puts half the gaps in each half of the window and
+	// fills its 20 buckets; a fixed wait (no jitter) puts them all in one
+	// half and in a couple of buckets.
+	if lower < fleetSize/5 || lower > fleetSize*4/5 {
+		t.Errorf("%d of %d retry gaps under %v, want between 20%% and 80%%: the back-off is not jittered", lower, fleetSize, window/2)
+	}
+	if len(buckets) < 10 {
+		t.Errorf("retry gaps fall in %d distinct 10ms buckets, want at least 10: retries are synchronized", len(buckets))
+	}
+}
+
+// connGauge is a loopback listener that accepts connections and never
+// answers, counting those open.
+type connGauge struct {
+	mu   sync.Mutex
+	open int
+	ln   net.Listener
+	wg   sync.WaitGroup
+}
+
+// newConnGauge starts the listener; the test's cleanup closes it.
+func newConnGauge(t *testing.T) *connGauge {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &connGauge{ln: ln}
+	var conns sync.Map
+	g.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.add(1)
+			conns.Store(c, true)
+			g.wg.Go(func() {
+				// Read until the client hangs up, answering nothing.
+				io.Copy(io.Discard, c)
+				conns.Delete(c)
+				c.Close()
+				g.add(-1)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
+		g.wg.Wait()
+	})
+	return g
+}
+
+func (g *connGauge) add(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open += n
+}
+
+func (g *connGauge) get() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+// TestFaultFleetHangingPort: 1,000 probes of a port that accepts and
+// hangs, under max_concurrency 100: every run times out, and the listener
+// never holds more than 100 connections, nor any once the runs are over.
+// The listener learns of a connection's end a moment after the client
+// closed it, by which time the slot may already hold the next connection,
+// so one sample over the limit proves nothing, and on a loaded machine
+// that lag reaches tens of milliseconds. A broken limit keeps the count
+// over for the whole run of the fleet. The test fails on an excess seen in
+// 25 consecutive samples spanning at least 50ms; the runs' own intervals,
+// which need no sampling, must never overlap more than the limit.
+func TestFaultFleetHangingPort(t *testing.T) {
+	const limit = 100
+	const timeout = 150 * time.Millisecond
+	const (
+		sustained = 50 * time.Millisecond
+		samples   = 25
+	)
+	g := newConnGauge(t)
+	probes := fleetProbes(t, "http://"+g.ln.Addr().String(), timeout,
+		checks.Retries{MaxAttempts: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: 50 * time.Millisecond, Budget: 5 * time.Second})
+
+	stop := make(chan struct{})
+	var (
+		peak, samplePeak, longest int
+		sampler                   sync.WaitGroup
+	)
+	sampler.Go(func() {
+		var (
+			over   time.Time // when the current excess began
+			streak int       // consecutive samples over the limit
+		)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			n, now := g.get(), time.Now()
+			samplePeak = max(samplePeak, n)
+			if n <= limit {
+				streak = 0
+				continue
+			}
+			if streak == 0 {
+				over = now
+			}
+			streak++
+			longest = max(longest, streak)
+			if streak >= samples && now.Sub(over) >= sustained {
+				peak = max(peak, n)
+			}
+		}
+	})
+	start := time.Now()
+	runs := runFleet(t, limit, probes)
+	close(stop)
+	sampler.Wait()
+	// A dial that completes after its attempt timed out would leave an
+	// idle connection in the probe's pool, held past the run's slot.
+	schedEventually(t, "every connection closed", func() bool { return g.get() == 0 })
+	t.Logf("%d runs in %v; at most %d connections open at a sample, longest excess %d samples", len(runs), time.Since(start), samplePeak, longest)
+
+	for _, r := range runs {
+		if r.Code() != results.CodeTimeout || len(r.Attempts) != 2 {
+			t.Fatalf("run of %s: %s", r.Probe, dump(r))
+		}
+	}
+	if peak > 0 {
+		t.Errorf("the listener held %d connections for %d samples and %v or more, want at most max_concurrency %d", peak, samples, sustained, limit)
+	}
+	if samplePeak < limit/2 {
+		t.Errorf("at most %d connections open at once: the fleet never came near the limit of %d, so the test proves nothing", samplePeak, limit)
+	}
+	if o := maxOverlap(runs); o > limit {
+		t.Errorf("%d runs overlapped, want at most max_concurrency %d", o, limit)
+	}
+}
