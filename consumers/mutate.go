@@ -402,7 +402,7 @@ func (g *generator) at(p *pathNode) {
 			g.try(mut(MutNestField, p.path), p.steps, g.nest)
 		}
 		if to := renamed(p.field); to != "" && p.holder.children[to] == nil {
-			m := mut(MutRenameKey, p.path+" to "+string(appendKey(nil, to)))
+			m := mut(MutRenameKey, p.path+" to "+shape.Key(to))
 			m.to = to
 			g.try(m, p.holder.steps, g.renameKey(p.field, to))
 		}
@@ -679,56 +679,11 @@ func camelToSnake(key string) string {
 
 // keyPath is the path of key below path, written as shape.Diff writes it.
 func keyPath(path, key string) string {
-	k := string(appendKey(nil, key))
+	k := shape.Key(key)
 	if path == "$" {
 		return k
 	}
 	return path + "." + k
-}
-
-// appendKey appends k bare or quoted exactly as results/shape does in its
-// canonical text and diff paths (shape keeps the function unexported), so
-// that a mutation's path is the path of its diff line: bare when k is a
-// non-empty run of ASCII letters, digits, '_' and '-', otherwise quoted
-// with '"' and '\' escaped, control bytes, DEL and invalid UTF-8 as \xNN
-// and other non-ASCII characters as \uNNNN or \UNNNNNNNN. A test holds the
-// two in step.
-func appendKey(b []byte, k string) []byte {
-	bare := k != ""
-	for i := 0; i < len(k) && bare; i++ {
-		c := k[i]
-		bare = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
-	}
-	if bare {
-		return append(b, k...)
-	}
-	b = append(b, '"')
-	for i := 0; i < len(k); {
-		c := k[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20 || c == 0x7f:
-				b = fmt.Appendf(b, `\x%02x`, c)
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(k[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = fmt.Appendf(b, `\x%02x`, c)
-		case r <= 0xffff:
-			b = fmt.Appendf(b, `\u%04x`, r)
-		default:
-			b = fmt.Appendf(b, `\U%08x`, r)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 // MutationBase is a passing response a consumer is mutation-tested on.
