@@ -39,6 +39,21 @@ const (
 	schedulerStopTimeout = 5 * time.Second
 )
 
+// DefaultWriteQueue is how many results the daemon holds in memory while
+// the store cannot be written, when DaemonOptions.WriteQueue is zero. A
+// queued result is typically 2 to 8 KB (its attempts, the canonical shape
+// text, a response sample of at most 4 KB on a failure), so a full queue
+// takes some 20 to 80 MB; the rare result that carries a shape sample (a
+// passing run whose shape changed) adds up to 64 KB of its own.
+const DefaultWriteQueue = 10_000
+
+// Back-off of the writes of queued results: writeRetryBase doubling up to
+// writeRetryMax, jittered, see writeRetryDelay.
+const (
+	writeRetryBase = 500 * time.Millisecond
+	writeRetryMax  = 30 * time.Second
+)
+
 // ErrDaemonStopped is returned by Reload once the daemon is shutting down
 // or has stopped.
 var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
@@ -66,6 +81,9 @@ type DaemonOptions struct {
 	GracePeriod time.Duration
 	// Observer is told of every finished run and store failure; nil: none.
 	Observer Observer
+	// WriteQueue is how many results may wait in memory to be written
+	// while the store fails. 0 or less: DefaultWriteQueue.
+	WriteQueue int
 }
 
 // daemonState is where a Daemon is in its life.
@@ -89,6 +107,14 @@ func (s daemonState) String() string {
 // itself. Shutdown drains: runs in flight get a grace period, are then
 // cancelled, and are recorded either way.
 //
+// A run the store cannot record (read-only file, full disk, a lock held
+// too long) is not lost: it waits in a bounded FIFO in memory, and while
+// anything waits there new runs join its tail, so that each probe's runs
+// reach the alert policy in the order they ran. One goroutine writes the
+// head of the queue with back-off until the store takes it; past the
+// capacity the oldest waiting result is dropped. Pending tells how many
+// results wait.
+//
 // A Daemon runs once: call Run, and Reload and Status from any goroutine.
 type Daemon struct {
 	observer Observer
@@ -100,6 +126,17 @@ type Daemon struct {
 	deliv    *Deliverer
 	grace    time.Duration
 	limit    *limiter
+	queueCap int
+	// wake tells the queue's writer that the queue is no longer empty.
+	wake chan struct{}
+
+	// qmu guards the write queue. It is never held while d.mu is taken.
+	qmu sync.Mutex
+	// queue holds the results waiting to be written, oldest first; head,
+	// when not nil, is the one being written, older than all of them.
+	queue   []*results.Result
+	head    *results.Result
+	lastErr error // of the last failed write
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
@@ -152,6 +189,11 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
 		last:     map[string]*results.Result{},
 		running:  map[string]bool{},
+		queueCap: opts.WriteQueue,
+		wake:     make(chan struct{}, 1),
+	}
+	if d.queueCap <= 0 {
+		d.queueCap = DefaultWriteQueue
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -176,8 +218,10 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 
 // Run schedules every probe and runs until ctx ends. It then stops
 // scheduling, gives the runs in flight the grace period, cancels those
-// still running, records every one of them, stops the Deliverer and the
-// scheduler, and returns nil. It returns an error only when it could not
+// still running, records every one of them, tries once more for another
+// grace period to write the results still queued (those it cannot write
+// are logged as lost), stops the Deliverer and the scheduler, and returns
+// nil. It returns an error only when it could not
 // start (called twice, or a probe gocron refuses). The caller loads the
 // Pipeline's alert state before Run.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -207,6 +251,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	probes := d.scheduledInOrder()
 	d.mu.Unlock()
 
+	// The queue's writer outlives the drain: the runs in flight may queue
+	// results up to its end. Then one last attempt, see closeQueue.
+	qctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		d.writeQueued(qctx)
+	}()
+	closeQueue := func() {
+		stopWriter()
+		<-written
+		d.lastDrain(qctx)
+	}
+
 	s.Start()
 	var errs []error
 	for _, p := range probes {
@@ -217,6 +275,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.jobsMu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		d.shutdown()
+		closeQueue()
 		d.setState(stateStopped)
 		return fmt.Errorf("runner: schedule: %w", err)
 	}
@@ -238,6 +297,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	<-ctx.Done()
 	d.shutdown()
+	closeQueue()
 	stopDeliverer()
 	if delivered != nil {
 		<-delivered
@@ -395,6 +455,7 @@ type DaemonStatus struct {
 	MaxConcurrency int
 	InFlight       int // runs holding a concurrency slot
 	Waiting        int // runs waiting for a slot
+	Pending        int // results waiting to be written, see Daemon.Pending
 	Probes         []ProbeStatus
 }
 
@@ -432,6 +493,7 @@ func (d *Daemon) Status() DaemonStatus {
 	s, state := d.sched, d.state
 	d.mu.Unlock()
 	st.InFlight, st.Waiting, st.MaxConcurrency = d.limit.counts()
+	st.Pending = d.Pending()
 	sort.Slice(st.Probes, func(i, j int) bool { return st.Probes[i].Name < st.Probes[j].Name })
 
 	if state == stateRunning {
@@ -572,9 +634,12 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 	// A run cut short by shutdown is still recorded, as canceled.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	alerts, err := d.pipe.Process(rctx, &r)
-	recorded = err == nil
+	alerts, dropped, err := d.record(rctx, &r)
+	// Written or queued: either way a panic from here on must not record
+	// the run a second time.
+	recorded = true
 	d.report(&r, alerts, err)
+	d.dropped(dropped)
 }
 
 // recordPanic records an internal_error for the run of p that panicked
@@ -613,37 +678,267 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 	}()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	alerts, err := d.pipe.Process(rctx, &ir)
+	alerts, dropped, err := d.record(rctx, &ir)
 	d.report(&ir, alerts, err)
+	d.dropped(dropped)
 }
 
-// report logs a finished run, remembers it for Status and wakes the
-// Deliverer when the run enqueued alerts.
+// report logs a finished run. err is nil when the run was recorded: it is
+// then remembered for Status and the Deliverer woken when the run enqueued
+// alerts. Otherwise the run waits in the write queue, err says why, and
+// the line says recorded=false: whoever reads the log alone must not take
+// it as stored. writeHead reports it again once it is written.
 func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
+	attrs := runAttrs(r)
+	if err != nil {
+		d.logger.Info("probe run", append(attrs, "recorded", false, "queued", true)...)
+		d.logger.Error("recording the run failed", "probe", r.Probe, "operation_id", r.OperationID,
+			"error", err, "pending", d.Pending())
+		return
+	}
+	d.logger.Info("probe run", attrs...)
+	d.recorded(r, alerts)
+}
+
+// runAttrs are the log attributes of a finished run.
+func runAttrs(r *results.Result) []any {
+	attrs := []any{"probe", r.Probe, "outcome", r.Outcome, "code", r.Code(), "attempts", r.AttemptCount(),
+		"duration_ms", r.Duration.Milliseconds(), "operation_id", r.OperationID}
+	if r.Shape != nil && len(r.Shape.Drift) > 0 {
+		attrs = append(attrs, "drift", true)
+	}
+	return attrs
+}
+
+// recorded remembers r for Status, counts it and wakes the Deliverer when
+// the run enqueued alerts. r has been committed.
+func (d *Daemon) recorded(r *results.Result, alerts []results.Alert) {
 	d.mu.Lock()
 	if _, ok := d.probes[r.Probe]; ok {
 		last := *r
 		d.last[r.Probe] = &last
 	}
 	d.mu.Unlock()
-
-	attrs := []any{"probe", r.Probe, "outcome", r.Outcome, "code", r.Code(), "attempts", r.AttemptCount(),
-		"duration_ms", r.Duration.Milliseconds(), "operation_id", r.OperationID}
-	if r.Shape != nil && len(r.Shape.Drift) > 0 {
-		attrs = append(attrs, "drift", true)
-	}
-	if err != nil {
-		// The line must not read as "stored" to someone reading logs alone.
-		attrs = append(attrs, "recorded", false)
-	}
-	d.logger.Info("probe run", attrs...)
 	d.observer.RunFinished(r)
-	if err != nil {
-		d.logger.Error("recording the run failed", "probe", r.Probe, "operation_id", r.OperationID, "error", err)
-		return
-	}
 	if d.deliv != nil && slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.State == results.DeliveryPending }) {
 		d.deliv.Wake()
+	}
+}
+
+// record writes r through the Pipeline, unless results are already
+// waiting to be written: r then joins them, because the alert policy must
+// see a probe's runs in order. A write that fails queues r too. err is
+// nil when r was written, and says why it was not otherwise; dropped are
+// the results the queue gave up to make room.
+func (d *Daemon) record(ctx context.Context, r *results.Result) (alerts []results.Alert, dropped []*results.Result, err error) {
+	d.qmu.Lock()
+	if n := d.pendingLocked(); n > 0 {
+		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, d.lastErr)
+		dropped := d.enqueueLocked(r)
+		d.qmu.Unlock()
+		return nil, dropped, err
+	}
+	d.qmu.Unlock()
+
+	alerts, err = d.pipe.Process(ctx, r)
+	if err == nil {
+		return alerts, nil, nil
+	}
+	d.qmu.Lock()
+	d.lastErr = err
+	dropped = d.enqueueLocked(r)
+	d.qmu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return nil, dropped, err
+}
+
+// Pending returns how many results are waiting to be written because the
+// store failed. Anything above 0 means the store is not keeping up: the
+// caller may report itself unhealthy.
+func (d *Daemon) Pending() int {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	return d.pendingLocked()
+}
+
+func (d *Daemon) pendingLocked() int {
+	n := len(d.queue)
+	if d.head != nil {
+		n++
+	}
+	return n
+}
+
+// enqueueLocked appends r to the write queue, first dropping the oldest
+// waiting results past the capacity. The head being written is never
+// dropped: it may be committing. d.qmu must be held.
+func (d *Daemon) enqueueLocked(r *results.Result) (dropped []*results.Result) {
+	for d.pendingLocked() >= d.queueCap {
+		if len(d.queue) == 0 {
+			// A capacity of 1 with the head being written: the newcomer is
+			// the oldest that can go.
+			return append(dropped, r)
+		}
+		dropped = append(dropped, d.queue[0])
+		d.queue[0] = nil
+		d.queue = d.queue[1:]
+	}
+	d.queue = append(d.queue, r)
+	return dropped
+}
+
+// dropped logs and counts the results the write queue gave up.
+func (d *Daemon) dropped(rs []*results.Result) {
+	if len(rs) == 0 {
+		return
+	}
+	for _, r := range rs {
+		d.logger.Error("write queue full; dropped the oldest waiting run", "probe", r.Probe,
+			"operation_id", r.OperationID, "capacity", d.queueCap)
+	}
+	d.observer.ResultsDropped(len(rs))
+}
+
+// writeRetryDelay is the wait before the write that follows n failed ones:
+// between half and all of min(writeRetryMax, writeRetryBase * 2^n). Half of
+// it is fixed so that a retry never spins, whatever the random source.
+func (d *Daemon) writeRetryDelay(n int) time.Duration {
+	c := backoffCeiling(writeRetryBase, writeRetryMax, n)
+	return c/2 + time.Duration(d.rand()*float64(c/2))
+}
+
+// writeQueued writes the queued results, oldest first, until ctx ends. A
+// result joins the queue only after a failed write, so the first write
+// waits too; after a success the next one follows at once. The waits are
+// on the daemon's clock.
+func (d *Daemon) writeQueued(ctx context.Context) {
+	failures := 0
+	for {
+		if d.Pending() == 0 {
+			failures = 0
+			select {
+			case <-d.wake:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		t := d.clock.NewTimer(d.writeRetryDelay(failures))
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		for d.Pending() > 0 {
+			if err := d.writeHead(ctx); err != nil {
+				failures++
+				d.logger.Warn("writing a queued run failed; retrying", "pending", d.Pending(),
+					"failures", failures, "error", err)
+				break
+			}
+			failures = 0
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeHead writes the oldest queued result and reports it. On a failure
+// it stays at the head and the error is returned. A result whose write
+// panics is dropped: retrying it would panic again.
+func (d *Daemon) writeHead(ctx context.Context) (err error) {
+	d.qmu.Lock()
+	if len(d.queue) == 0 {
+		d.qmu.Unlock()
+		return nil
+	}
+	r := d.queue[0]
+	d.queue[0] = nil
+	d.queue = d.queue[1:]
+	d.head = r
+	d.qmu.Unlock()
+
+	var alerts []results.Alert
+	panicked := false
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = true
+				d.logger.Error("panic while writing a queued run; the run is lost", "probe", r.Probe,
+					"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
+			}
+		}()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		alerts, err = d.pipe.Process(rctx, r)
+	}()
+
+	d.qmu.Lock()
+	d.head = nil
+	if err != nil && !panicked {
+		d.lastErr = err
+		d.queue = slices.Insert(d.queue, 0, r)
+	}
+	if len(d.queue) == 0 {
+		d.queue = nil // lets the backing array go
+	}
+	d.qmu.Unlock()
+	switch {
+	case panicked:
+		d.observer.ResultsDropped(1)
+		return nil
+	case err != nil:
+		return err
+	}
+
+	defer func() {
+		if v := recover(); v != nil {
+			d.logger.Error("panic after a queued run was recorded", "probe", r.Probe,
+				"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)))
+		}
+	}()
+	d.logger.Info("probe run recorded late", runAttrs(r)...)
+	d.recorded(r, alerts)
+	return nil
+}
+
+// lastDrain tries once more, for at most the grace period on real time
+// (the writer's clock may be a test's, standing still), to write what is
+// queued; a write that has started may take up to recordTimeout. What is
+// left is logged and counted as lost.
+func (d *Daemon) lastDrain(ctx context.Context) {
+	n := d.Pending()
+	if n == 0 {
+		return
+	}
+	d.logger.Info("writing the queued runs before stopping", "pending", n, "grace", d.grace)
+	deadline := time.Now().Add(d.grace)
+	failures := 0
+	for first := true; d.Pending() > 0 && (first || time.Now().Before(deadline)); first = false {
+		if err := d.writeHead(ctx); err == nil {
+			failures = 0
+			continue
+		}
+		wait := d.writeRetryDelay(failures)
+		failures++
+		if time.Until(deadline) < wait {
+			break
+		}
+		time.Sleep(wait)
+	}
+
+	d.qmu.Lock()
+	lost, cause := len(d.queue), d.lastErr
+	d.queue = nil
+	d.qmu.Unlock()
+	if lost > 0 {
+		d.logger.Error("stopping with runs that could not be written; they are lost", "runs", lost, "error", cause)
+		d.observer.ResultsDropped(lost)
 	}
 }
 

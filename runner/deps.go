@@ -52,8 +52,9 @@ type Sender interface {
 // implements it). Methods are called on the hot path: they must be cheap,
 // must not block and must be safe for concurrent use.
 type Observer interface {
-	// RunFinished is called once per run, after it was recorded or failed
-	// to be.
+	// RunFinished is called once per run, after it was recorded: late, for
+	// a run that waited in the daemon's write queue. A run that is never
+	// recorded is counted by ResultsDropped instead.
 	RunFinished(r *results.Result)
 	// DriftDetected is called for every run whose shape drifted.
 	DriftDetected(d *results.Drift)
@@ -65,6 +66,10 @@ type Observer interface {
 	// StoreError is called when a store operation failed; op names it
 	// ("record_run", "due_alerts", ...).
 	StoreError(op string)
+	// ResultsDropped is called with n > 0 when n runs waiting to be
+	// written are given up: the daemon's write queue was full, or the
+	// daemon stopped before the store took them.
+	ResultsDropped(n int)
 }
 
 // nopObserver is the Observer of a daemon without metrics.
@@ -75,6 +80,7 @@ func (nopObserver) DriftDetected(*results.Drift)     {}
 func (nopObserver) AlertDelivered(*results.Alert)    {}
 func (nopObserver) AlertFailed(*results.Alert, bool) {}
 func (nopObserver) StoreError(string)                {}
+func (nopObserver) ResultsDropped(int)               {}
 
 // observerOr returns o, or an Observer that does nothing when o is nil.
 func observerOr(o Observer) Observer {

@@ -37,6 +37,11 @@ func (o *countingObserver) AlertFailed(_ *results.Alert, f bool) {
 	o.inc(map[bool]string{false: "retry", true: "final"}[f])
 }
 func (o *countingObserver) StoreError(op string) { o.inc("store:" + op) }
+func (o *countingObserver) ResultsDropped(n int) {
+	for range n {
+		o.inc("dropped")
+	}
+}
 
 // TestPipelineObserver: metrics see each recorded drift event once and
 // every failed record, or a dashboard would miss what the store shows.

@@ -105,6 +105,11 @@ func (s *stack) healthy(ctx context.Context) error {
 	if err := s.store.Ping(ctx); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if n := s.daemon.Pending(); n > 0 {
+		// The store answers a ping but would not take the runs (a full
+		// disk is seen only by a write).
+		return fmt.Errorf("store: %d run(s) waiting to be written", n)
+	}
 	return nil
 }
 

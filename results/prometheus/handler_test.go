@@ -83,6 +83,7 @@ func TestHandler(t *testing.T) {
 		"toolpulse_alerts_sent_total":          dto.MetricType_COUNTER,
 		"toolpulse_alerts_failed_total":        dto.MetricType_COUNTER,
 		"toolpulse_store_errors_total":         dto.MetricType_COUNTER,
+		"toolpulse_results_dropped_total":      dto.MetricType_COUNTER,
 		"toolpulse_build_info":                 dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {

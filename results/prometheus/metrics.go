@@ -86,6 +86,7 @@ type Metrics struct {
 	sent       *prometheus.CounterVec
 	failed     *prometheus.CounterVec
 	storeErrs  *prometheus.CounterVec
+	dropped    prometheus.Counter
 	builtin    map[results.Code]bool
 	sentBy     map[results.AlertKind]prometheus.Counter
 	failedBy   map[results.AlertKind][2]prometheus.Counter // [retry, final]
@@ -171,6 +172,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolpulse_store_errors_total",
 			Help: "Failed store operations, by operation.",
 		}, []string{"op"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolpulse_results_dropped_total",
+			Help: "Runs lost because the store could not take them: the oldest pushed out of a full write queue, or still waiting at shutdown.",
+		}),
 		builtin:  map[results.Code]bool{},
 		sentBy:   map[results.AlertKind]prometheus.Counter{},
 		failedBy: map[results.AlertKind][2]prometheus.Counter{},
@@ -185,7 +190,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 	for _, c := range []prometheus.Collector{
 		m.runs, m.duration, m.attempts, m.retried, m.last, m.lastRun, m.validated, m.drifts,
-		m.sent, m.failed, m.storeErrs, buildInfo,
+		m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -398,6 +403,9 @@ func (m *Metrics) AlertFailed(a *results.Alert, final bool) {
 	}
 	m.failed.WithLabelValues(string(a.Kind), strconv.FormatBool(final)).Inc()
 }
+
+// ResultsDropped counts n runs the store never got.
+func (m *Metrics) ResultsDropped(n int) { m.dropped.Add(float64(n)) }
 
 // StoreError counts one failed store operation named op.
 func (m *Metrics) StoreError(op string) {

@@ -373,6 +373,8 @@ func TestAlertsAndStore(t *testing.T) {
 	m.StoreError("record_run")
 	m.StoreError("due_alerts")
 	m.StoreError("record_run")
+	m.ResultsDropped(3)
+	m.ResultsDropped(1)
 
 	gatherAndCompare(t, reg, `
 # HELP toolpulse_alerts_sent_total Alerts the receiver accepted, by kind.
@@ -395,7 +397,10 @@ toolpulse_alerts_failed_total{final="true",kind="shape_drift"} 1
 # TYPE toolpulse_store_errors_total counter
 toolpulse_store_errors_total{op="due_alerts"} 1
 toolpulse_store_errors_total{op="record_run"} 2
-`, "toolpulse_alerts_sent_total", "toolpulse_alerts_failed_total", "toolpulse_store_errors_total")
+# HELP toolpulse_results_dropped_total Runs lost because the store could not take them: the oldest pushed out of a full write queue, or still waiting at shutdown.
+# TYPE toolpulse_results_dropped_total counter
+toolpulse_results_dropped_total 4
+`, "toolpulse_alerts_sent_total", "toolpulse_alerts_failed_total", "toolpulse_store_errors_total", "toolpulse_results_dropped_total")
 }
 
 // TestDriftDetected counts drift events per probe.
