@@ -12,18 +12,7 @@ import (
 // The testdata configs are the seed corpus; the fuzzed file lives in
 // testdata/ so that its consumer and CA file references resolve.
 func FuzzParse(f *testing.F) {
-	seeds, err := filepath.Glob("testdata/*.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
-	seeds = append(seeds, "../checks.yaml")
-	for _, name := range seeds {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addFileSeeds(f, "testdata/*.yaml", "../checks.yaml")
 	env := mapEnv(map[string]string{"TP_TOKEN": "t0ken-value", "SEARCH_TOKEN": "s3arch", "SLACK_BOT_TOKEN": "xoxb-1"})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data, "testdata", env)
@@ -46,4 +35,21 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addFileSeeds adds every file matching pattern, and the extra files, to
+// f's seed corpus.
+func addFileSeeds(f *testing.F, pattern string, extra ...string) {
+	f.Helper()
+	seeds, err := filepath.Glob(pattern)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range append(seeds, extra...) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 }

@@ -177,18 +177,7 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 // FuzzLoadConsumer feeds arbitrary bytes to LoadConsumer through a file: it
 // must never panic, and every error must carry a position.
 func FuzzLoadConsumer(f *testing.F) {
-	seeds, err := filepath.Glob("testdata/consumers/*.yaml")
-	if err != nil {
-		f.Fatal(err)
-	}
-	seeds = append(seeds, "../consumers/select_results.yaml")
-	for _, name := range seeds {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	addFileSeeds(f, "testdata/consumers/*.yaml", "../consumers/select_results.yaml")
 	f.Add([]byte("name: c\nselect: response.items\nfixtures:\n  - name: f\n    expect: pass\n    response:\n" + laughs("      ", 4)))
 	f.Add([]byte("name: c\nselect: |\n  filter(response.items, all(response.items, true))\n"))
 	dir := f.TempDir()
