@@ -60,6 +60,11 @@ func parseYAML(file string, data []byte, errs *ErrorList, lookupEnv func(string)
 			body = nil
 		}
 	}()
+	if key := bigMapping(string(data)); key != nil {
+		errs.add(file, key.Position.Line, key.Position.Column,
+			"a mapping with more than %d keys; the parser's time grows with the square of a mapping's keys", maxMapKeys)
+		return d, nil
+	}
 	// Duplicate keys are detected while walking, so that every one is
 	// reported instead of only the first.
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
