@@ -65,6 +65,12 @@ var invalidConfigs = []struct {
 	{rule: "header-name", want: []string{
 		"testdata/invalid-header-name.yaml:10:9: probes[0].request.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
 	}},
+	{rule: "text", want: []string{
+		"testdata/invalid-text.yaml:10:20: probes[0].request.headers.X-Api-Key: contains a NUL character",
+	}},
+	{rule: "utf8", want: []string{
+		"testdata/invalid-utf8.yaml:12:16: not valid UTF-8; a config file is UTF-8 text",
+	}},
 	{rule: "jitter-interval", want: []string{
 		"testdata/invalid-jitter-interval.yaml:11:13: probes[0].jitter: jitter (10s) must be less than interval (10s)",
 	}},

@@ -60,6 +60,12 @@ func parseYAML(file string, data []byte, errs *ErrorList, lookupEnv func(string)
 			body = nil
 		}
 	}()
+	// The lexer turns bytes that are not UTF-8 into U+FFFD, so a value
+	// would silently become another one: refuse the file instead.
+	if line, col, ok := invalidUTF8(data); !ok {
+		errs.add(file, line, col, "not valid UTF-8; a config file is UTF-8 text")
+		return d, nil
+	}
 	if key := bigMapping(string(data)); key != nil {
 		errs.add(file, key.Position.Line, key.Position.Column,
 			"a mapping with more than %d keys; the parser's time grows with the square of a mapping's keys", maxMapKeys)
@@ -96,6 +102,28 @@ func parseYAML(file string, data []byte, errs *ErrorList, lookupEnv func(string)
 	}
 	d.collectAnchors(docs[0].Body)
 	return d, docs[0].Body
+}
+
+// invalidUTF8 finds the first byte of data that is not UTF-8 and returns
+// its line and column (in characters), or ok when there is none.
+func invalidUTF8(data []byte) (line, col int, ok bool) {
+	if utf8.Valid(data) {
+		return 0, 0, true
+	}
+	line, col = 1, 1
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		if r == utf8.RuneError && size <= 1 {
+			return line, col, false
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		data = data[size:]
+	}
+	return line, col, true
 }
 
 // errorf records an error at n's position.
@@ -418,14 +446,25 @@ func (d *decoder) str(n ast.Node, path string) (string, bool) {
 	case nil, *ast.NullNode:
 		return "", true
 	case *ast.StringNode:
-		return d.expandScalar(v, v.Value, path)
+		return d.text(v, v.Value, path)
 	case *ast.LiteralNode:
-		return d.expandScalar(v, v.Value.Value, path)
+		return d.text(v, v.Value.Value, path)
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
 		return v.GetToken().Value, true
 	}
 	d.errorf(n, "%s: expected a string, got %s", label(path), describe(n))
 	return "", false
+}
+
+// text is a setting's string: it refuses a NUL, which a URL, header, name
+// or path would carry on as a different value or cut short, and expands
+// ${VAR}.
+func (d *decoder) text(n ast.Node, s, path string) (string, bool) {
+	if strings.IndexByte(s, 0) >= 0 {
+		d.errorf(n, "%s: contains a NUL character", label(path))
+		return "", false
+	}
+	return d.expandScalar(n, s, path)
 }
 
 // expandScalar expands ${VAR} in one scalar and reports each bad reference
