@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// BenchmarkOperationAllIn is one whole operation as the daemon runs it,
+// on the daemon's own wiring (newStack): the executor sends the probe's
+// request to a loopback provider answering 20 search results, decodes,
+// fingerprints and judges them with the repository's select_results
+// consumer; the pipeline looks up drift and records the run in a SQLite
+// file; the metrics count it. What the daemon adds around it (gocron, the
+// concurrency limiter, its "probe run" log line, its status map) is left
+// out: runner keeps that path unexported.
+//
+// "steady" is the common case, the same shape on every run. "drifting"
+// alternates between the list and the items-wrapped layout, both of which
+// the consumer accepts. Before each run the other layout leads by one or
+// ties and, as the most recent, wins the tie: once the baseline has five
+// observations every run differs from the dominant shape and pays for the
+// shape diff and the drift dedup lookup (the drift row and its alert are
+// written once an hour per fingerprint, so twice in all); and every pass
+// carries a redacted shape sample, because its shape is not the
+// executor's last one.
+//
+// The provider runs in this process: its handler's CPU and allocations are
+// part of the figures.
+func BenchmarkOperationAllIn(b *testing.B) {
+	list := allInBody(20, false)
+	wrapped := allInBody(20, true)
+	tests := []struct {
+		name    string
+		drifted int // of the 12 warm-up runs
+		body    func(n int64) []byte
+	}{
+		{"steady", 0, func(int64) []byte { return list }},
+		{"drifting", 3, func(n int64) []byte {
+			if n%2 == 0 {
+				return wrapped
+			}
+			return list
+		}},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			var requests atomic.Int64
+			prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(tt.body(requests.Add(1)))
+			}))
+			defer prov.Close()
+			s, p := allInStack(b, prov.URL)
+			ctx := context.Background()
+			once := func() results.Result {
+				r := s.exec.Run(ctx, p)
+				// As the daemon's runOnce: the run is recorded even if its
+				// context has ended, within a bound of its own.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), allInRecordTimeout)
+				defer cancel()
+				if _, err := s.pipeline.Process(rctx, &r); err != nil {
+					b.Fatal(err)
+				}
+				s.metrics.RunFinished(&r)
+				return r
+			}
+
+			// Enough runs for a baseline (drift needs five observations),
+			// and proof that each case takes the path it names: in the
+			// drifting case runs 10 to 12 drift, and every one after.
+			drifted := 0
+			for range 12 {
+				r := once()
+				if r.Outcome != results.Pass || r.ValidatedCount != 20 {
+					b.Fatalf("warm-up run: %s %s, %d validated", r.Outcome, r.Code(), r.ValidatedCount)
+				}
+				if r.Shape != nil && r.Shape.Baseline != "" {
+					drifted++
+				}
+			}
+			if drifted != tt.drifted {
+				b.Fatalf("%d of 12 warm-up runs drifted, want %d", drifted, tt.drifted)
+			}
+
+			b.ReportAllocs()
+			for b.Loop() {
+				r := once()
+				if r.Outcome != results.Pass || (r.Shape.Baseline != "") != (tt.drifted > 0) {
+					b.Fatalf("run: %s %s, drifted from %q", r.Outcome, r.Code(), r.Shape.Baseline)
+				}
+			}
+		})
+	}
+}
+
+// allInRecordTimeout bounds the recording of one run, as the daemon's own
+// bound does.
+const allInRecordTimeout = time.Minute
+
+// allInStack loads a one-probe config for providerURL from a temporary
+// directory, as `toolpulse run` would, and builds the daemon's stack on a
+// SQLite file there. The probe sends a secret header, a query parameter
+// and a JSON fixture, and is judged by the repository's select_results
+// consumer.
+func allInStack(b *testing.B, providerURL string) (*stack, *checks.Probe) {
+	b.Helper()
+	consumer, err := filepath.Abs(filepath.Join("..", "..", "consumers", "select_results.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	config := fmt.Sprintf(`version: 1
+storage: {path: results.db}
+server: {listen: ""}
+consumers:
+  - name: select_results
+    file: %q
+probes:
+  - name: external_search
+    request:
+      url: %q
+      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+      query: {lang: en}
+      json: {query: API migration guide}
+    consumer: select_results
+`, consumer, providerURL+"/search")
+	path := filepath.Join(dir, "checks.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := checks.Load(path, func(name string) (string, bool) {
+		return "sk-bench-SECRET", name == "SEARCH_TOKEN"
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := newStack(context.Background(), cfg, newLogger(io.Discard, "text", "info"), stackOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		s.exec.CloseIdleConnections()
+		if err := s.store.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return s, cfg.Probe("external_search")
+}
+
+// allInBody is a seed-000 search answer with n results the consumer keeps,
+// as a list or, wrapped, in the `{"items": [...]}` layout.
+func allInBody(n int, wrapped bool) []byte {
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = map[string]any{
+			"id":      fmt.Sprintf("doc_%d", 700+i),
+			"title":   fmt.Sprintf("API migration guide, part %d", i),
+			"url":     fmt.Sprintf("https://docs.example.com/api/migration/%d", i),
+			"snippet": "How to move from the v1 search endpoint to v2, with the new pagination cursor.",
+			"score":   0.75 + float64(i)/100,
+		}
+	}
+	var res any = items
+	if wrapped {
+		res = map[string]any{"items": items}
+	}
+	body, err := json.Marshal(map[string]any{"results": res, "next_cursor": nil})
+	if err != nil {
+		panic(err)
+	}
+	return body
+}
