@@ -54,13 +54,60 @@ func (c *shapeCache) put(fingerprint string, s shape.Shape) {
 	c.shapes[fingerprint] = s
 }
 
+// baselineTTL is how long a probe's baseline, as last read from the store,
+// answers for runs that show that same shape. See baselineCache.
+const baselineTTL = 5 * time.Minute
+
+// maxCachedBaselines bounds the baseline cache: probes removed by reloads
+// leave entries behind, and a cache that only saves a read can start over.
+const maxCachedBaselines = 1 << 16
+
+// baselineCache keeps each probe's dominant shape as the store last gave
+// it, so that the common run, one that shows its probe's established
+// shape, costs no store read. A run with any other shape asks the store
+// and refreshes the entry, so the entry can only be wrong when the shape
+// it names has kept repeating while older runs left the 24-hour window
+// and another shape, unseen since its last read, overtook it; the TTL
+// bounds that to a few minutes. Safe for concurrent use.
+type baselineCache struct {
+	mu      sync.Mutex
+	entries map[string]baselineEntry
+}
+
+type baselineEntry struct {
+	fingerprint string
+	count       int
+	readAt      time.Time
+}
+
+// settled reports whether fingerprint is probe's baseline, established
+// (seen at least driftMinObservations times), as read within baselineTTL
+// of now.
+func (c *baselineCache) settled(probe, fingerprint string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[probe]
+	return ok && e.fingerprint == fingerprint && e.count >= driftMinObservations &&
+		!now.Before(e.readAt) && now.Sub(e.readAt) < baselineTTL
+}
+
+func (c *baselineCache) put(probe string, e baselineEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= maxCachedBaselines {
+		c.entries = make(map[string]baselineEntry)
+	}
+	c.entries[probe] = e
+}
+
 // detectDrift compares r's shape with the probe's dominant shape of the
 // previous 24 hours (SPEC §5). When the run drifted it sets r.Shape.Baseline
 // and r.Shape.Drift, on every drifted run, because the run's envelope shows
 // them; it returns a drift event only for the first drift to this
 // fingerprint in an hour, since that is what gets a row and an alert.
 //
-// The common path, no drift, costs one store call (DominantShape). An error
+// The common path, a run with its probe's established shape, costs no store
+// call while the cached baseline is fresh, and one (DominantShape) otherwise. An error
 // means the store could not answer; r may then already carry the drift
 // lines, and the caller still records the run.
 func (p *Pipeline) detectDrift(ctx context.Context, r *results.Result, now time.Time) (*results.Drift, error) {
@@ -68,10 +115,14 @@ func (p *Pipeline) detectDrift(ctx context.Context, r *results.Result, now time.
 		return nil, nil
 	}
 	current := r.Shape.Fingerprint
+	if p.baselines.settled(r.Probe, current, now) {
+		return nil, nil
+	}
 	baseline, n, err := p.store.DominantShape(ctx, r.Probe, now.Add(-driftWindow))
 	if err != nil {
 		return nil, fmt.Errorf("dominant shape of %s: %w", r.Probe, err)
 	}
+	p.baselines.put(r.Probe, baselineEntry{fingerprint: baseline, count: n, readAt: now})
 	if n < driftMinObservations || baseline == "" || baseline == current {
 		return nil, nil
 	}

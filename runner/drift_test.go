@@ -210,22 +210,57 @@ func TestDriftNotInNotifyOn(t *testing.T) {
 	}
 }
 
-// TestDriftNoDriftPathIsCheap: a run with the baseline shape costs one
-// store read, and a run without a body none.
+// TestDriftNoDriftPathIsCheap: a run with its probe's established shape
+// costs no store read while the baseline read last is fresh, one
+// DominantShape once it is older than baselineTTL, and a run without a
+// body none.
 func TestDriftNoDriftPathIsCheap(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(6)
+	driftReads := func() int {
+		return f.store.callCount("DominantShape") + f.store.callCount("ShapeText") + f.store.callCount("LastDriftAt")
+	}
+	f.store.resetCalls()
+	f.run(seedBaselineBody, "") // one minute after the last read
+	if n := driftReads(); n != 0 {
+		t.Errorf("a run with the established shape made %d drift reads, want 0", n)
+	}
+
+	f.clock.Advance(baselineTTL)
 	f.store.resetCalls()
 	f.run(seedBaselineBody, "")
-	reads := f.store.callCount("DominantShape") + f.store.callCount("ShapeText") + f.store.callCount("LastDriftAt")
-	if reads != 1 || f.store.callCount("DominantShape") != 1 {
-		t.Errorf("a run with the baseline shape made %d drift reads, want DominantShape only", reads)
+	if n := driftReads(); n != 1 || f.store.callCount("DominantShape") != 1 {
+		t.Errorf("a run after the baseline went stale made %d drift reads, want DominantShape only", n)
 	}
 
 	f.store.resetCalls()
 	f.run("", results.CodeConnectionRefused)
 	if n := f.store.callCount("DominantShape"); n != 0 {
 		t.Errorf("a run without a body asked for the dominant shape %d times", n)
+	}
+}
+
+// TestDriftCachedBaselineStillSeesDrift: the cached baseline only spares
+// runs with that very shape; a run with another shape asks the store and
+// reports its drift, every time, and a drift back to the old shape after
+// the new one took over is seen too.
+func TestDriftCachedBaselineStillSeesDrift(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(6)
+	for i := range 3 {
+		r, _ := f.run(seedWrappedBody, seedWrappedCode)
+		if len(r.Shape.Drift) == 0 {
+			t.Fatalf("drifted run %d: no drift reported", i+1)
+		}
+	}
+	// Enough wrapped runs to make it the dominant shape; then the old
+	// layout is the drift, although it was the cached baseline once.
+	for range 10 {
+		f.run(seedWrappedBody, seedWrappedCode)
+	}
+	r, _ := f.run(seedBaselineBody, "")
+	if len(r.Shape.Drift) == 0 {
+		t.Fatal("a run back on the old layout after the new one took over reported no drift")
 	}
 }
 

@@ -36,11 +36,12 @@ const processTimeout = 15 * time.Second
 //
 // A Pipeline is safe for concurrent use by runs of different probes.
 type Pipeline struct {
-	observer Observer
-	store    Store
-	logger   *slog.Logger
-	now      func() time.Time
-	shapes   shapeCache
+	observer  Observer
+	store     Store
+	logger    *slog.Logger
+	now       func() time.Time
+	shapes    shapeCache
+	baselines baselineCache
 
 	mu      sync.RWMutex // guards notify, deliver and states
 	notify  checks.Notify
