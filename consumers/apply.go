@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
@@ -51,7 +52,23 @@ const maxMessageBytes = 512
 // and validated items. It never panics on hostile input: every failure of
 // the rules becomes a typed contract error, and a panic in toolpulse's own
 // code becomes internal_error rather than taking the runner down.
-func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
+func (c *Consumer) Apply(in Input, minResults int) Verdict {
+	v, _ := c.apply(in, minResults, chargesIfNeeded)
+	return v
+}
+
+// chargeMode says whether apply runs the charged programs.
+type chargeMode int
+
+const (
+	chargesIfNeeded chargeMode = iota // the programs without charges when fastCost allows
+	alwaysCharge                      // what Apply did before cost.go, for tests
+	neverCharge                       // for tests that compare the two; ignores the budget
+)
+
+// apply is Apply; it also returns what the charges spent (0 when they did
+// not run).
+func (c *Consumer) apply(in Input, minResults int, mode chargeMode) (v Verdict, spent int) {
 	defer func() {
 		if p := recover(); p != nil {
 			v.Err = results.NewError(results.CodeInternalError,
@@ -61,14 +78,26 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 	if c == nil || c.selectRun == nil {
 		// A Consumer not made by Compile; failing loudly beats a nil
 		// dereference inside expr.
-		return Verdict{Err: results.NewError(results.CodeInternalError, "consumer is not compiled")}
+		return Verdict{Err: results.NewError(results.CodeInternalError, "consumer is not compiled")}, 0
 	}
-	env := in.env()
-	// One VM per call: a VM is not safe to share, but reusing it across the
-	// select run and every validate run saves its stack and scope allocations.
-	machine := vm.VM{MemoryBudget: maxEvalMemory}
+	st := applyStates.Get().(*applyState)
+	st.fill(in)
+	selectProg, validateProg, validateMemory := c.selectRun, c.validateRun, uint(maxEvalMemory)
+	switch {
+	case mode == neverCharge && c.selectFast != nil,
+		mode == chargesIfNeeded && c.selectFast != nil && st.withinBound(&c.fastCost):
+		selectProg, validateProg, validateMemory = c.selectFast, c.validateFast, c.validateFastMemory
+	}
+	v = c.judge(st, selectProg, validateProg, validateMemory, minResults)
+	spent = st.budget.spent
+	st.release()
+	return v, spent
+}
 
-	out, err := machine.Run(c.selectRun, env)
+// judge runs the select program, then the validate program on each item.
+func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, validateMemory uint, minResults int) (v Verdict) {
+	st.machine.MemoryBudget = maxEvalMemory
+	out, err := st.machine.Run(selectProg, &st.env)
 	if err != nil {
 		return Verdict{Err: runError("select", c.Select, err, 0)}
 	}
@@ -79,8 +108,9 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 	}
 	v.Selected = len(items)
 
+	st.machine.MemoryBudget = validateMemory
 	for i, item := range items {
-		valid, err := c.validateItem(&machine, env, item)
+		valid, err := c.validateItem(st, validateProg, item)
 		if err != nil {
 			if err.Code == results.CodeRuleError {
 				// The author's own fail() message is kept verbatim;
@@ -112,12 +142,12 @@ func (c *Consumer) Apply(in Input, minResults int) (v Verdict) {
 
 // validateItem runs the validate rule on one item; a nil error with false
 // means the item was judged invalid.
-func (c *Consumer) validateItem(machine *vm.VM, env *ruleEnv, item any) (bool, *results.Error) {
-	if c.validateRun == nil {
+func (c *Consumer) validateItem(st *applyState, prog *vm.Program, item any) (bool, *results.Error) {
+	if prog == nil {
 		return true, nil
 	}
-	env.Item = item
-	out, err := machine.Run(c.validateRun, env)
+	st.env.Item = item
+	out, err := st.machine.Run(prog, &st.env)
 	if err != nil {
 		return false, runError("validate", c.Validate, err, len([]rune(validatePrefix)))
 	}
@@ -152,23 +182,51 @@ func asList(v any) ([]any, bool) {
 	return l, true
 }
 
-func (in Input) env() *ruleEnv {
-	headers := make(map[string]any, len(in.Headers))
+// applyState is what one Apply works with: the VM, the rule environment
+// and the budget. States are pooled: building them anew took five maps, a
+// closure and the VM's stack and scopes per Apply. Nothing of an Apply's
+// values is used after it returns (a Verdict holds only text); release
+// drops the references it can reach, and the VM's own scope pool keeps the
+// last run's lists only until the state is reused or collected.
+type applyState struct {
+	machine vm.VM // not safe to share: one Apply at a time
+	env     ruleEnv
+	budget  evalBudget
+	// headers, query and request are env's maps, kept for their storage.
+	headers, query, request map[string]any
+}
+
+var applyStates = sync.Pool{New: func() any {
+	st := &applyState{headers: map[string]any{}, query: map[string]any{}, request: map[string]any{}}
+	st.env.Charge = st.budget.charge // one closure for the state's life
+	st.env.Fetch = fetch
+	return st
+}}
+
+func (st *applyState) fill(in Input) {
 	for k, v := range in.Headers {
-		headers[strings.ToLower(k)] = v
+		st.headers[strings.ToLower(k)] = v
 	}
-	query := make(map[string]any, len(in.Request.Query))
 	for k, v := range in.Request.Query {
-		query[k] = v
+		st.query[k] = v
 	}
-	return &ruleEnv{
-		Response: in.Response,
-		Status:   in.Status,
-		Headers:  headers,
-		Request:  map[string]any{"json": in.Request.JSON, "query": query},
-		Probe:    in.Probe,
-		Budget:   newEvalBudget(),
-	}
+	st.request["json"] = in.Request.JSON
+	st.request["query"] = st.query
+	st.env.Response, st.env.Status, st.env.Probe = in.Response, in.Status, in.Probe
+	st.env.Headers, st.env.Request = st.headers, st.request
+	st.env.Item = nil
+	st.budget = evalBudget{limit: maxEvalCost}
+}
+
+// release drops every reference to the Apply's values and pools st.
+func (st *applyState) release() {
+	clear(st.headers)
+	clear(st.query)
+	clear(st.request)
+	st.env.Response, st.env.Item, st.env.Probe = nil, nil, ""
+	clear(st.machine.Stack[:cap(st.machine.Stack)])
+	clear(st.machine.Variables)
+	applyStates.Put(st)
 }
 
 // runError maps a run-time failure of a rule to its contract code: the

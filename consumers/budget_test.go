@@ -137,7 +137,7 @@ func TestRuleEnvironment(t *testing.T) {
 		names = append(names, typ.Field(i).Tag.Get("expr"))
 	}
 	sort.Strings(names)
-	want := []string{"__toolpulse_budget", "__toolpulse_item", "headers", "probe", "request", "response", "status"}
+	want := []string{"__toolpulse_charge", "__toolpulse_fetch", "__toolpulse_item", "headers", "probe", "request", "response", "status"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("rule environment = %v, want %v", names, want)
 	}

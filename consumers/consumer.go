@@ -16,7 +16,12 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -55,6 +60,17 @@ type Consumer struct {
 	validateProg *vm.Program // nil when Validate is empty
 	selectRun    *vm.Program
 	validateRun  *vm.Program
+	// selectFast and validateFast are selectRun and validateRun without
+	// the charges, for an input on which fastCost proves the charges could
+	// not reach maxEvalCost (cost.go); both nil when no bound exists, and
+	// unbounded then says why.
+	selectFast   *vm.Program
+	validateFast *vm.Program
+	fastCost     [2]form // by measure
+	unbounded    string
+	// validateFastMemory is the memory budget of a validateFast run (see
+	// unwrapValidate).
+	validateFastMemory uint
 }
 
 // Ref names the consumer in a result.
@@ -78,8 +94,9 @@ func (e *RuleError) Error() string {
 }
 
 // ruleEnv is what a rule sees (SPEC §4). Item carries the item a validate
-// rule checks; users write `.field` or `#`, never its name. A rule can read the whole of it as $env (toJSON($env) shows these names);
-// nothing else of the process, its environment or its files is reachable.
+// rule checks; users write `.field` or `#`, never its name. A rule can read
+// the whole of it as $env (toJSON($env) shows these names); nothing else of
+// the process, its environment or its files is reachable.
 type ruleEnv struct {
 	Response any            `expr:"response" json:"response"`
 	Status   int            `expr:"status" json:"status"`
@@ -87,16 +104,24 @@ type ruleEnv struct {
 	Request  map[string]any `expr:"request" json:"request"`
 	Probe    string         `expr:"probe" json:"probe"`
 	Item     any            `expr:"__toolpulse_item" json:"-"`
-	// Budget is the evaluation budget of one Apply; only the calls that
-	// instrumentRule inserts use it.
-	Budget *evalBudget `expr:"__toolpulse_budget" json:"-"`
+	// Charge is the evaluation budget of one Apply (evalBudget.charge);
+	// only the calls instrumentRule inserts may use it: Compile refuses a
+	// rule that names it. A field of this exact type compiles to a direct
+	// call, where a function registered with expr.Function goes through an
+	// argument slice that is allocated anew once a loop has used it up.
+	Charge func(units, value any) any `expr:"__toolpulse_charge" json:"-"`
+	// Fetch is fetch, the member read of the programs without charges.
+	Fetch func(from, key any) any `expr:"__toolpulse_fetch" json:"-"`
 }
 
 const (
-	itemVar   = "__toolpulse_item"
-	budgetVar = "__toolpulse_budget"
-	chargeFn  = "__toolpulse_charge"
+	itemVar  = "__toolpulse_item"
+	chargeFn = "__toolpulse_charge"
+	fetchFn  = "__toolpulse_fetch"
 )
+
+// reservedNames are the env's functions for toolpulse's own rewrites.
+var reservedNames = map[string]bool{chargeFn: true, fetchFn: true}
 
 // validatePrefix turns a per-item predicate into a program over one item,
 // so that `.id` and `#` mean the item exactly as inside expr's own filter.
@@ -110,160 +135,6 @@ const maxRuleBytes = 16 << 10
 // the work a rule does outside its loops is bounded whatever its text.
 const maxRuleNodes = 4096
 
-// maxEvalCost is the evaluation budget of one Apply: the select run and
-// every validate run together. expr cannot cancel an evaluation, so each
-// rule is compiled with a charge inserted where work grows with the input:
-// every pass through a predicate ({...} in filter, map, any, all, count,
-// sum, sortBy and the rest, and the validate rule on each item) costs the
-// number of syntax nodes in its body, and every non-literal operand of +,
-// ==, !=, in, contains, startsWith, endsWith and matches, and every
-// argument and result of a builtin that takes no predicate, costs its size
-// (one per value inside it, however deep, and one per 16 bytes of a
-// string). A rule that spends more fails with rule_error "evaluation budget
-// exceeded". On a 2-core machine the slowest runaway rule measured
-// (toJSON of the body inside a loop) stops within a second; a filter over
-// 10,000 items with a 20-node predicate costs about 200,000.
-const maxEvalCost = 10_000_000
-
-// maxEvalMemory is expr's own memory budget for one rule run
-// (vm.VM.MemoryBudget): it counts the elements of ranges, list and map
-// literals, sorted lists and repeat()'s bytes, not Go allocations.
-const maxEvalMemory = 1_000_000
-
-// budgetExceeded starts the message of every budget failure, so that an
-// operator can tell a runaway rule from a wrong one.
-const budgetExceeded = "evaluation budget exceeded"
-
-// evalBudget counts what one Apply has spent. It is used by one goroutine.
-type evalBudget struct {
-	spent, limit int
-}
-
-func newEvalBudget() *evalBudget { return &evalBudget{limit: maxEvalCost} }
-
-// chargeFunc is __toolpulse_charge(budget, units, value): it adds units
-// plus the size of value to the budget and returns value unchanged, or
-// fails once the budget is spent.
-func chargeFunc(params ...any) (any, error) {
-	b, _ := params[0].(*evalBudget)
-	units, _ := params[1].(int)
-	v := params[2]
-	if b == nil {
-		return v, nil
-	}
-	b.spent += units
-	b.chargeSize(v)
-	if b.spent > b.limit {
-		return nil, fmt.Errorf("%s: the rules spent more than %d units (see Limits in the README)", budgetExceeded, b.limit)
-	}
-	return v, nil
-}
-
-// chargeSize adds v's size: one for each value in it, however deep, and
-// one per 16 bytes of each string. It stops walking once the budget is
-// spent, so that measuring costs no more than the budget allows.
-func (b *evalBudget) chargeSize(v any) {
-	b.spent++
-	if b.spent > b.limit {
-		return
-	}
-	switch t := v.(type) {
-	case string:
-		b.spent += len(t) / 16
-	case []any:
-		for _, x := range t {
-			if b.chargeSize(x); b.spent > b.limit {
-				return
-			}
-		}
-	case map[string]any:
-		for k, x := range t {
-			b.spent += len(k) / 16
-			if b.chargeSize(x); b.spent > b.limit {
-				return
-			}
-		}
-	case nil, bool, int, float64:
-	default:
-		switch rv := reflect.ValueOf(v); rv.Kind() {
-		case reflect.Slice, reflect.Array, reflect.Map:
-			// Typed lists come from builtins such as split() and keys():
-			// flat values, counted without walking them.
-			b.spent += rv.Len()
-		case reflect.String:
-			b.spent += rv.Len() / 16
-		}
-	}
-}
-
-// instrumentRule is the patch that inserts the charges maxEvalCost
-// describes; see compileRule for why it runs on a second compile.
-type instrumentRule struct{}
-
-// linearOperators are the binary operators whose cost grows with their
-// operands.
-var linearOperators = map[string]bool{
-	"+": true, "==": true, "!=": true, "in": true, "not in": true,
-	"contains": true, "startsWith": true, "endsWith": true, "matches": true,
-}
-
-func (instrumentRule) Visit(node *ast.Node) {
-	switch n := (*node).(type) {
-	case *ast.PredicateNode:
-		n.Node = charge(countNodes(n.Node), n.Node)
-	case *ast.BinaryNode:
-		if linearOperators[n.Operator] {
-			n.Left = chargeOperand(n.Left)
-			n.Right = chargeOperand(n.Right)
-		}
-	case *ast.BuiltinNode:
-		for _, a := range n.Arguments {
-			if _, ok := a.(*ast.PredicateNode); ok {
-				return
-			}
-		}
-		for i, a := range n.Arguments {
-			n.Arguments[i] = chargeOperand(a)
-		}
-		// The result too: toJSON, join or replace can build far more than
-		// they were given.
-		*node = charge(0, n)
-	}
-}
-
-func charge(units int, n ast.Node) ast.Node {
-	call := &ast.CallNode{
-		Callee:    &ast.IdentifierNode{Value: chargeFn},
-		Arguments: []ast.Node{&ast.IdentifierNode{Value: budgetVar}, &ast.IntegerNode{Value: units}, n},
-	}
-	call.SetLocation(n.Location())
-	call.Callee.SetLocation(n.Location())
-	call.Arguments[0].SetLocation(n.Location())
-	call.Arguments[1].SetLocation(n.Location())
-	return call
-}
-
-// chargeOperand charges n's size, unless n is a literal whose cost the
-// rule's size already bounds.
-func chargeOperand(n ast.Node) ast.Node {
-	switch n.(type) {
-	case *ast.NilNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode,
-		*ast.StringNode, *ast.ConstantNode, *ast.PredicateNode:
-		return n
-	}
-	return charge(0, n)
-}
-
-func countNodes(n ast.Node) int {
-	c := nodeCounter(0)
-	ast.Walk(&n, &c)
-	return int(c)
-}
-
-type nodeCounter int
-
-func (c *nodeCounter) Visit(*ast.Node) { *c++ }
-
 // Compile compiles both rules of src. It returns every compile error found,
 // each positioned inside its rule, or a consumer ready to Apply.
 func Compile(src Source) (*Consumer, []*RuleError) {
@@ -275,35 +146,84 @@ func Compile(src Source) (*Consumer, []*RuleError) {
 		Name: src.Name, Version: src.Version, Select: src.Select, Validate: src.Validate,
 		Fixtures: src.Fixtures, AcceptMutations: src.AcceptMutations,
 	}
+	var sel, val *compiledRule
 	if len(errs) == 0 {
-		prog, run, err := compileRule("select", src.Select, "")
+		r, err := compileRule("select", src.Select, "")
 		if err != nil {
 			errs = append(errs, err)
+		} else {
+			sel, c.selectProg, c.selectRun = r, r.prog, r.run
 		}
-		c.selectProg, c.selectRun = prog, run
 	}
 	if strings.TrimSpace(src.Validate) != "" {
-		prog, run, err := compileRule("validate", src.Validate, validatePrefix)
+		r, err := compileRule("validate", src.Validate, validatePrefix)
 		if err != nil {
 			errs = append(errs, err)
+		} else {
+			val, c.validateProg, c.validateRun = r, r.prog, r.run
 		}
-		c.validateProg, c.validateRun = prog, run
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	c.compileFast(sel, val)
 	sum := sha256.Sum256([]byte(src.Select + "\x00" + src.Validate))
 	c.RuleHash = hex.EncodeToString(sum[:8])
 	return c, nil
+}
+
+// compileFast bounds the charges of both rules (cost.go) and, when a bound
+// exists, compiles the charged trees again without their charges.
+func (c *Consumer) compileFast(sel, val *compiledRule) {
+	var validateTree ast.Node
+	if val != nil {
+		validateTree = val.tree.Node
+	}
+	for _, m := range []measure{chargeUnits, textBytes} {
+		if c.fastCost[m], c.unbounded = boundRules(sel.tree.Node, validateTree, m); c.unbounded != "" {
+			return
+		}
+	}
+	if sizeLimit(c.fastCost[chargeUnits]) < 0 && sizeLimit(c.fastCost[textBytes]) < 0 {
+		c.unbounded = "the rules can spend the budget on any input"
+		return
+	}
+	selectFast, _, err := sel.withoutCharges(false)
+	if err != nil {
+		c.unbounded = err.Error()
+		return
+	}
+	var validateFast *vm.Program
+	c.validateFastMemory = maxEvalMemory
+	if val != nil {
+		var unwrapped bool
+		if validateFast, unwrapped, err = val.withoutCharges(true); err != nil {
+			c.unbounded = err.Error()
+			return
+		}
+		if unwrapped {
+			c.validateFastMemory--
+		}
+	}
+	c.selectFast, c.validateFast = selectFast, validateFast
+}
+
+// compiledRule is one rule compiled: prog as written, run with the charges
+// of maxEvalCost, and run's tree after expr's optimizer with the config
+// that compiled it, for costBound and withoutCharges.
+type compiledRule struct {
+	prog, run *vm.Program
+	tree      *parser.Tree
+	config    *conf.Config
 }
 
 // compileRule compiles one rule twice: as written, which gives the author's
 // compile errors, the static type and the tree ReadFields reads, and with
 // the charges of maxEvalCost, which is what Apply runs. The wrappers are
 // typed any, so checking the plain rule first hides no compile error.
-func compileRule(rule, text, prefix string) (prog, run *vm.Program, _ *RuleError) {
+func compileRule(rule, text, prefix string) (*compiledRule, *RuleError) {
 	if len(text) > maxRuleBytes {
-		return nil, nil, &RuleError{Rule: rule, Line: 1, Column: 1,
+		return nil, &RuleError{Rule: rule, Line: 1, Column: 1,
 			Message: fmt.Sprintf("rule is %d bytes; the limit is %d", len(text), maxRuleBytes)}
 	}
 	source := text
@@ -312,13 +232,17 @@ func compileRule(rule, text, prefix string) (prog, run *vm.Program, _ *RuleError
 		// swallowing the wrapper's closing brackets.
 		source = prefix + text + "\n})"
 	}
+	prefixRunes := len([]rune(prefix))
 	prog, err := expr.Compile(source, compileOptions()...)
 	if err != nil {
-		return nil, nil, ruleError(rule, text, err, len([]rune(prefix)))
+		return nil, ruleError(rule, text, err, prefixRunes)
 	}
-	run, err = expr.Compile(source, append(compileOptions(), expr.Patch(instrumentRule{}))...)
-	if err != nil {
-		return nil, nil, ruleError(rule, text, err, len([]rune(prefix)))
+	if err := reservedName(prog.Node()); err != nil {
+		return nil, ruleError(rule, text, err.Bind(prog.Source()), prefixRunes)
+	}
+	r := &compiledRule{prog: prog}
+	if err := r.compileCharged(source); err != nil {
+		return nil, ruleError(rule, text, err, prefixRunes)
 	}
 	if prefix == "" {
 		// expr types what it can see: a select rule that can only yield a
@@ -327,11 +251,74 @@ func compileRule(rule, text, prefix string) (prog, run *vm.Program, _ *RuleError
 		// `any` and are checked at run time instead.
 		if t := prog.Node().Type(); t != nil && t.Kind() != reflect.Interface &&
 			t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return nil, nil, &RuleError{Rule: rule, Line: 1, Column: 1,
+			return nil, &RuleError{Rule: rule, Line: 1, Column: 1,
 				Message: fmt.Sprintf("select must evaluate to a list; this rule gives %s", kindName(t))}
 		}
 	}
-	return prog, run, nil
+	return r, nil
+}
+
+// compileCharged is expr.Compile (v1.17.8) with instrumentRule, step by
+// step, so that the optimized tree stays at hand: costBound must read the
+// charges that run, and withoutCharges must start from the same tree, since
+// expr's optimizer rewrites a plain rule in ways that change what it does
+// (`x in ["a", "b"]` becomes a map lookup that panics on a number x, where
+// the charged rule, whose list is wrapped in a charge, answers false).
+func (r *compiledRule) compileCharged(source string) error {
+	config := conf.CreateNew()
+	for _, op := range append(compileOptions(), expr.Patch(instrumentRule{})) {
+		op(config)
+	}
+	for name := range config.Disabled {
+		delete(config.Builtins, name)
+	}
+	config.Check()
+	tree, err := checker.ParseCheck(source, config)
+	if err != nil {
+		return err
+	}
+	if config.Optimize {
+		if err := optimizer.Optimize(&tree.Node, config); err != nil {
+			var fe *file.Error
+			if errors.As(err, &fe) {
+				return fe.Bind(tree.Source)
+			}
+			return err
+		}
+	}
+	run, err := compiler.Compile(tree, config)
+	if err != nil {
+		return err
+	}
+	r.run, r.tree, r.config = run, tree, config
+	return nil
+}
+
+// reservedName refuses a rule that names the env's functions: they are
+// for the calls toolpulse inserts, never for a rule's own (a charge of
+// negative units would give budget back).
+func reservedName(n ast.Node) *file.Error {
+	var found ast.Node
+	var name string
+	rewrite(&n, func(n *ast.Node) { // rewrite also enters fused map bodies
+		if found != nil {
+			return
+		}
+		switch m := (*n).(type) {
+		case *ast.IdentifierNode:
+			if reservedNames[m.Value] {
+				found, name = m, m.Value
+			}
+		case *ast.MemberNode:
+			if p, ok := m.Property.(*ast.StringNode); ok && reservedNames[p.Value] {
+				found, name = m, p.Value
+			}
+		}
+	})
+	if found == nil {
+		return nil
+	}
+	return &file.Error{Location: found.Location(), Message: "unknown name " + name}
 }
 
 // kindName names a static type the way expr's type() names its values.
@@ -357,7 +344,6 @@ func compileOptions() []expr.Option {
 	return []expr.Option{
 		expr.Env(ruleEnv{}),
 		expr.Function("fail", failFunc, new(func(string, string) any)),
-		expr.Function(chargeFn, chargeFunc),
 		expr.MaxNodes(maxRuleNodes),
 	}
 }

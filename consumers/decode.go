@@ -40,15 +40,28 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // caller puts in front ("response is not valid JSON: ").
 func DecodeJSON(data []byte) (any, error) {
 	body := bytes.TrimPrefix(data, utf8BOM)
-	skipped := len(data) - len(body)
-	pos := func(off int64) string { return position(data, skipped+int(off)) }
-
 	if len(skipSpace(body)) == 0 {
 		if len(data) == 0 {
 			return nil, errors.New("empty body")
 		}
 		return nil, errors.New("body is only whitespace")
 	}
+	// Valid bodies take the one-pass decoder; anything it does not accept
+	// goes through encoding/json, whose messages and positions are the
+	// contract for invalid_json.
+	if v, ok := decodeFast(body); ok {
+		return v, nil
+	}
+	return decodeStd(data, body)
+}
+
+// decodeStd is DecodeJSON on encoding/json: the depth check, a decode with
+// UseNumber, then the numbers converted. It gives the exact error for every
+// body decodeFast refuses, and is the reference decodeFast is tested
+// against.
+func decodeStd(data, body []byte) (any, error) {
+	skipped := len(data) - len(body)
+	pos := func(off int64) string { return position(data, skipped+int(off)) }
 	// Checked before decoding, iteratively, so that encoding/json's
 	// recursive decoder only ever sees bounded nesting.
 	if off, ok := checkDepth(body, maxJSONDepth); !ok {

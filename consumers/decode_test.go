@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -218,4 +219,41 @@ func TestNormalizeDeepAndShared(t *testing.T) {
 			t.Errorf("cyclic map[any]any not mapped onto itself")
 		}
 	})
+}
+
+// TestDecodeJSONBoxedValues: the strings and numbers decodeFast boxes in
+// shared slabs behave as values boxed by the runtime: equal to them, usable
+// as map keys, seen by type switches and reflect, and unchanged by the
+// values boxed after them.
+func TestDecodeJSONBoxedValues(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	const n = 3*slabSize + 5
+	for i := range n {
+		fmt.Fprintf(&b, `"s%d",%d,%d.5,`, i, 1000+i, i)
+	}
+	b.WriteString("null]")
+	got, err := DecodeJSON([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := got.([]any)
+	seen := map[any]int{}
+	for i := range n {
+		s, k, f := list[3*i], list[3*i+1], list[3*i+2]
+		if s != any(fmt.Sprintf("s%d", i)) || k != any(1000+i) || f != any(float64(i)+0.5) {
+			t.Fatalf("element %d: %#v %#v %#v", i, s, k, f)
+		}
+		if _, ok := k.(int); !ok || reflect.TypeOf(f).Kind() != reflect.Float64 || reflect.ValueOf(s).String() != fmt.Sprintf("s%d", i) {
+			t.Fatalf("element %d: types %T %T %T", i, s, k, f)
+		}
+		seen[s], seen[k], seen[f] = i, i, i
+	}
+	if len(seen) != 3*n || seen[any("s7")] != 7 || seen[any(1007)] != 7 || seen[any(7.5)] != 7 {
+		t.Errorf("as map keys: %d distinct, s7→%d 1007→%d 7.5→%d", len(seen), seen[any("s7")], seen[any(1007)], seen[any(7.5)])
+	}
+	want, err := decodeStd([]byte(b.String()), []byte(b.String()))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("differs from encoding/json's values (%v)", err)
+	}
 }

@@ -121,3 +121,54 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeFastMatchesStd: the one-pass decoder accepts exactly the bodies
+// encoding/json accepts and gives the same values, so that DecodeJSON's
+// values and errors are those of decodeStd whichever decoder ran.
+func FuzzDecodeFastMatchesStd(f *testing.F) {
+	addBodies(f)
+	for _, s := range []string{
+		`"\ud83d\ude00"`, `"\ud83d\u0041"`, `"\udc00\udc00"`, `"\ud800\\"`, "\"\xed\xa0\x80\"", `"\u00e9\/\b\f\n\r\t"`,
+		`{"a":1,"a":{"b":[1,2,{"c":null}]}}`, `[-0, 0.5, 1e2, 1E-2, -1.5e+3, 123456789012345678, 1234567890123456789]`,
+		`-`, `01`, `1.`, `1e`, `.5`, `+1`, `[1 2]`, `{"a" 1}`, `{"a":1,}`, `{,}`, `tru`, `nul`, `"\x"`, `"\u12"`,
+		"\"tab\there\"", `[` + strings.Repeat(`{"k":`, 127) + `1` + strings.Repeat(`}`, 127) + `]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		body := bytes.TrimPrefix(data, utf8BOM)
+		fast, ok := decodeFast(body)
+		std, err := decodeStd(data, body)
+		if ok != (err == nil) {
+			t.Fatalf("%q: fast decoder ok=%v, encoding/json error %v", data, ok, err)
+		}
+		if ok && !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q: fast decoder gives\n%#v\nencoding/json gives\n%#v", data, fast, std)
+		}
+	})
+}
+
+// FuzzCostBound: on any body that decodes, each bounded rule's charges
+// spend no more than its bound, and without its charges it gives the same
+// verdict (checkFastMatchesCharged).
+func FuzzCostBound(f *testing.F) {
+	for i, tc := range seedCases {
+		f.Add([]byte(tc.body), uint8(i))
+	}
+	for i, b := range costBodies {
+		f.Add([]byte(b), uint8(i))
+	}
+	consumers := make([]*Consumer, len(boundedRules))
+	for i, src := range boundedRules {
+		consumers[i] = mustCompile(f, src)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, rule uint8) {
+		v, err := DecodeJSON(data)
+		if err != nil {
+			return
+		}
+		in := costInput(t, "null")
+		in.Response = v
+		checkFastMatchesCharged(t, consumers[int(rule)%len(consumers)], in)
+	})
+}
