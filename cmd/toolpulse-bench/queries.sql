@@ -17,35 +17,28 @@ WITH RECURSIVE probes (probe) AS (
 )
 SELECT probe FROM probes WHERE probe IS NOT NULL;
 
--- query: stats: one probe's counters and percentiles, run per probe (results/sqlite/stats.go, statsProbe)
-WITH
-totals AS (
-    SELECT
-        count(*) AS n,
-        sum(outcome = 'pass') AS pass,
-        sum(outcome = 'contract_error') AS contract_error,
-        sum(outcome = 'unavailable') AS unavailable,
-        sum(outcome = 'pass' AND attempts > 1) AS passed_after_retries,
-        sum(max(attempts - 1, 0)) AS retries
+-- query: stats: one probe's counters and durations, run per probe: the window's whole hours from probe_hours, its partial first and last hours from results (results/sqlite/stats.go, statsProbe)
+SELECT sum(runs), sum(pass), sum(contract_error), sum(unavailable),
+    sum(passed_after_retries), sum(retries), group_concat(buckets), group_concat(durations)
+FROM (
+    SELECT sum(runs) AS runs, sum(pass) AS pass, sum(contract_error) AS contract_error,
+        sum(unavailable) AS unavailable, sum(passed_after_retries) AS passed_after_retries,
+        sum(retries) AS retries, group_concat(duration_buckets) AS buckets, NULL AS durations
+    FROM probe_hours
+    WHERE probe = ?1 AND hour >= ?2 AND hour < ?3
+    UNION ALL
+    SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
+        sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
+        sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?2 AND started_at < ?3
-),
-bins AS (
-    SELECT duration_ms AS ms, count(*) AS runs
+    WHERE probe = ?1 AND started_at >= ?4 AND started_at < ?5
+    UNION ALL
+    SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
+        sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
+        sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?2 AND started_at < ?3
-    GROUP BY duration_ms
-),
-cumulative AS (
-    SELECT ms, sum(runs) OVER (ORDER BY ms ROWS UNBOUNDED PRECEDING) AS upto
-    FROM bins
-)
-SELECT
-    t.n, t.pass, t.contract_error, t.unavailable, t.passed_after_retries, t.retries,
-    min(CASE WHEN c.upto * 100 >= 50 * t.n THEN c.ms END),
-    min(CASE WHEN c.upto * 100 >= 95 * t.n THEN c.ms END),
-    min(CASE WHEN c.upto * 100 >= 99 * t.n THEN c.ms END)
-FROM totals t LEFT JOIN cumulative c ON true;
+    WHERE probe = ?1 AND started_at >= ?6 AND started_at < ?7
+);
 
 -- query: stats: a probe's last run in the window, run per probe (results/sqlite/stats.go, statsLast)
 SELECT started_at, outcome, code FROM results

@@ -75,29 +75,39 @@ func BenchmarkResult(b *testing.B) {
 }
 
 // BenchmarkRecordRun stores what a failing run with alerting changes, each
-// in its own durable transaction: a contract_error with its attempt and
-// shape counts, the probe's alert state and a firing alert; with a drift,
-// also the drift row and its linked shape_drift alert.
+// in its own durable transaction: a contract_error with its attempt, shape
+// counts and probe hour, the probe's alert state and a firing alert; with
+// a drift, also the drift row and its linked shape_drift alert. "busy
+// hour" records the first case with durations spread over 20 ms to 2 s,
+// all in one hour of one probe, so that its row of probe_hours holds
+// some 200 buckets, as an hour of a probe run every second does. It also
+// reports the process's CPU time per run (cpu-ns/op), which a busy
+// machine does not inflate as it does ns/op.
 func BenchmarkRecordRun(b *testing.B) {
 	for _, bb := range []struct {
-		name  string
-		drift bool
-	}{{"state+alert", false}, {"drift+state+2alerts", true}} {
+		name        string
+		drift, busy bool
+	}{{"state+alert", false, false}, {"drift+state+2alerts", true, false}, {"busy hour", false, true}} {
 		b.Run(bb.name, func(b *testing.B) {
 			ctx := context.Background()
 			s, _ := newStore(b)
 			b.ReportAllocs()
 			i := 0
+			cpu := processCPU()
 			for b.Loop() {
 				i++
 				rec := driftRun("op-" + strconv.Itoa(i))
 				if !bb.drift {
 					rec.Drift, rec.Alerts = nil, rec.Alerts[:1]
 				}
+				if bb.busy {
+					rec.Result.Duration = time.Duration(20+i*7919%1981) * time.Millisecond
+				}
 				if err := s.RecordRun(ctx, rec); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -150,9 +160,9 @@ func BenchmarkDominantShape(b *testing.B) {
 }
 
 // fillDay writes a run of every probe every interval from start to end, as
-// RecordRun would have (results rows with their attempts, and their
-// shape_counts buckets), in one transaction: recording 432,000 runs one by
-// one would take minutes. One run in ten has the map layout, the rest the
+// RecordRun would have (results rows with their attempts, their
+// shape_counts buckets and probe_hours), in one transaction: recording
+// 432,000 runs one by one would take minutes. One run in ten has the map layout, the rest the
 // list layout. Durations are scattered over 20..531 ms; one run in 13 passed on
 // its second attempt, one in 53 is a contract_error, and one in 70 of the
 // map-layout runs timed out three times (unavailable, no shape).
@@ -166,8 +176,8 @@ func fillDay(b testing.TB, path string, probes int, start, end time.Time, every 
 	defer tx.Rollback()
 	for _, sh := range []*results.Shape{listShape(), mapShape()} {
 		at := results.FormatTime(start)
-		if _, err := tx.Exec(`INSERT INTO shapes VALUES (?, ?, ?, ?, 1)
-			ON CONFLICT DO NOTHING`, sh.Fingerprint, sh.Canonical, at, at); err != nil {
+		if _, err := tx.Exec(`INSERT INTO shapes (fingerprint, canonical, first_seen, last_seen, seen_count)
+			VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`, sh.Fingerprint, sh.Canonical, at, at); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -240,6 +250,13 @@ func fillDay(b testing.TB, path string, probes int, start, end time.Time, every 
 		ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
 		    runs = runs + excluded.runs, last_seen = max(last_seen, excluded.last_seen)`,
 		results.FormatTime(start), results.FormatTime(end)); err != nil {
+		b.Fatal(err)
+	}
+	// probe_hours as migration 0005 sums it up, from every stored run.
+	if _, err := tx.Exec(`DELETE FROM probe_hours`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(sqlite.ProbeHoursBackfill()); err != nil {
 		b.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

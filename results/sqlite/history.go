@@ -276,9 +276,15 @@ func placeholders(n int) string {
 // stored time is then >= (or <) the bound exactly when the instant it
 // stands for is >= (or <) t.
 func storedTime(t time.Time) string {
+	return results.FormatTime(ceilMillisecond(t))
+}
+
+// ceilMillisecond is t rounded up to the next millisecond unless it is on
+// one.
+func ceilMillisecond(t time.Time) time.Time {
 	ms := t.Truncate(time.Millisecond)
 	if ms.Before(t) {
 		ms = ms.Add(time.Millisecond)
 	}
-	return results.FormatTime(ms)
+	return ms
 }

@@ -63,7 +63,9 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 			"SEARCH s USING INDEX sqlite_autoindex_shapes_1 (fingerprint=?)"}},
 		{name: "Stats, probe names", query: probeNames, want: []string{
 			"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)"}},
-		{name: "Stats, one probe", query: statsProbe, args: []any{"p", stored, "~"}, sorts: true, want: []string{
+		{name: "Stats, one probe", query: statsProbe, args: []any{"p", "2026-10-25T01", "2026-10-26T00",
+			stored, "2026-10-25T01:00:00.000Z", "2026-10-26T00:00:00.000Z", "2026-10-26T00:07:00.000Z"}, want: []string{
+			"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour>? AND hour<?)",
 			"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=? AND started_at>? AND started_at<?)"}},
 		{name: "Stats, last run", query: statsLast, args: []any{"p", stored, "~"}, want: []string{
 			"SEARCH results USING INDEX results_probe_started_covering (probe=? AND started_at>? AND started_at<?)"}},

@@ -21,8 +21,11 @@ const shapeCountsKept = 26 * time.Hour
 // Each prune statement deletes at most one batch (the LIMIT), oldest
 // first, found through an index on the time column.
 const (
+	// What each deleted result added to probe_hours comes back, to be
+	// taken away from it in the same transaction.
 	pruneResults = `DELETE FROM results WHERE id IN (
-    SELECT id FROM results WHERE started_at < ? ORDER BY started_at LIMIT ?)`
+    SELECT id FROM results WHERE started_at < ? ORDER BY started_at LIMIT ?)
+RETURNING probe, started_at, duration_ms, outcome, attempts`
 
 	// A pending alert may wait for its receiver longer than retention:
 	// it stays, and so does the drift a pending shape_drift alert
@@ -50,7 +53,10 @@ WHERE last_seen < ?
 // Prune deletes what is older than before and returns how many results
 // it deleted:
 //
-//   - results started before it, with their attempts;
+//   - results started before it, with their attempts, each taken away
+//     from its probe's hour in probe_hours in the same transaction (an
+//     hour left with no run is deleted), so that probe_hours keeps
+//     summing up exactly the results that are stored;
 //   - alerts created before it that are not pending (a pending alert is
 //     kept until it is delivered or given up on);
 //   - drifts detected before it, except those a pending alert announces;
@@ -75,7 +81,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (deleted
 		batch = DefaultPruneBatch
 	}
 	cutoff := storedTime(before)
-	deleted, err = s.pruneBatches(ctx, pruneResults, cutoff, batch)
+	deleted, err = s.pruneResultBatches(ctx, cutoff, batch)
 	if err != nil {
 		return deleted, fmt.Errorf("sqlite: prune results: %w", err)
 	}
@@ -89,6 +95,65 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (deleted
 		return deleted, fmt.Errorf("sqlite: prune shapes: %w", err)
 	}
 	return deleted, nil
+}
+
+// pruneResultBatches deletes results in batches until it deletes less
+// than a batch.
+func (s *Store) pruneResultBatches(ctx context.Context, cutoff string, batch int) (int, error) {
+	total := 0
+	for {
+		n, err := s.pruneResultsBatch(ctx, cutoff, batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
+}
+
+// pruneResultsBatch deletes one batch of results started before cutoff,
+// oldest first, with their attempts, and takes them away from
+// probe_hours, in one write transaction, and returns how many it deleted.
+func (s *Store) pruneResultsBatch(ctx context.Context, cutoff string, batch int) (n int, err error) {
+	defer func() { err = ctxErr(ctx, err) }()
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, pruneResults, cutoff, batch)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	deleted := map[hourKey]*hourSums{}
+	for rows.Next() {
+		var (
+			probe, startedAt, outcome string
+			ms, attempts              int64
+		)
+		if err := rows.Scan(&probe, &startedAt, &ms, &outcome, &attempts); err != nil {
+			return 0, err
+		}
+		k := hourKey{probe, startedAt[:min(len(startedAt), len("2006-01-02T15"))]}
+		if deleted[k] == nil {
+			deleted[k] = &hourSums{}
+		}
+		deleted[k].add(outcome, attempts, ms)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if err := subtractHours(ctx, tx, deleted); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err // nothing was deleted
+	}
+	return n, nil
 }
 
 // pruneBatches runs a batch delete until it deletes less than a batch.
@@ -135,14 +200,7 @@ func (s *Store) pruneShapes(ctx context.Context, cutoff string) error {
 // lock first, so a concurrent writer in another process makes it wait
 // (busy_timeout) rather than fail half-way.
 func (s *Store) write(ctx context.Context, query string, args ...any) (n int64, err error) {
-	defer func() {
-		// When ctx ends during the transaction, database/sql rolls it back
-		// by itself, and the statement or Commit fails with "interrupted"
-		// or ErrTxDone: report why.
-		if err != nil && ctx.Err() != nil {
-			err = ctx.Err()
-		}
-	}()
+	defer func() { err = ctxErr(ctx, err) }()
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -159,6 +217,17 @@ func (s *Store) write(ctx context.Context, query string, args ...any) (n int64, 
 		return 0, err // nothing was deleted
 	}
 	return n, nil
+}
+
+// ctxErr is err from a write transaction, or ctx's error if ctx ended:
+// database/sql then rolls the transaction back by itself, and the
+// statement or Commit fails with "interrupted" or ErrTxDone, which do not
+// say why.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // Ping checks that the store can do its job: a read through the reader

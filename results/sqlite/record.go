@@ -66,7 +66,8 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 }
 
 // RecordRun stores everything one operation changes in one transaction:
-// the result with every attempt, its shape counted as seen (in shapes and
+// the result with every attempt, the run added to its probe's hour in
+// probe_hours (behind Stats), its shape counted as seen (in shapes and
 // in the hourly shape_counts behind DominantShape), the drift if any, the
 // probe's alert state if not nil, and every alert, queued in the outbox in
 // the state it has (pending or skipped). A shape_drift alert is linked to
@@ -95,11 +96,11 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 	}
 	r := &rec.Result
 	if err := validateRun(rec); err != nil {
-		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, err)
+		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, refuse(err))
 	}
 	ids, err := s.record(ctx, rec)
 	if err != nil {
-		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, err)
+		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, classify(err))
 	}
 	for i, id := range ids {
 		rec.Alerts[i].ID = id
@@ -167,7 +168,8 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 	return ids, nil
 }
 
-// insertResultRows writes r, its attempts and its shape counts in tx.
+// insertResultRows writes r, its attempts, its shape counts and its share
+// of its probe's hour in probe_hours in tx.
 func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	startedAt := results.FormatTime(r.StartedAt)
 	var fingerprint sql.NullString
@@ -204,6 +206,9 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 			return ErrDuplicate
 		}
 		return err
+	}
+	if err := addProbeHour(ctx, tx, r); err != nil {
+		return fmt.Errorf("probe hour: %w", err)
 	}
 
 	for _, a := range r.Attempts {

@@ -21,9 +21,16 @@ type ProbeStats struct {
 	PassedAfterRetries int
 	// Retries counts attempts beyond the first, over all runs.
 	Retries int
-	// P50, P95 and P99 are nearest-rank percentiles of the runs' durations
-	// (the value at rank ceil(p/100 * Runs) in ascending order), to the
-	// millisecond.
+	// P50, P95 and P99 estimate the nearest-rank percentiles of the runs'
+	// durations: the duration of the run at rank ceil(p/100 * Runs) in
+	// ascending order. Durations are counted in buckets as runs are
+	// recorded (see probe_hours in SCHEMA.md), and the estimate is the
+	// middle of the bucket that run falls in, rounded down to the
+	// millisecond. Below 128 ms a bucket is one millisecond wide, so the
+	// estimate is exact; from 128 ms on, each power of two is split into
+	// 64 buckets, and the estimate is less than 1/128 (0.79 %) away from
+	// the exact value: at most 1 ms off below 256 ms, 2 ms below 512 ms,
+	// 4 ms below 1024 ms, and so on.
 	P50, P95, P99 time.Duration
 	// DriftEvents counts the probe's drifts detected in the window.
 	DriftEvents int
@@ -51,43 +58,75 @@ const probeNames = `WITH RECURSIVE probes (probe) AS (
 )
 SELECT probe FROM probes WHERE probe IS NOT NULL`
 
-// statsProbe sums up one probe's runs in [?2, ?3), in one row. It reads
-// only the covering index results_probe_started_covering (migration 0003),
-// never the table, and twice: once for the counters (totals), and once for
-// the percentiles, where SQLite groups the runs into one bin per distinct
-// duration in milliseconds (sorting this probe's window in its own
-// memory), keeps a running count over the bins in order of duration with
-// a window function, and picks the first bin whose running count reaches
-// the nearest rank: upto >= ceil(p/100 * n), written upto * 100 >= p * n
-// in integers. Go receives one row per probe, never a duration per run.
-const statsProbe = `WITH
-totals AS (
-    SELECT
-        count(*) AS n,
-        sum(outcome = 'pass') AS pass,
-        sum(outcome = 'contract_error') AS contract_error,
-        sum(outcome = 'unavailable') AS unavailable,
-        sum(outcome = 'pass' AND attempts > 1) AS passed_after_retries,
-        sum(max(attempts - 1, 0)) AS retries
+// statsProbe sums up one probe's runs in a window, in one row: the whole
+// UTC hours of the window from probe_hours (?2 <= hour < ?3, a range of
+// its primary key), and the runs of the partial hours at either end from
+// results ([?4, ?5) and [?6, ?7), ranges of the covering index
+// results_probe_started_covering). It returns the counters, the
+// duration_buckets objects of the hours joined by commas, and the
+// durations of the runs read from results, also joined by commas: Go
+// merges them into one histogram per probe. A day is 23 or 24 rows of
+// probe_hours and at most two hours' runs per probe.
+const statsProbe = `SELECT sum(runs), sum(pass), sum(contract_error), sum(unavailable),
+    sum(passed_after_retries), sum(retries), group_concat(buckets), group_concat(durations)
+FROM (
+    SELECT sum(runs) AS runs, sum(pass) AS pass, sum(contract_error) AS contract_error,
+        sum(unavailable) AS unavailable, sum(passed_after_retries) AS passed_after_retries,
+        sum(retries) AS retries, group_concat(duration_buckets) AS buckets, NULL AS durations
+    FROM probe_hours
+    WHERE probe = ?1 AND hour >= ?2 AND hour < ?3
+    UNION ALL
+    SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
+        sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
+        sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?2 AND started_at < ?3
-),
-bins AS (
-    SELECT duration_ms AS ms, count(*) AS runs
+    WHERE probe = ?1 AND started_at >= ?4 AND started_at < ?5
+    UNION ALL
+    SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
+        sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
+        sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?2 AND started_at < ?3
-    GROUP BY duration_ms
-),
-cumulative AS (
-    SELECT ms, sum(runs) OVER (ORDER BY ms ROWS UNBOUNDED PRECEDING) AS upto
-    FROM bins
-)
-SELECT
-    t.n, t.pass, t.contract_error, t.unavailable, t.passed_after_retries, t.retries,
-    min(CASE WHEN c.upto * 100 >= 50 * t.n THEN c.ms END),
-    min(CASE WHEN c.upto * 100 >= 95 * t.n THEN c.ms END),
-    min(CASE WHEN c.upto * 100 >= 99 * t.n THEN c.ms END)
-FROM totals t LEFT JOIN cumulative c ON true`
+    WHERE probe = ?1 AND started_at >= ?6 AND started_at < ?7
+)`
+
+// statsWindow is a window of Stats split for statsProbe: the whole UTC
+// hours inside it, [hourFrom, hourTo) as probe_hours spells hours, and
+// the ranges of started_at before and after them, [head[0], head[1]) and
+// [tail[0], tail[1]), read from results; a range whose ends are equal is
+// empty. An open end of the window ("" since, "~" until, as in stats)
+// takes every hour on that side.
+type statsWindow struct {
+	hourFrom, hourTo string
+	head, tail       [2]string
+}
+
+// splitWindow splits [since, until), each bound rounded up to the
+// millisecond as storedTime does; a zero bound is an open end.
+func splitWindow(since, until time.Time) statsWindow {
+	w := statsWindow{hourFrom: "", hourTo: "~"}
+	lo, hi := "", "~"
+	if !since.IsZero() {
+		start := ceilMillisecond(since)
+		first := start.Truncate(time.Hour) // UTC hours: Truncate counts from the zero time
+		if first.Before(start) {
+			first = first.Add(time.Hour)
+		}
+		lo = results.FormatTime(start)
+		w.hourFrom, w.head = hourOf(first), [2]string{lo, results.FormatTime(first)}
+	}
+	if !until.IsZero() {
+		end := ceilMillisecond(until)
+		last := end.Truncate(time.Hour)
+		hi = results.FormatTime(end)
+		w.hourTo, w.tail = hourOf(last), [2]string{results.FormatTime(last), hi}
+	}
+	if w.hourFrom >= w.hourTo {
+		// No whole hour: the window, if not empty, lies within one hour
+		// or across the boundary of two.
+		return statsWindow{head: [2]string{lo, hi}}
+	}
+	return w
+}
 
 // statsDrifts counts drift events per probe; %s is the WHERE clause of the
 // window on detected_at, a range of the index on detected_at.
@@ -123,14 +162,15 @@ LIMIT 1`
 // events count when their detected_at lies in the same window.
 //
 // Everything is read in one read transaction, probe by probe, from
-// indexes only: the probe names (one index search each); the probe's runs
-// in the window (a range of the covering index
-// results_probe_started_covering, read twice by one query that returns the
-// counters and the percentiles, computed in SQLite: see statsProbe); its
-// last run; and the start of its current streak, however long: the latest
-// run of each other outcome before the last run, then the first run after
-// the latest of those. The cost follows the window's runs, not the stored
-// history, and Go never holds more than one row per probe.
+// indexes only: the probe names (one index search each); the probe's
+// counters and durations in the window (statsProbe: the window's whole
+// hours from probe_hours, its partial first and last hour from ranges of
+// the covering index results_probe_started_covering); its last run; and
+// the start of its current streak, however long: the latest run of each
+// other outcome before the last run, then the first run after the latest
+// of those. The cost follows the window's hours and probes, not its runs
+// or the stored history, and Go never holds more than one probe's
+// histogram.
 func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]ProbeStats, error) {
 	st, err := s.stats(ctx, since, until)
 	if err != nil {
@@ -165,10 +205,12 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]ProbeStats
 		return nil, err
 	}
 	defer st.close()
+	window := splitWindow(since, until)
+	hist := newHistogram()
 	var out []ProbeStats
 	for _, probe := range probes {
 		p := ProbeStats{Probe: probe}
-		if err := st.summarize(ctx, &p, lo, hi); err != nil {
+		if err := st.summarize(ctx, &p, window, hist); err != nil {
 			return nil, fmt.Errorf("%s: %w", probe, err)
 		}
 		if p.Runs == 0 {
@@ -240,24 +282,50 @@ func (st *statsStmts) close() {
 }
 
 // summarize fills p's counters and percentiles from the probe's runs in
-// [lo, hi); they stay zero when it has none.
-func (st *statsStmts) summarize(ctx context.Context, p *ProbeStats, lo, hi string) error {
-	var (
-		pass, contract, unavail, after, extra sql.NullInt64
-		p50, p95, p99                         sql.NullInt64
-	)
-	err := st.summary.QueryRowContext(ctx, p.Probe, lo, hi).Scan(&p.Runs,
-		&pass, &contract, &unavail, &after, &extra, &p50, &p95, &p99)
+// the window; they stay zero when it has none. hist is left empty.
+func (st *statsStmts) summarize(ctx context.Context, p *ProbeStats, w statsWindow, hist *histogram) error {
+	rows, err := st.summary.QueryContext(ctx, p.Probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1])
 	if err != nil {
 		return err
 	}
-	// Over no rows, sum() and min() are NULL: zero.
-	p.Pass, p.ContractError, p.Unavailable = int(pass.Int64), int(contract.Int64), int(unavail.Int64)
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	// Over no rows, sum() is NULL: zero. RawBytes: the texts are only
+	// parsed, never kept.
+	var (
+		runs, pass, contract, unavail, after, extra sql.NullInt64
+		buckets, durations                          sql.RawBytes
+	)
+	if err := rows.Scan(&runs, &pass, &contract, &unavail, &after, &extra, &buckets, &durations); err != nil {
+		return err
+	}
+	p.Runs, p.Pass, p.ContractError, p.Unavailable = int(runs.Int64), int(pass.Int64), int(contract.Int64), int(unavail.Int64)
 	p.PassedAfterRetries, p.Retries = int(after.Int64), int(extra.Int64)
-	p.P50 = time.Duration(p50.Int64) * time.Millisecond
-	p.P95 = time.Duration(p95.Int64) * time.Millisecond
-	p.P99 = time.Duration(p99.Int64) * time.Millisecond
-	return nil
+
+	defer hist.reset()
+	if len(buckets) > 0 {
+		if err := parseBuckets(buckets, hist.add); err != nil {
+			return fmt.Errorf("probe_hours: %w", err)
+		}
+	}
+	if len(durations) > 0 {
+		if err := parseDurations(durations, func(ms int64) { hist.add(bucketOf(ms), 1) }); err != nil {
+			return err
+		}
+	}
+	if hist.runs != runs.Int64 {
+		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.runs, runs.Int64)
+	}
+	ps := hist.percentiles(50, 95, 99)
+	p.P50 = time.Duration(ps[0]) * time.Millisecond
+	p.P95 = time.Duration(ps[1]) * time.Millisecond
+	p.P99 = time.Duration(ps[2]) * time.Millisecond
+	return rows.Close()
 }
 
 // readStrings returns the single text column of every row of query.

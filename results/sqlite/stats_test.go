@@ -161,7 +161,9 @@ func fillRandom(t *testing.T, s *sqlite.Store, end time.Time) {
 }
 
 // TestStatsAgreesWithSQL compares Stats with handStats over several
-// windows of fillRandom's three days.
+// windows of fillRandom's three days, some on the hour and some not:
+// counters, last runs and streaks exactly, and percentiles as the
+// estimates of handStats' exact ones (see withEstimates).
 func TestStatsAgreesWithSQL(t *testing.T) {
 	ctx := context.Background()
 	s, path := newStore(t)
@@ -178,6 +180,11 @@ func TestStatsAgreesWithSQL(t *testing.T) {
 		{"until only", time.Time{}, end.Add(-60 * time.Hour)},
 		{"one hour", end.Add(-30 * time.Hour), end.Add(-29 * time.Hour)},
 		{"after the last run", end, time.Time{}},
+		{"whole hours", end.Truncate(time.Hour).Add(-30 * time.Hour), end.Truncate(time.Hour).Add(-6 * time.Hour)},
+		{"since on the hour", end.Truncate(time.Hour).Add(-47 * time.Hour), time.Time{}},
+		{"until on the hour", time.Time{}, end.Truncate(time.Hour).Add(-20 * time.Hour)},
+		{"within one hour", end.Truncate(time.Hour).Add(-40*time.Hour + 5*time.Minute), end.Truncate(time.Hour).Add(-40*time.Hour + 55*time.Minute)},
+		{"across one hour's end", end.Truncate(time.Hour).Add(-40*time.Hour - 30*time.Minute), end.Truncate(time.Hour).Add(-40*time.Hour + 30*time.Minute)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +192,7 @@ func TestStatsAgreesWithSQL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := statsBySQL(t, op, tt.since, tt.until)
+			want := withEstimates(t, statsBySQL(t, op, tt.since, tt.until))
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Stats:\n got  %+v\n want %+v", got, want)
 			}
@@ -207,7 +214,9 @@ func TestStatsAgreesWithSQL(t *testing.T) {
 
 // TestStatsPercentiles checks nearest-rank percentiles on known
 // distributions, recorded in shuffled order, with runs outside the window
-// that must not count.
+// that must not count: exact below 128 ms, and from 128 ms on the middle
+// of the bucket that holds the run at the rank (2 ms wide from 128 ms, 4
+// from 256, 8 from 512, 16 from 1024, 32 from 2048).
 func TestStatsPercentiles(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
@@ -218,9 +227,13 @@ func TestStatsPercentiles(t *testing.T) {
 		"single":         {7},
 		"two":            {9, 5},
 		"repeats":        {3, 8, 3, 3},
+		"wide":           {},
+		"around 128":     {127, 128, 129, 255, 256},
+		"two seconds":    {2000, 2047, 2048},
 	}
 	for i := 1; i <= 100; i++ {
 		dists["one-to-hundred"] = append(dists["one-to-hundred"], i)
+		dists["wide"] = append(dists["wide"], 10*i)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := 0
@@ -244,6 +257,13 @@ func TestStatsPercentiles(t *testing.T) {
 		"single":         {7 * ms, 7 * ms, 7 * ms},
 		"two":            {5 * ms, 9 * ms, 9 * ms},
 		"repeats":        {3 * ms, 8 * ms, 8 * ms},
+		// 500 ms is in [500, 503], 950 in [944, 951], 990 in [984, 991].
+		"wide": {501 * ms, 947 * ms, 987 * ms},
+		// Rank 3 of 5 is 129 ms, in [128, 129]; rank 5 is 256 ms, in
+		// [256, 259].
+		"around 128": {128 * ms, 257 * ms, 257 * ms},
+		// 2047 ms is in [2032, 2047], 2048 in [2048, 2079].
+		"two seconds": {2039 * ms, 2063 * ms, 2063 * ms},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d probes, want %d", len(got), len(want))

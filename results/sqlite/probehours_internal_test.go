@@ -1,0 +1,464 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// boundaryDurations are the durations around every power of two, where
+// bucket widths change, and the extremes.
+func boundaryDurations() []int64 {
+	ds := []int64{0, 1, math.MaxInt64 - 1, math.MaxInt64}
+	for k := 1; k < 63; k++ {
+		ds = append(ds, 1<<k-1, 1<<k, 1<<k+1)
+	}
+	return ds
+}
+
+// TestBuckets checks the bucket arithmetic on every duration up to 300 s
+// and around every power of two: each duration lies in its bucket, the
+// buckets are numbered densely in order, widths double with each power of
+// two from 128 ms on, and the estimate is exact below 128 ms and less than
+// 1/128 of the duration away above.
+func TestBuckets(t *testing.T) {
+	check := func(d int64) {
+		t.Helper()
+		b := bucketOf(d)
+		i := bucketIndex(b)
+		if b > d || i < 0 || i >= numBuckets || bucketAt(i) != b {
+			t.Fatalf("duration %d: bucket %d, index %d of %d, bucketAt %d", d, b, i, numBuckets, bucketAt(i))
+		}
+		if i+1 < numBuckets && bucketAt(i+1) <= d {
+			t.Fatalf("duration %d: bucket %d, but the next bucket %d starts at or below it", d, b, bucketAt(i+1))
+		}
+		est := bucketEstimate(b)
+		diff := max(est-d, d-est)
+		switch {
+		case d < 128 && diff != 0:
+			t.Fatalf("duration %d: estimate %d, want it exact below 128 ms", d, est)
+		case d >= 128 && diff > 0 && diff >= d/128+min(d%128, 1):
+			t.Fatalf("duration %d: estimate %d is off by %d, not less than 1/128 of it", d, est, diff)
+		}
+	}
+	prev := -1
+	for d := range int64(300_000) {
+		check(d)
+		if i := bucketIndex(bucketOf(d)); i != prev && i != prev+1 {
+			t.Fatalf("duration %d: bucket index %d after %d: indexes skip", d, i, prev)
+		} else {
+			prev = i
+		}
+	}
+	for _, d := range boundaryDurations() {
+		check(d)
+	}
+	if got := bucketIndex(bucketOf(math.MaxInt64)); got != numBuckets-1 {
+		t.Errorf("the largest duration is in bucket %d, want the last, %d", got, numBuckets-1)
+	}
+	for k := 7; k < 63; k++ {
+		lo, hi := bucketIndex(bucketOf(1<<k)), bucketIndex(bucketOf(1<<k+(1<<k-1)))
+		width := bucketAt(lo+1) - bucketAt(lo)
+		if hi-lo+1 != 64 || width != 1<<(k-6) {
+			t.Errorf("[2^%d, 2^%d): %d buckets %d ms wide, want 64 of %d ms", k, k+1, hi-lo+1, width, 1<<(k-6))
+		}
+	}
+}
+
+func TestParseBuckets(t *testing.T) {
+	type pair struct{ bucket, runs int64 }
+	for _, tt := range []struct {
+		text string
+		want []pair // nil: malformed
+	}{
+		{`{"20":1}`, []pair{{20, 1}}},
+		{`{"20":1,"130":2},{"5":3}`, []pair{{20, 1}, {130, 2}, {5, 3}}},
+		{`{}`, []pair{}},
+		{`{},{"1":1}`, []pair{{1, 1}}},
+		{`{"4611686018427387904":9}`, []pair{{1 << 62, 9}}},
+		{``, nil},
+		{`{`, nil},
+		{`{"20":1`, nil},
+		{`{"20":1,}`, nil},
+		{`{"20":-1}`, nil},
+		{`{"20":1.5}`, nil},
+		{`{"20":1e3}`, nil},
+		{`{"129":1}`, nil}, // 129 is inside bucket 128
+		{`{20:1}`, nil},
+		{`{"20" :1}`, nil},
+		{`{"20":1} `, nil},
+		{`{"20":1}{"5":1}`, nil},
+		{`{"20":1},`, nil},
+		{`{"99999999999999999999":1}`, nil},
+		{`[1,2]`, nil},
+	} {
+		got := []pair{}
+		err := parseBuckets([]byte(tt.text), func(b, n int64) { got = append(got, pair{b, n}) })
+		switch {
+		case tt.want == nil && err == nil:
+			t.Errorf("parseBuckets(%q): %v, want an error", tt.text, got)
+		case tt.want != nil && (err != nil || !slices.Equal(got, tt.want)):
+			t.Errorf("parseBuckets(%q): %v, %v, want %v", tt.text, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseDurations(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want []int64 // nil: malformed
+	}{
+		{`7`, []int64{7}},
+		{`20,0,130,9223372036854775807`, []int64{20, 0, 130, math.MaxInt64}},
+		{``, nil},
+		{`1,`, nil},
+		{`,1`, nil},
+		{`1;2`, nil},
+		{`-1`, nil},
+		{`1.5`, nil},
+		{`9223372036854775808`, nil},
+	} {
+		var got []int64
+		err := parseDurations([]byte(tt.text), func(ms int64) { got = append(got, ms) })
+		switch {
+		case tt.want == nil && err == nil:
+			t.Errorf("parseDurations(%q): %v, want an error", tt.text, got)
+		case tt.want != nil && (err != nil || !slices.Equal(got, tt.want)):
+			t.Errorf("parseDurations(%q): %v, %v, want %v", tt.text, got, err, tt.want)
+		}
+	}
+}
+
+// TestHistogramPercentiles checks that the histogram's percentiles are
+// the estimates of the exact nearest-rank percentiles: bucketing keeps the
+// order of durations, so the run at rank r of the buckets is in the bucket
+// of the run at rank r. One histogram serves every sample, as in Stats.
+func TestHistogramPercentiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	h := newHistogram()
+	for n := range 300 {
+		ds := make([]int64, n)
+		for i := range ds {
+			switch rng.IntN(3) {
+			case 0:
+				ds[i] = rng.Int64N(128)
+			case 1:
+				ds[i] = rng.Int64N(5000)
+			default:
+				ds[i] = rng.Int64N(1 << 40)
+			}
+			h.add(bucketOf(ds[i]), 1)
+		}
+		slices.Sort(ds)
+		got := h.percentiles(50, 95, 99)
+		h.reset()
+		for j, p := range []int64{50, 95, 99} {
+			want := int64(0)
+			if n > 0 {
+				rank := (int64(n)*p + 99) / 100 // ceil(p/100 * n)
+				want = bucketEstimate(bucketOf(ds[rank-1]))
+			}
+			if got[j] != want {
+				t.Fatalf("%d runs: p%d = %d, want %d", n, p, got[j], want)
+			}
+		}
+	}
+	if h.runs != 0 || slices.ContainsFunc(h.counts, func(c int64) bool { return c != 0 }) {
+		t.Errorf("histogram not empty after reset: %d runs", h.runs)
+	}
+}
+
+// readProbeHours returns probe_hours as a map.
+func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
+	t.Helper()
+	rows, err := db.Query(`SELECT probe, hour, runs, pass, contract_error, unavailable,
+		passed_after_retries, retries, duration_buckets FROM probe_hours`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[hourKey]hourSums{}
+	for rows.Next() {
+		var (
+			k    hourKey
+			h    hourSums
+			text []byte
+		)
+		if err := rows.Scan(&k.probe, &k.hour, &h.runs, &h.pass, &h.contractError, &h.unavailable,
+			&h.passedAfterRetries, &h.retries, &text); err != nil {
+			t.Fatal(err)
+		}
+		h.buckets = map[int64]int64{}
+		if err := parseBuckets(text, func(b, n int64) { h.buckets[b] += n }); err != nil {
+			t.Fatalf("%v: %q: %v", k, text, err)
+		}
+		out[k] = h
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// recountProbeHours sums results up as probe_hours should.
+func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
+	t.Helper()
+	rows, err := db.Query(`SELECT probe, started_at, duration_ms, outcome, attempts FROM results`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[hourKey]hourSums{}
+	for rows.Next() {
+		var (
+			probe, at, outcome string
+			ms, attempts       int64
+		)
+		if err := rows.Scan(&probe, &at, &ms, &outcome, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		k := hourKey{probe, at[:13]}
+		h := out[k]
+		h.add(outcome, attempts, ms)
+		out[k] = h
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func equalHours(a, b map[hourKey]hourSums) bool {
+	return maps.EqualFunc(a, b, func(x, y hourSums) bool {
+		return x.runs == y.runs && x.pass == y.pass && x.contractError == y.contractError &&
+			x.unavailable == y.unavailable && x.passedAfterRetries == y.passedAfterRetries &&
+			x.retries == y.retries && maps.Equal(x.buckets, y.buckets)
+	})
+}
+
+// TestUpgradeTo0005BackfillsProbeHours fills a database the way the
+// release that shipped migrations 0001 to 0004 did, with durations around
+// every power of two (where the SQL spelling of the buckets in migration
+// 0005 could part from bucketOf), several probes, hours with gaps and runs
+// on hour boundaries, then opens it with this release: probe_hours must
+// hold what RecordRun would have written. Runs recorded afterwards add to
+// the backfilled rows.
+func TestUpgradeTo0005BackfillsProbeHours(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "toolpulse.db")
+	before := fstest.MapFS{}
+	for _, name := range []string{"0001_init.sql", "0002_drifts_alerts.sql", "0003_operator_views.sql", "0004_shape_samples.sql"} {
+		text, err := fs.ReadFile(embedded, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = &fstest.MapFile{Data: text}
+	}
+	old := writerDB(t, path, writeParams)
+	if err := migrate(ctx, old, before); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 10, 26, 10, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 8))
+	tx, err := old.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := []string{"pass", "contract_error", "unavailable"}
+	n := 0
+	insert := func(probe string, at time.Time, ms int64) {
+		t.Helper()
+		n++
+		outcome := outcomes[rng.IntN(3)]
+		var code any
+		if outcome != "pass" {
+			code = "timeout"
+		}
+		_, err := tx.Exec(`INSERT INTO results (operation_id, probe, started_at, duration_ms, outcome, code,
+			attempts, consumer, consumer_version, rule_hash) VALUES (?, ?, ?, ?, ?, ?, ?, 'c', '1', 'h')`,
+			fmt.Sprint("op-", n), probe, results.FormatTime(at), ms, outcome, code, rng.IntN(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, d := range boundaryDurations() {
+		// p1: hours 0, 1 and 5 after base; p2: hour 2; p3: every hour of
+		// the first 8, each on its first and last millisecond.
+		insert("p1", base.Add(time.Duration([]int{0, 1, 5}[i%3])*time.Hour+time.Duration(i)*time.Second), d)
+		insert("p2", base.Add(2*time.Hour+time.Duration(i)*time.Second), d)
+		edge := base.Add(time.Duration(i%8) * time.Hour)
+		if i%2 == 1 {
+			edge = edge.Add(time.Hour - time.Millisecond)
+		}
+		insert("p3", edge, d)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer)
+	if len(want) != 3+1+8 || !equalHours(got, want) {
+		t.Fatalf("probe_hours after the upgrade:\n got  %v\n want %v", got, want)
+	}
+
+	for i, d := range []int64{5, 200, 70_000, 1 << 40} {
+		r := results.Result{OperationID: fmt.Sprint("new-", i), Probe: "p1", StartedAt: base.Add(time.Duration(i) * time.Hour),
+			Duration: time.Duration(d) * time.Millisecond, Outcome: results.Pass, Consumer: results.ConsumerRef{Name: "c"}}
+		if err := s.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) {
+		t.Errorf("probe_hours after recording on the backfilled rows:\n got  %v\n want %v", got, want)
+	}
+}
+
+// TestBackfillSearchesRanges checks the plan of migration 0005's
+// backfill: it walks the probes and hours through the covering index and
+// sums each up from an index range, never scanning results or sorting
+// all of it.
+func TestBackfillSearchesRanges(t *testing.T) {
+	s := openInternal(t)
+	plan := explain(t, s, ProbeHoursBackfill())
+	joined := strings.Join(plan, "; ")
+	for _, want := range []string{
+		"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)",
+		"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=? AND started_at>?)",
+		"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=? AND started_at>? AND started_at<?)",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("plan %q, want it to contain %q", joined, want)
+		}
+	}
+	for _, step := range plan {
+		if strings.HasPrefix(step, "SCAN results") {
+			t.Errorf("plan %q: step %q reads all of results", joined, step)
+		}
+	}
+}
+
+// TestRefusedCommitLeavesProbeHours records a run whose commit SQLite
+// refuses, after every statement of it ran, as a crash before the commit
+// would leave it: neither the result nor its share of probe_hours is
+// stored. Only a commit that stores a result is refused, so a probe hour
+// written in a transaction of its own would show.
+func TestRefusedCommitLeavesProbeHours(t *testing.T) {
+	ctx := context.Background()
+	s := openInternal(t)
+	if err := s.Record(ctx, passAt("op-1", pruneBase)); err != nil {
+		t.Fatal(err)
+	}
+	before := readProbeHours(t, s.writer)
+
+	hooks := func(refuse bool) {
+		t.Helper()
+		conn, err := s.writer.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close() // back to the pool: the writer's only connection, hooks and all
+		err = conn.Raw(func(dc any) error {
+			c := dc.(*sqlite3.SQLiteConn)
+			if !refuse {
+				c.RegisterUpdateHook(nil)
+				c.RegisterCommitHook(nil)
+				return nil
+			}
+			inserted := false
+			c.RegisterUpdateHook(func(op int, _, table string, _ int64) {
+				inserted = inserted || (op == sqlite3.SQLITE_INSERT && table == "results")
+			})
+			c.RegisterCommitHook(func() int {
+				if inserted {
+					return 1 // a rollback, which SQLite then does
+				}
+				return 0
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooks(true)
+	later := passAt("op-2", pruneBase.Add(time.Minute))
+	later.Duration = 300 * time.Millisecond
+	if err := s.Record(ctx, later); err == nil {
+		t.Fatal("Record with its commit refused: no error")
+	}
+	hooks(false)
+
+	if got := readProbeHours(t, s.writer); !equalHours(got, before) {
+		t.Errorf("probe_hours after a refused commit:\n got  %v\n want %v", got, before)
+	}
+	if got := recountProbeHours(t, s.writer); !equalHours(got, before) {
+		t.Errorf("results after a refused commit:\n got  %v\n want %v", got, before)
+	}
+	// The same run goes in once the store commits again.
+	if err := s.Record(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) || got[hourKey{"p", "2026-10-26T13"}].runs != 2 {
+		t.Errorf("probe_hours after recording again:\n got  %v\n want %v with 2 runs", got, want)
+	}
+}
+
+// TestSplitWindow checks how Stats splits its window: every whole UTC hour
+// inside it comes from probe_hours, and only what is left at either end
+// from results.
+func TestSplitWindow(t *testing.T) {
+	h := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		name         string
+		since, until time.Time
+		want         statsWindow
+	}{
+		{"on the hour", h, h.Add(2 * time.Hour), statsWindow{"2026-10-26T13", "2026-10-26T15",
+			[2]string{"2026-10-26T13:00:00.000Z", "2026-10-26T13:00:00.000Z"},
+			[2]string{"2026-10-26T15:00:00.000Z", "2026-10-26T15:00:00.000Z"}}},
+		{"off the hour", h.Add(-ms), h.Add(2*time.Hour + ms), statsWindow{"2026-10-26T13", "2026-10-26T15",
+			[2]string{"2026-10-26T12:59:59.999Z", "2026-10-26T13:00:00.000Z"},
+			[2]string{"2026-10-26T15:00:00.000Z", "2026-10-26T15:00:00.001Z"}}},
+		// Rounded up to the millisecond, as stored times have it: until
+		// takes in all of the hour before 15:00.
+		{"below a millisecond", h.Add(time.Nanosecond), h.Add(2*time.Hour - time.Nanosecond), statsWindow{"2026-10-26T14", "2026-10-26T15",
+			[2]string{"2026-10-26T13:00:00.001Z", "2026-10-26T14:00:00.000Z"},
+			[2]string{"2026-10-26T15:00:00.000Z", "2026-10-26T15:00:00.000Z"}}},
+		{"open ends", time.Time{}, time.Time{}, statsWindow{"", "~", [2]string{}, [2]string{}}},
+		{"since only", h.Add(30 * time.Minute), time.Time{}, statsWindow{"2026-10-26T14", "~",
+			[2]string{"2026-10-26T13:30:00.000Z", "2026-10-26T14:00:00.000Z"}, [2]string{}}},
+		{"no whole hour, across a boundary", h.Add(30 * time.Minute), h.Add(90 * time.Minute), statsWindow{
+			head: [2]string{"2026-10-26T13:30:00.000Z", "2026-10-26T14:30:00.000Z"}}},
+		{"within one hour", h.Add(10 * time.Minute), h.Add(20 * time.Minute), statsWindow{
+			head: [2]string{"2026-10-26T13:10:00.000Z", "2026-10-26T13:20:00.000Z"}}},
+		{"until before since", h.Add(2 * time.Hour), h, statsWindow{
+			head: [2]string{"2026-10-26T15:00:00.000Z", "2026-10-26T13:00:00.000Z"}}},
+	} {
+		if got := splitWindow(tt.since, tt.until); got != tt.want {
+			t.Errorf("%s: splitWindow(%v, %v):\n got  %+v\n want %+v", tt.name, tt.since, tt.until, got, tt.want)
+		}
+	}
+}
