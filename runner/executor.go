@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -37,10 +36,11 @@ type Options struct {
 	Version string
 }
 
-// Executor runs operations. It keeps one HTTP client per probe, so that
-// successive runs of a probe reuse its connections, and the fingerprint of
-// each probe's last passing shape, so that only a pass that shows a new
-// shape carries a sample of it. It is safe for concurrent use.
+// Executor runs operations. It keeps the HTTP transports that probes with
+// the same TLS settings share (see transportPool), so that runs reuse
+// connections without a pool per probe, and the fingerprint of each
+// probe's last passing shape, so that only a pass that shows a new shape
+// carries a sample of it. It is safe for concurrent use.
 type Executor struct {
 	logger    *slog.Logger
 	now       func() time.Time
@@ -49,13 +49,17 @@ type Executor struct {
 	redactor  atomic.Pointer[results.Redactor]
 	userAgent string
 
-	mu      sync.Mutex
-	clients map[*checks.Probe]*http.Client
-	// shapes holds the fingerprint of each probe's last passing run.
-	// Like clients it is keyed by the probe value and forgotten with them,
-	// so the first run after a start or a reload carries a sample: the
-	// store keeps one per fingerprint, and a new process cannot know
-	// whether its shape already has one.
+	transports transportPool
+	// bodies holds read buffers for bodies of unknown length, see
+	// readBody.
+	bodies sync.Pool
+
+	mu sync.Mutex
+	// shapes holds the fingerprint of each probe's last passing run. It is
+	// keyed by the probe value and forgotten by CloseIdleConnections, so
+	// the first run after a start or a reload carries a sample: the store
+	// keeps one per fingerprint, and a new process cannot know whether its
+	// shape already has one.
 	shapes map[*checks.Probe]string
 }
 
@@ -67,12 +71,11 @@ func (e *Executor) SetRedactor(r *results.Redactor) { e.redactor.Store(r) }
 // ones left nil.
 func NewExecutor(opts Options) *Executor {
 	e := &Executor{
-		logger:  opts.Logger,
-		now:     opts.Now,
-		rand:    opts.Rand,
-		newID:   opts.NewID,
-		clients: map[*checks.Probe]*http.Client{},
-		shapes:  map[*checks.Probe]string{},
+		logger: opts.Logger,
+		now:    opts.Now,
+		rand:   opts.Rand,
+		newID:  opts.NewID,
+		shapes: map[*checks.Probe]string{},
 	}
 	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
@@ -104,39 +107,17 @@ func buildVersion() string {
 	return "dev"
 }
 
-// CloseIdleConnections closes the idle connections of every probe's client
-// and forgets the clients and the probes' last shapes; the next run of a
-// probe builds a new client and carries a sample of its shape. Call it
-// after a config reload, whose probes are new values, and at shutdown.
+// CloseIdleConnections closes the idle connections of every transport,
+// forgets the transports no run is using and forgets the probes' last
+// shapes; the next run of a probe carries a sample of its shape. Call it
+// after a config reload, whose probes are new values, and at shutdown,
+// once no run is in flight: a connection handed back by a run still in
+// flight is closed by the next call.
 func (e *Executor) CloseIdleConnections() {
 	e.mu.Lock()
-	clients := e.clients
-	e.clients = map[*checks.Probe]*http.Client{}
 	e.shapes = map[*checks.Probe]string{}
 	e.mu.Unlock()
-	for _, c := range clients {
-		c.CloseIdleConnections()
-	}
-}
-
-// httpClient returns p's client, creating it on p's first run. The client's
-// Timeout is the per-attempt limit and, because the body is read inside the
-// attempt, it covers reading the body too.
-func (e *Executor) httpClient(p *checks.Probe) *http.Client {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.clients[p]; ok {
-		return c
-	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if p.TLS != nil {
-		t.TLSClientConfig = p.TLS.Clone()
-	}
-	// DisableCompression stays false on purpose: the transport then asks for
-	// gzip and decodes it, and max_body_bytes is counted on decoded bytes.
-	c := &http.Client{Transport: t, Timeout: p.Timeout, CheckRedirect: redirectPolicy(p)}
-	e.clients[p] = c
-	return c
+	e.transports.closeIdle()
 }
 
 // newShape records fingerprint as p's last shape and reports whether it

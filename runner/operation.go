@@ -21,14 +21,17 @@ import (
 // operation is the state of one run. retryablehttp calls its hooks on the
 // goroutine that called Run, one attempt after another, so it needs no
 // locking; each run has its own, which is why the retryablehttp.Client
-// (whose hooks close over it) is built per run around the probe's cached
-// http.Client.
+// (whose hooks close over it) and the http.Client it drives are built per
+// run, as parts of the operation, around the transport the probe shares.
 type operation struct {
 	e        *Executor
 	p        *checks.Probe
 	parent   context.Context // the caller's: its end means canceled
 	ctx      context.Context // parent, bounded by the retry budget
 	deadline time.Time       // the budget's end, by e.now
+
+	client http.Client          // the probe's timeout and redirect policy
+	retry  retryablehttp.Client // attempts, with the hooks below
 
 	attempts []results.Attempt
 
@@ -74,8 +77,15 @@ func (op *operation) run(res *results.Result) {
 		return
 	}
 	req.SetResponseHandler(op.readBody)
-	client := &retryablehttp.Client{
-		HTTPClient:     op.e.httpClient(p),
+	st := op.e.transports.acquire(p.TLS)
+	defer op.e.transports.release(st)
+	// The client's Timeout is the per-attempt limit and, because the body
+	// is read inside the attempt, it covers reading the body too. Every
+	// transport leaves DisableCompression false on purpose: it then asks
+	// for gzip and decodes it, and max_body_bytes counts decoded bytes.
+	op.client = http.Client{Transport: st.front, Timeout: p.Timeout, CheckRedirect: redirectPolicy(p)}
+	op.retry = retryablehttp.Client{
+		HTTPClient:     &op.client,
 		Logger:         nil, // its own logging would print every request to stderr
 		RetryMax:       max(p.Retries.MaxAttempts, 1) - 1,
 		RequestLogHook: op.begin,
@@ -86,7 +96,7 @@ func (op *operation) run(res *results.Result) {
 		// real cause, and we close the body ourselves.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	resp, err := client.Do(req)
+	resp, err := op.retry.Do(req)
 	if resp != nil {
 		resp.Body.Close()
 	}
@@ -349,7 +359,7 @@ func (op *operation) readBody(resp *http.Response) error {
 	if resp.ContentLength > limit {
 		return &tooLargeError{limit: limit, declared: resp.ContentLength}
 	}
-	body, err := readCapped(resp.Body, limit, resp.ContentLength)
+	body, err := op.e.readCapped(resp.Body, limit, resp.ContentLength)
 	op.body = body
 	if err != nil {
 		return err
@@ -361,16 +371,46 @@ func (op *operation) readBody(resp *http.Response) error {
 	return nil
 }
 
+// Read buffers for bodies of unknown length (chunked, or decoded from
+// gzip): a body is read into a reused buffer and copied out at its exact
+// size, so that it costs one allocation of its own size instead of a
+// doubling series that allocates up to four times as much. A buffer
+// starts at pooledBodyStart and keeps what it grew to, so the pool
+// settles at the sizes the providers send; one that grew past
+// maxPooledBody (a rare large body) is left to the collector rather than
+// kept.
+const (
+	pooledBodyStart = 4 << 10
+	maxPooledBody   = 256 << 10
+)
+
 // readCapped reads r to the end, but never more than limit+1 bytes: one
 // byte over the limit proves the body too large, and a gzip bomb never gets
 // to inflate further. sizeHint (Content-Length, or -1) sizes the buffer.
-func readCapped(r io.Reader, limit, sizeHint int64) ([]byte, error) {
-	size := int64(512)
+// What was read before an error is returned with it.
+func (e *Executor) readCapped(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if sizeHint >= 0 && sizeHint <= limit {
-		size = sizeHint + 1 // the extra byte lets the final Read report EOF without growing
+		// The extra byte lets the final Read report EOF without growing.
+		return readAll(make([]byte, 0, sizeHint+1), r, limit)
 	}
-	buf := make([]byte, 0, size)
-	lr := io.LimitReader(r, limit+1)
+	bp, _ := e.bodies.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 0, pooledBodyStart)
+		bp = &b
+	}
+	buf, err := readAll((*bp)[:0], r, limit)
+	body := append(make([]byte, 0, len(buf)), buf...)
+	if cap(buf) <= maxPooledBody {
+		*bp = buf[:0]
+		e.bodies.Put(bp)
+	}
+	return body, err
+}
+
+// readAll appends r to buf until EOF or limit+1 bytes, growing buf as
+// needed.
+func readAll(buf []byte, r io.Reader, limit int64) ([]byte, error) {
+	lr := io.LimitedReader{R: r, N: limit + 1}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -20,13 +20,16 @@ import (
 // later; a small lead keeps a zero jitter offset out of both.
 const minStartLead = 10 * time.Millisecond
 
+// errStillRunning skips a tick that comes while the probe's previous run
+// is still going.
+var errStillRunning = errors.New("the previous run of the probe is still going")
+
 // probeNamespace derives job identifiers from probe names.
 var probeNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/toolpulse/toolpulse#probe"))
 
 // jobID is the gocron identifier of a probe's job. It depends on the name
-// only, so that a reload that replaces a probe's job keeps its identity:
-// gocron keys its singleton runner on it, and a run of the old job still in
-// flight then keeps the new job from overlapping it.
+// only, so that a reload that replaces a probe's job keeps its identity
+// (Update replaces the job under it).
 func jobID(probe string) uuid.UUID {
 	return uuid.NewSHA1(probeNamespace, []byte(probe))
 }
@@ -50,6 +53,16 @@ func jitterOffset(r float64, jitter time.Duration) time.Duration {
 // a fleet of probes (or a reload) never fires in lockstep. The offset is a
 // phase fixed per job: each later run is one interval after the previous
 // tick, whatever the runs took.
+//
+// A tick that comes while the probe's previous run is still going is
+// skipped, not queued: a run longer than the interval skips the ticks it
+// covers instead of queueing a backlog that would then fire back to back.
+// The limiter's claim on the probe's name does that, rather than gocron's
+// singleton mode, which keeps a goroutine and a 1,000-slot queue (some
+// 18 KB of heap besides the stack) per job for the life of the scheduler,
+// even after the job is removed. Being keyed by name, the claim also keeps
+// the first run of a job that a reload replaced from overlapping a run of
+// the old one still in flight.
 func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool) error {
 	var err error
 	// A start computed from the clock can be overtaken by it before gocron
@@ -61,13 +74,23 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 			gocron.WithName(p.Name),
 			gocron.WithIdentifier(jobID(p.Name)),
 			gocron.WithStartAt(gocron.WithStartDateTime(start)),
-			// Reschedule, not Wait: a run longer than the interval skips
-			// the ticks it covers instead of queueing a backlog that would
-			// then fire back to back.
-			gocron.WithSingletonMode(gocron.LimitModeReschedule),
-			gocron.WithEventListeners(gocron.AfterJobRunsWithPanic(d.escapedPanic)),
+			gocron.WithEventListeners(
+				// gocron calls this first in the tick's run, before it
+				// re-arms the job, and always runs the task once this says
+				// yes: the task gives the claim back.
+				gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
+					if !d.limit.claim(p.Name) {
+						return errStillRunning
+					}
+					return nil
+				}),
+				gocron.AfterJobRunsWithPanic(d.escapedPanic),
+			),
 		}
-		task := gocron.NewTask(func(ctx context.Context) { d.task(ctx, p) })
+		task := gocron.NewTask(func(ctx context.Context) {
+			defer d.limit.unclaim(p.Name)
+			d.task(ctx, p)
+		})
 		if update {
 			_, err = s.Update(jobID(p.Name), gocron.DurationJob(p.Interval), task, opts...)
 		} else {
@@ -81,10 +104,10 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 }
 
 // sameProbe reports whether a reload left probe a as it was, so that its
-// job, schedule and connections are kept. Compiled consumers compare by
-// name, version and rule hash, and TLS configurations by what a probe sets
-// in them: both are rebuilt on every load, and their internals (programs,
-// certificate pools) are not comparable with reflect.DeepEqual.
+// job and schedule are kept. Compiled consumers compare by name, version
+// and rule hash, and TLS configurations by what a probe sets in them: both
+// are rebuilt on every load, and their internals (programs, certificate
+// pools) are not comparable with reflect.DeepEqual.
 func sameProbe(a, b *checks.Probe) bool {
 	if a.Consumer == nil || b.Consumer == nil {
 		if a.Consumer != b.Consumer {
@@ -116,18 +139,44 @@ func sameTLS(a, b *tls.Config) bool {
 	return a.RootCAs.Equal(b.RootCAs)
 }
 
-// limiter bounds the runs in flight across all probes (max_concurrency).
-// Unlike a buffered channel it can be resized while runs hold slots, and it
-// hands slots out first come, first served, so that no probe starves
-// behind faster ones. The zero value admits nothing; use newLimiter.
+// limiter bounds the runs in flight: one per probe (claim), and
+// max_concurrency across all probes (acquire). Unlike a buffered channel it
+// can be resized while runs hold slots, and it hands slots out first come,
+// first served, so that no probe starves behind faster ones. The zero value
+// admits nothing; use newLimiter.
 type limiter struct {
 	mu      sync.Mutex
 	limit   int
 	active  int
 	waiters []chan struct{} // closed when granted a slot
+	// claimed holds the names of the probes with a run going, waiting for
+	// a slot included; it holds nothing for a probe between runs.
+	claimed map[string]struct{}
 }
 
 func newLimiter(n int) *limiter { return &limiter{limit: max(n, 1)} }
+
+// claim marks a run of probe as going and reports true, or reports false
+// when one already is; unclaim ends it.
+func (l *limiter) claim(probe string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.claimed[probe]; ok {
+		return false
+	}
+	if l.claimed == nil {
+		l.claimed = map[string]struct{}{}
+	}
+	l.claimed[probe] = struct{}{}
+	return true
+}
+
+// unclaim ends a run claim admitted.
+func (l *limiter) unclaim(probe string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.claimed, probe)
+}
 
 // acquire waits for a slot until ctx ends, and returns ctx's error if it
 // ends first; a slot granted at the same moment is given back.
