@@ -54,6 +54,16 @@ const (
 	writeRetryMax  = 30 * time.Second
 )
 
+// maxRefusals is how many times the store may refuse a result for good
+// (see permanent) before the result is dropped. One would do if the
+// classification were never wrong; a few tries, seconds apart, cost little
+// and spare a result that a passing condition refused.
+const maxRefusals = 3
+
+// errQueueClosed says a run finished after the write queue had stopped
+// taking results, at the end of shutdown.
+var errQueueClosed = errors.New("the daemon has stopped writing queued runs")
+
 // ErrDaemonStopped is returned by Reload once the daemon is shutting down
 // or has stopped.
 var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
@@ -112,8 +122,11 @@ func (s daemonState) String() string {
 // anything waits there new runs join its tail, so that each probe's runs
 // reach the alert policy in the order they ran. One goroutine writes the
 // head of the queue with back-off until the store takes it; past the
-// capacity the oldest waiting result is dropped. Pending tells how many
-// results wait.
+// capacity the oldest waiting result is dropped. A result the store
+// refuses for good (an error with a Permanent() bool method that says
+// true: a constraint the record breaks, not a fault of the store) is
+// dropped after maxRefusals tries, so that it cannot hold up the rest.
+// Pending tells how many results wait.
 //
 // A Daemon runs once: call Run, and Reload and Status from any goroutine.
 type Daemon struct {
@@ -127,6 +140,9 @@ type Daemon struct {
 	grace    time.Duration
 	limit    *limiter
 	queueCap int
+	// drainWait is how long shutdown waits for cancelled runs to return:
+	// drainTimeout, shorter in tests.
+	drainWait time.Duration
 	// wake tells the queue's writer that the queue is no longer empty.
 	wake chan struct{}
 
@@ -134,9 +150,13 @@ type Daemon struct {
 	qmu sync.Mutex
 	// queue holds the results waiting to be written, oldest first; head,
 	// when not nil, is the one being written, older than all of them.
-	queue   []*results.Result
-	head    *results.Result
+	queue   []*queued
+	head    *queued
 	lastErr error // of the last failed write
+	// qclosed is set once the last drain at shutdown is over: nothing
+	// will write the queue any more, so a run that cannot be written at
+	// once is lost rather than queued.
+	qclosed bool
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
@@ -195,6 +215,7 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 	if d.queueCap <= 0 {
 		d.queueCap = DefaultWriteQueue
 	}
+	d.drainWait = drainTimeout
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
@@ -349,7 +370,7 @@ func (d *Daemon) shutdown() {
 		n, _, _ := d.limit.counts()
 		d.logger.Warn("grace period over; cancelling runs in flight", "runs", n)
 		d.hardCancel()
-		stuck := time.NewTimer(drainTimeout)
+		stuck := time.NewTimer(d.drainWait)
 		defer stuck.Stop()
 		select {
 		case <-drained:
@@ -687,9 +708,18 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 // then remembered for Status and the Deliverer woken when the run enqueued
 // alerts. Otherwise the run waits in the write queue, err says why, and
 // the line says recorded=false: whoever reads the log alone must not take
-// it as stored. writeHead reports it again once it is written.
+// it as stored. writeHead reports it again once it is written. A run that
+// finished after the queue closed at shutdown, and could not be written at
+// once, is lost: logged and counted as such.
 func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
 	attrs := runAttrs(r)
+	if errors.Is(err, errQueueClosed) {
+		d.logger.Info("probe run", append(attrs, "recorded", false, "queued", false)...)
+		d.logger.Error("the run finished after the daemon stopped writing; it is lost", "probe", r.Probe,
+			"operation_id", r.OperationID, "error", err)
+		d.observer.ResultsDropped(1)
+		return
+	}
 	if err != nil {
 		d.logger.Info("probe run", append(attrs, "recorded", false, "queued", true)...)
 		d.logger.Error("recording the run failed", "probe", r.Probe, "operation_id", r.OperationID,
@@ -729,12 +759,14 @@ func (d *Daemon) recorded(r *results.Result, alerts []results.Alert) {
 // waiting to be written: r then joins them, because the alert policy must
 // see a probe's runs in order. A write that fails queues r too. err is
 // nil when r was written, and says why it was not otherwise; dropped are
-// the results the queue gave up to make room.
+// the results the queue gave up to make room. Once the queue has closed
+// at shutdown, r is written at once or not at all: err then wraps
+// errQueueClosed.
 func (d *Daemon) record(ctx context.Context, r *results.Result) (alerts []results.Alert, dropped []*results.Result, err error) {
 	d.qmu.Lock()
 	if n := d.pendingLocked(); n > 0 {
 		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, d.lastErr)
-		dropped := d.enqueueLocked(r)
+		dropped := d.enqueueLocked(&queued{r: r})
 		d.qmu.Unlock()
 		return nil, dropped, err
 	}
@@ -745,8 +777,16 @@ func (d *Daemon) record(ctx context.Context, r *results.Result) (alerts []result
 		return alerts, nil, nil
 	}
 	d.qmu.Lock()
+	if d.qclosed {
+		d.qmu.Unlock()
+		return nil, nil, fmt.Errorf("%w; writing the run failed: %w", errQueueClosed, err)
+	}
 	d.lastErr = err
-	dropped = d.enqueueLocked(r)
+	q := &queued{r: r}
+	if permanent(err) {
+		q.refused = 1
+	}
+	dropped = d.enqueueLocked(q)
 	d.qmu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -772,21 +812,39 @@ func (d *Daemon) pendingLocked() int {
 	return n
 }
 
-// enqueueLocked appends r to the write queue, first dropping the oldest
+// queued is a result waiting in the write queue.
+type queued struct {
+	r *results.Result
+	// refused counts the writes of r the store refused for good; see
+	// maxRefusals.
+	refused int
+}
+
+// permanent reports whether err says the store will never take the record
+// it was given: a refusal of that record (a constraint it breaks, say), not
+// a fault of the store (busy, full, read-only, an I/O error) that may
+// clear. The store marks such errors with a Permanent() bool method
+// (results/sqlite does); an error without one is a fault.
+func permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
+}
+
+// enqueueLocked appends q to the write queue, first dropping the oldest
 // waiting results past the capacity. The head being written is never
 // dropped: it may be committing. d.qmu must be held.
-func (d *Daemon) enqueueLocked(r *results.Result) (dropped []*results.Result) {
+func (d *Daemon) enqueueLocked(q *queued) (dropped []*results.Result) {
 	for d.pendingLocked() >= d.queueCap {
 		if len(d.queue) == 0 {
 			// A capacity of 1 with the head being written: the newcomer is
 			// the oldest that can go.
-			return append(dropped, r)
+			return append(dropped, q.r)
 		}
-		dropped = append(dropped, d.queue[0])
+		dropped = append(dropped, d.queue[0].r)
 		d.queue[0] = nil
 		d.queue = d.queue[1:]
 	}
-	d.queue = append(d.queue, r)
+	d.queue = append(d.queue, q)
 	return dropped
 }
 
@@ -850,18 +908,22 @@ func (d *Daemon) writeQueued(ctx context.Context) {
 
 // writeHead writes the oldest queued result and reports it. On a failure
 // it stays at the head and the error is returned. A result whose write
-// panics is dropped: retrying it would panic again.
+// panics is dropped: retrying it would panic again. So is one the store
+// has refused for good maxRefusals times: it would hold up every result
+// behind it. Either drop is logged and counted, and returns nil: the next
+// result may be written at once.
 func (d *Daemon) writeHead(ctx context.Context) (err error) {
 	d.qmu.Lock()
 	if len(d.queue) == 0 {
 		d.qmu.Unlock()
 		return nil
 	}
-	r := d.queue[0]
+	q := d.queue[0]
 	d.queue[0] = nil
 	d.queue = d.queue[1:]
-	d.head = r
+	d.head = q
 	d.qmu.Unlock()
+	r := q.r
 
 	var alerts []results.Alert
 	panicked := false
@@ -878,11 +940,16 @@ func (d *Daemon) writeHead(ctx context.Context) (err error) {
 		alerts, err = d.pipe.Process(rctx, r)
 	}()
 
+	refused := false
+	if err != nil && !panicked && permanent(err) {
+		q.refused++
+		refused = q.refused >= maxRefusals
+	}
 	d.qmu.Lock()
 	d.head = nil
-	if err != nil && !panicked {
+	if err != nil && !panicked && !refused {
 		d.lastErr = err
-		d.queue = slices.Insert(d.queue, 0, r)
+		d.queue = slices.Insert(d.queue, 0, q)
 	}
 	if len(d.queue) == 0 {
 		d.queue = nil // lets the backing array go
@@ -890,6 +957,11 @@ func (d *Daemon) writeHead(ctx context.Context) (err error) {
 	d.qmu.Unlock()
 	switch {
 	case panicked:
+		d.observer.ResultsDropped(1)
+		return nil
+	case refused:
+		d.logger.Error("the store refuses the run for good; dropped", "probe", r.Probe,
+			"operation_id", r.OperationID, "refusals", q.refused, "error", err)
 		d.observer.ResultsDropped(1)
 		return nil
 	case err != nil:
@@ -910,9 +982,14 @@ func (d *Daemon) writeHead(ctx context.Context) (err error) {
 // lastDrain tries once more, for at most the grace period on real time
 // (the writer's clock may be a test's, standing still), to write what is
 // queued; a write that has started may take up to recordTimeout. What is
-// left is logged and counted as lost.
+// left is logged and counted as lost. The queue is closed then: a run
+// that returns later still gets one write, and is lost if that fails (see
+// record).
 func (d *Daemon) lastDrain(ctx context.Context) {
-	n := d.Pending()
+	d.qmu.Lock()
+	n := d.pendingLocked()
+	d.qclosed = n == 0 // else once what is left is counted, below
+	d.qmu.Unlock()
 	if n == 0 {
 		return
 	}
@@ -935,6 +1012,7 @@ func (d *Daemon) lastDrain(ctx context.Context) {
 	d.qmu.Lock()
 	lost, cause := len(d.queue), d.lastErr
 	d.queue = nil
+	d.qclosed = true
 	d.qmu.Unlock()
 	if lost > 0 {
 		d.logger.Error("stopping with runs that could not be written; they are lost", "runs", lost, "error", cause)

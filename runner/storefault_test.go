@@ -1,14 +1,20 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -258,5 +264,290 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	schedEventually(t, "the queue written", func() bool { return h.d.Pending() == 0 })
 	if got := h.d.Status().Pending; got != 0 {
 		t.Errorf("Status().Pending = %d once written, want 0", got)
+	}
+}
+
+// sfHookStore is a memStore whose RecordRun first asks hook, which sees
+// the record: a test can then fail, refuse or hold one run in particular.
+// A non-nil error from hook is returned instead of storing.
+type sfHookStore struct {
+	*memStore
+	hook func(rec *results.RunRecord) error
+}
+
+func (s *sfHookStore) RecordRun(ctx context.Context, rec *results.RunRecord) error {
+	if err := s.hook(rec); err != nil {
+		return err
+	}
+	return s.memStore.RecordRun(ctx, rec)
+}
+
+// sfOver builds the harness's daemon on a Pipeline over store instead of
+// the harness's own memStore; the harness then reads what store keeps.
+func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*DaemonOptions)) *schedHarness {
+	t.Helper()
+	h := schedNew(t, cfg, func(o *DaemonOptions) {
+		o.Pipeline = NewPipeline(store, cfg.Notify, PipelineOptions{Logger: o.Logger})
+		if err := o.Pipeline.Load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if opts != nil {
+			opts(o)
+		}
+	})
+	h.store = store.memStore
+	return h
+}
+
+// sfAllLoggedIDs returns the operation ids of every "probe run" line, in
+// the order they were logged.
+func sfAllLoggedIDs(h *schedHarness) []string {
+	var out []string
+	for _, l := range h.logs.records("probe run") {
+		out = append(out, l["operation_id"].(string))
+	}
+	return out
+}
+
+// sfRand returns the given numbers in turn, then 0: the first calls place
+// the probes' first runs in their jitter windows, in config order.
+func sfRand(first ...float64) func() float64 {
+	var mu sync.Mutex
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(first) == 0 {
+			return 0
+		}
+		v := first[0]
+		first = first[1:]
+		return v
+	}
+}
+
+// TestDaemonWriteQueueIsFIFOAcrossProbes: while results wait, a new run
+// joins the tail even when the store would take it, so the store receives
+// every probe's runs in the order they ran. One run at a time makes that
+// order total. The store recovers while the oldest waiting run is being
+// written, and holds that write: a run that jumped the queue would be
+// stored before it.
+func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	cfg := schedConfig(1,
+		schedProbe(t, "old", prov.URL, time.Hour), // runs once, first: the head of the queue
+		schedProbe(t, "a", prov.URL, time.Minute),
+		schedProbe(t, "b", prov.URL, time.Minute),
+	)
+	const (
+		failing = iota
+		holdingHead
+	)
+	var mode atomic.Int32
+	var headID atomic.Value // string
+	entered, release := make(chan struct{}), make(chan struct{})
+	var enterOnce, releaseOnce sync.Once
+	store := &sfHookStore{memStore: newMemStore(), hook: func(rec *results.RunRecord) error {
+		if mode.Load() == failing {
+			return errors.New("database is locked")
+		}
+		if rec.Result.OperationID == headID.Load() {
+			enterOnce.Do(func() { close(entered) })
+			<-release
+		}
+		return nil
+	}}
+	h := sfOver(t, cfg, store, func(o *DaemonOptions) {
+		o.Rand = sfRand(0, 0.5, 0.5) // old at the start, a and b a second later
+	})
+	h.run()
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+
+	h.tick(3, minStartLead+schedSkew)
+	schedEventually(t, "old's run queued", func() bool { return h.d.Pending() == 1 })
+	h.tick(4, time.Second) // a and b, and the queue's back-off timer
+	schedEventually(t, "a's and b's runs queued", func() bool { return h.d.Pending() == 3 })
+	h.tick(4, time.Minute)
+	schedEventually(t, "the second round queued", func() bool { return h.d.Pending() == 5 })
+	if got := sfAllLoggedIDs(h); len(got) != 5 {
+		t.Fatalf("%d runs logged, want 5", len(got))
+	}
+	headID.Store(sfAllLoggedIDs(h)[0])
+
+	// The store takes writes again, but the head's write is held; a and
+	// b run meanwhile.
+	mode.Store(holdingHead)
+	h.tick(4, time.Minute)
+	select {
+	case <-entered:
+	case <-time.After(schedWait):
+		t.Fatal("the head of the queue was never written")
+	}
+	schedEventually(t, "the third round", func() bool { return len(sfAllLoggedIDs(h)) == 7 })
+	if got := sfIDs(h.runs("a")); len(got) > 0 {
+		t.Errorf("a recorded %v while older runs waited to be written", got)
+	}
+	if got := sfIDs(h.runs("b")); len(got) > 0 {
+		t.Errorf("b recorded %v while older runs waited to be written", got)
+	}
+	for _, l := range h.logs.records("recording the run failed")[5:] {
+		if msg, _ := l["error"].(string); !strings.HasPrefix(msg, "not tried: ") {
+			t.Errorf("a run made while others waited went to the store: %v", l)
+		}
+	}
+
+	releaseOnce.Do(func() { close(release) })
+	schedEventually(t, "the queue written", func() bool { return h.d.Pending() == 0 })
+	all, _, _, _ := h.store.snapshot()
+	if got, want := sfIDs(all), sfAllLoggedIDs(h); !slices.Equal(got, want) {
+		t.Errorf("stored in the order\n%v\nwant the order the runs ran\n%v", got, want)
+	}
+}
+
+// sfRefusal is a store error that says it is final, as results/sqlite marks
+// a record that breaks a constraint.
+type sfRefusal struct{ permanent bool }
+
+func (e sfRefusal) Error() string {
+	if e.permanent {
+		return "constraint failed: CHECK constraint failed: results"
+	}
+	return "database or disk is full"
+}
+
+func (e sfRefusal) Permanent() bool { return e.permanent }
+
+// TestDaemonDropsRunTheStoreRefuses: a run the store refuses for good is
+// tried maxRefusals times, then dropped (logged, counted), and the runs
+// behind it are written; a store fault that lasts longer than that, for
+// one run, never drops it.
+func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		permanent bool
+		refusals  int // how many writes of the first run of a fail
+		wantTries int
+		wantKept  bool
+	}{
+		{name: "refused for good", permanent: true, refusals: 1 << 30, wantTries: maxRefusals},
+		{name: "a fault outlasting the refusal limit", permanent: false, refusals: maxRefusals + 1, wantTries: maxRefusals + 2, wantKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			schedCheckLeaks(t)
+			prov := schedServe(t, nil, false)
+			obs := &countingObserver{}
+			var mu sync.Mutex
+			refusedID, tries := "", 0
+			store := &sfHookStore{memStore: newMemStore(), hook: func(rec *results.RunRecord) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if rec.Result.Probe == "a" && refusedID == "" {
+					refusedID = rec.Result.OperationID
+				}
+				if rec.Result.OperationID != refusedID {
+					return nil
+				}
+				tries++
+				if tries <= tc.refusals {
+					return sfRefusal{permanent: tc.permanent}
+				}
+				return nil
+			}}
+			// Real time: the queue's back-off (0.25 s, 0.5 s, 1 s ... with
+			// Rand 0) runs on its own. a runs first, b a little later,
+			// behind a's waiting run.
+			h := sfOver(t, schedConfig(1,
+				schedProbe(t, "a", prov.URL, time.Hour),
+				schedProbe(t, "b", prov.URL, time.Hour),
+			), store, func(o *DaemonOptions) {
+				o.Clock = clockwork.NewRealClock()
+				o.Rand = sfRand(0, 0.05)
+				o.Observer = obs
+			})
+			h.run()
+
+			schedEventually(t, "both runs logged", func() bool { return len(sfAllLoggedIDs(h)) == 2 })
+			schedEventually(t, "the queue emptied", func() bool { return h.d.Pending() == 0 })
+			mu.Lock()
+			id, gotTries := refusedID, tries
+			mu.Unlock()
+			if gotTries != tc.wantTries {
+				t.Errorf("the run of a was tried %d times, want %d", gotTries, tc.wantTries)
+			}
+			if got := len(h.runs("b")); got != 1 {
+				t.Errorf("b recorded %d runs, want 1", got)
+			}
+			drops := h.logs.records("the store refuses the run for good; dropped")
+			if tc.wantKept {
+				if got := sfIDs(h.runs("a")); !slices.Equal(got, []string{id}) {
+					t.Errorf("a recorded %v, want its run %s", got, id)
+				}
+				if obs.count("dropped") != 0 || len(drops) != 0 {
+					t.Errorf("a run was dropped for a fault (%d counted, logged %v)", obs.count("dropped"), drops)
+				}
+				return
+			}
+			if got := h.runs("a"); len(got) != 0 {
+				t.Errorf("a recorded %v, want nothing: the store refused it", sfIDs(got))
+			}
+			if got := obs.count("dropped"); got != 1 {
+				t.Errorf("ResultsDropped counted %d, want 1", got)
+			}
+			if len(drops) != 1 || drops[0]["operation_id"] != id || drops[0]["level"] != "ERROR" ||
+				drops[0]["refusals"] != float64(maxRefusals) || !strings.Contains(drops[0]["error"].(string), "constraint failed") {
+				t.Errorf("the drop was logged as %v, want one ERROR line naming %s, %d refusals and the store's reason", drops, id, maxRefusals)
+			}
+		})
+	}
+}
+
+// TestDaemonCountsRunFinishingAfterTheQueueClosed: a run held up in the
+// store through the whole shutdown returns after the write queue has
+// closed, and its write fails (the store is closing): it is logged and
+// counted as lost, not left in a queue nobody writes.
+func TestDaemonCountsRunFinishingAfterTheQueueClosed(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	obs := &countingObserver{}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var enterOnce, releaseOnce sync.Once
+	store := &sfHookStore{memStore: newMemStore(), hook: func(*results.RunRecord) error {
+		enterOnce.Do(func() { close(entered) })
+		<-release // ignores the context, as a stuck store would
+		return errors.New("sql: database is closed")
+	}}
+	h := sfOver(t, schedConfig(4, schedProbe(t, "stuck", prov.URL, time.Hour)), store, func(o *DaemonOptions) {
+		o.Observer = obs
+	})
+	h.d.drainWait = 300 * time.Millisecond
+	h.run()
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+
+	h.tick(1, minStartLead+schedSkew)
+	select {
+	case <-entered:
+	case <-time.After(schedWait):
+		t.Fatal("the run never reached the store")
+	}
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if got := len(h.logs.records("runs did not return after cancellation; stopping without them")); got != 1 {
+		t.Fatalf("the stuck run did not outlast the shutdown (%d lines say so)", got)
+	}
+
+	releaseOnce.Do(func() { close(release) })
+	schedEventually(t, "the late run reported", func() bool { return len(h.logs.records("probe run")) == 1 })
+	schedEventually(t, "the late run counted", func() bool { return obs.count("dropped") == 1 })
+	run := h.logs.records("probe run")[0]
+	if run["recorded"] != false || run["queued"] != false {
+		t.Errorf("the late run was logged as %v, want recorded=false queued=false", run)
+	}
+	lost := h.logs.records("the run finished after the daemon stopped writing; it is lost")
+	if len(lost) != 1 || lost[0]["level"] != "ERROR" || lost[0]["operation_id"] != run["operation_id"] {
+		t.Errorf("the lost run was logged as %v, want one ERROR line with its operation id", lost)
+	}
+	if got := h.d.Pending(); got != 0 {
+		t.Errorf("Pending = %d, want 0: nothing writes the queue any more", got)
 	}
 }

@@ -39,6 +39,12 @@ type stackOptions struct {
 
 // newStack opens the store and builds the daemon for cfg.
 func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts stackOptions) (*stack, error) {
+	// A store that is read-only from the start is a setup to fix, not a
+	// fault to wait out: refuse to start (exit 70) before Open creates or
+	// migrates anything. A fault that begins later is queued and retried.
+	if err := sqlite.CheckWritable(cfg.Storage.Path); err != nil {
+		return nil, err
+	}
 	store, err := sqlite.Open(ctx, cfg.Storage.Path)
 	if err != nil {
 		return nil, err
