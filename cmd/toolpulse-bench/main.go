@@ -1,12 +1,21 @@
-// Command toolpulse-bench measures toolpulse against large databases. Each
-// mode is a subcommand:
+// Command toolpulse-bench measures toolpulse. Each mode is a subcommand:
 //
 //	toolpulse-bench read [flags]
+//	toolpulse-bench run [flags]
+//	toolpulse-bench soak [flags]   (or: toolpulse-bench --soak DURATION)
 //
 // read generates (or reuses) a database of synthetic results, then times
 // `toolpulse stats` and `toolpulse history` as separate processes, the same
 // reads in process, and the daemon's API and status page; --explain adds
-// the SQLite query plans. Run `toolpulse-bench read -h` for its flags.
+// the SQLite query plans.
+//
+// run starts the real `toolpulse run` on generated probes against a
+// loopback provider (this binary again, in a process of its own) and a
+// Slack stand-in, and measures from the outside: runs completed against
+// expected, CPU per run, memory, start lag, SQLite growth per run and alert
+// latency. soak runs the same set-up for a long time under a mixed load,
+// reloading the config with SIGHUP, and says whether memory and goroutines
+// stayed flat. Run `toolpulse-bench MODE -h` for a mode's flags.
 package main
 
 import (
@@ -17,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -41,10 +51,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	args = expandSoakShorthand(args)
 	var err error
 	switch mode := args[0]; mode {
 	case "read":
 		err = runRead(ctx, args[1:], stdout, stderr)
+	case "run":
+		err = runRunMode(ctx, args[1:], stdout, stderr)
+	case "soak":
+		err = runSoakMode(ctx, args[1:], stdout, stderr)
+	case "provider": // hidden: the load generator of run and soak
+		err = runProvider(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -74,7 +91,29 @@ func usage(w io.Writer) {
 modes:
   read    generate or reuse a large database and time toolpulse's reads:
           stats, history, the API and the status page
+  run     run the real daemon on generated probes against a loopback provider
+          and measure runs completed, CPU per run, memory, start lag, SQLite
+          growth and alert latency
+  soak    run the daemon for long (--duration 10m) under a mixed load with
+          SIGHUP reloads and check that memory and goroutines stay flat;
+          --soak DURATION is short for soak --duration DURATION
 `)
+}
+
+// expandSoakShorthand turns `--soak D [flags]` into `soak --duration D
+// [flags]`.
+func expandSoakShorthand(args []string) []string {
+	first := strings.TrimLeft(args[0], "-")
+	if len(first) == len(args[0]) {
+		return args // a mode, not a flag
+	}
+	if d, ok := strings.CutPrefix(first, "soak="); ok {
+		return append([]string{"soak", "--duration", d}, args[1:]...)
+	}
+	if first == "soak" && len(args) > 1 {
+		return append([]string{"soak", "--duration", args[1]}, args[2:]...)
+	}
+	return args
 }
 
 // usageError is a bad flag or argument.

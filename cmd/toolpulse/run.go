@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,17 +23,30 @@ type runCmd struct {
 	Grace     time.Duration `default:"10s" help:"On SIGTERM/SIGINT, how long in-flight runs may finish before they are cancelled (and recorded as canceled)."`
 	LogFormat string        `enum:"text,json" default:"text" help:"Log format on stderr: text or json."`
 	LogLevel  string        `enum:"debug,info,warn,error" default:"info" help:"Lowest level logged."`
+
+	// Profiling, for toolpulse-bench; hidden from --help.
+	CPUProfile  string `name:"cpu-profile" hidden:"" placeholder:"FILE" help:"Write a CPU profile of the whole run, until the drain ends, to FILE."`
+	HeapProfile string `name:"heap-profile" hidden:"" placeholder:"FILE" help:"Write a heap profile to FILE when SIGTERM/SIGINT arrives, after a GC and before the drain."`
 }
 
 // Run is the daemon: it schedules every probe, records and alerts, reloads
 // on SIGHUP (a bad new config is logged and the old one keeps running) and
 // drains on SIGTERM/SIGINT, exiting 0.
-func (c *runCmd) Run(e *env, root *cli) error {
+func (c *runCmd) Run(e *env, root *cli) (err error) {
 	logger := newLogger(e.stderr, c.LogFormat, c.LogLevel)
 	cfg, err := root.loadConfig(e)
 	if err != nil {
 		return err
 	}
+	prof, err := startProfiles(c.CPUProfile, c.HeapProfile)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer func() {
+		if perr := prof.stop(); perr != nil && err == nil {
+			err = softwareError(perr)
+		}
+	}()
 	// Listen before anything starts, so that a taken port fails the start
 	// instead of leaving a daemon nobody can see.
 	var ln net.Listener
@@ -51,7 +68,7 @@ func (c *runCmd) Run(e *env, root *cli) error {
 	var current atomic.Pointer[checks.Config]
 	current.Store(cfg)
 
-	ctx, stop := context.WithCancel(e.ctx)
+	ctx, stop := context.WithCancel(prof.heapBeforeStop(e.ctx))
 	defer stop()
 	reloaded := make(chan struct{})
 	go func() {
@@ -121,4 +138,110 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// profiles writes the hidden --cpu-profile and --heap-profile of a run.
+type profiles struct {
+	cpu, heap *os.File
+	once      sync.Once // writes the heap profile
+	heapErr   error
+	// release ends the wait for a stop signal, and watching is closed
+	// once that wait is over (see heapBeforeStop).
+	release  context.CancelFunc
+	watching chan struct{}
+}
+
+// heapProfileRate is the average bytes allocated per heap profile sample
+// while a heap profile is asked for.
+const heapProfileRate = 64 << 10
+
+// startProfiles creates the profile files, so that a path that cannot be
+// written fails the start rather than the shutdown, and starts the CPU
+// profile. Empty paths profile nothing.
+func startProfiles(cpuPath, heapPath string) (*profiles, error) {
+	p := &profiles{}
+	if heapPath != "" {
+		f, err := os.Create(heapPath)
+		if err != nil {
+			return nil, fmt.Errorf("--heap-profile: %w", err)
+		}
+		p.heap = f
+		// The default samples one allocation per 512 KiB, a few dozen
+		// samples for a daemon's heap; finer costs little next to a run.
+		runtime.MemProfileRate = heapProfileRate
+	}
+	if cpuPath != "" {
+		f, err := os.Create(cpuPath)
+		if err == nil {
+			if err = pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			if p.heap != nil {
+				p.heap.Close()
+			}
+			return nil, fmt.Errorf("--cpu-profile: %w", err)
+		}
+		p.cpu = f
+	}
+	return p, nil
+}
+
+// heapBeforeStop returns a context that ends after ctx does, once the heap
+// profile is written: the profile then shows the running daemon's heap, not
+// what is left of it after the drain tore the schedule down. Without a heap
+// profile it returns ctx itself.
+func (p *profiles) heapBeforeStop(ctx context.Context) context.Context {
+	if p.heap == nil {
+		return ctx
+	}
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.watching = make(chan struct{})
+	p.release = cancel
+	go func() {
+		defer close(p.watching)
+		defer cancel()
+		select {
+		case <-ctx.Done():
+			p.writeHeap()
+		case <-inner.Done():
+		}
+	}()
+	return inner
+}
+
+// writeHeap writes the heap profile once, after a GC, so that in-use
+// figures are current.
+func (p *profiles) writeHeap() {
+	p.once.Do(func() {
+		runtime.GC()
+		if err := pprof.Lookup("heap").WriteTo(p.heap, 0); err != nil {
+			p.heapErr = fmt.Errorf("--heap-profile: %w", err)
+		}
+	})
+}
+
+// stop ends the CPU profile and writes the heap profile if no stop signal
+// did (the run ended for another reason), then closes both files.
+func (p *profiles) stop() error {
+	var errs []error
+	if p.cpu != nil {
+		pprof.StopCPUProfile()
+		if err := p.cpu.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("--cpu-profile: %w", err))
+		}
+	}
+	if p.release != nil {
+		p.release()
+		<-p.watching
+	}
+	if p.heap != nil {
+		p.writeHeap()
+		errs = append(errs, p.heapErr)
+		if err := p.heap.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("--heap-profile: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,486 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The `run` and `soak` modes share a session: a working directory, the
+// toolpulse binary, the provider process, the Slack sink and the daemon.
+
+// loadOptions are the flags `run` and `soak` share.
+type loadOptions struct {
+	probes         int
+	interval       time.Duration
+	jitter         time.Duration
+	warmup         time.Duration // -1: jitter + interval
+	duration       time.Duration
+	mix            benchMix
+	items          int
+	responseBytes  int
+	maxAttempts    int
+	maxConcurrency int
+	timeout        time.Duration
+	consumer       string
+	toolpulse      string
+	keep           string
+	jsonPath       string
+	profile        string
+	// buildFlags are extra `go build` flags for toolpulse (see
+	// readOptions.buildFlags).
+	buildFlags []string
+}
+
+// register declares the shared flags on fs, with d's values as defaults.
+func (o *loadOptions) register(fs *flag.FlagSet, d loadOptions) {
+	*o = d
+	fs.IntVar(&o.probes, "probes", d.probes, "probes in the config, each at a path of its own on the provider")
+	fs.DurationVar(&o.interval, "interval", d.interval, "every probe's interval")
+	fs.DurationVar(&o.jitter, "jitter", d.jitter, "every probe's start jitter; toolpulse needs it below the interval, so a jitter of a whole interval or more becomes the interval less 1ms")
+	fs.DurationVar(&o.duration, "duration", d.duration, "how long to measure, after the warm-up")
+	fs.Var(&o.mix, "mix", "the share of runs the provider answers with each outcome, as `pass=W,contract_error=W,unavailable=W` weights")
+	fs.IntVar(&o.items, "items", d.items, "results in a passing answer")
+	fs.IntVar(&o.responseBytes, "response-bytes", d.responseBytes, "about how long a passing answer is, in bytes (titles are padded to fit)")
+	fs.IntVar(&o.maxAttempts, "max-attempts", d.maxAttempts, "retries.max_attempts of every probe; above 1, unavailable runs are retried and the provider sees more requests than runs")
+	fs.IntVar(&o.maxConcurrency, "max-concurrency", d.maxConcurrency, "max_concurrency: runs in flight at once")
+	fs.DurationVar(&o.timeout, "timeout", d.timeout, "every probe's per-attempt timeout")
+	fs.StringVar(&o.consumer, "consumer", d.consumer, "consumer `file` the probes use (default: the rules of consumers/select_results.yaml, built in)")
+	fs.StringVar(&o.toolpulse, "toolpulse", d.toolpulse, "toolpulse `binary` to run (default: go build ./cmd/toolpulse into a temporary directory)")
+	fs.StringVar(&o.keep, "keep", d.keep, "keep the config, database, provider spec and daemon log in `dir` (created; it must be empty)")
+	fs.StringVar(&o.jsonPath, "json", d.jsonPath, "also write the results as JSON to `file`; - writes them on stdout instead of the table")
+	fs.StringVar(&o.profile, "profile", d.profile, "write the daemon's CPU and heap profiles into `dir`")
+}
+
+func (o *loadOptions) validate() error {
+	switch {
+	case o.probes < 1:
+		return fmt.Errorf("--probes must be at least 1, got %d", o.probes)
+	case o.interval < 10*time.Millisecond:
+		return fmt.Errorf("--interval must be at least 10ms, got %s", o.interval)
+	case o.jitter < 0:
+		return fmt.Errorf("--jitter must not be negative, got %s", o.jitter)
+	case o.duration <= 0:
+		return fmt.Errorf("--duration must be positive, got %s", o.duration)
+	case o.items < 1:
+		return fmt.Errorf("--items must be at least 1, got %d", o.items)
+	case o.maxAttempts < 1 || o.maxAttempts > 10:
+		return fmt.Errorf("--max-attempts must be between 1 and 10, got %d", o.maxAttempts)
+	case o.maxConcurrency < 1:
+		return fmt.Errorf("--max-concurrency must be at least 1, got %d", o.maxConcurrency)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout must be positive, got %s", o.timeout)
+	}
+	if o.jitter >= o.interval {
+		o.jitter = o.interval - time.Millisecond
+	}
+	if o.warmup < 0 {
+		o.warmup = o.jitter + o.interval
+	}
+	return nil
+}
+
+// Set parses --mix.
+func (m *benchMix) Set(s string) error {
+	v, err := parseMix(s)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// session is one daemon under load.
+type session struct {
+	opts loadOptions
+	prog *progress
+	// dir holds the config, the database, the provider's spec and the
+	// daemon's log; it is removed at the end unless it is --keep.
+	dir, removeDir string
+	buildDir       string
+	bin            string
+	provider       *providerProc
+	sink           *slackSink
+	daemon         *daemon
+	listen         string
+	cfgPath        string
+	dbPath         string
+	logPath        string
+	consumer       string // the consumer's entry in the config
+	consumerName   string
+	names          []string // probe names, by the provider's probe index
+	cpuProfile     string
+	heapProfile    string
+	client         *http.Client
+}
+
+// newSession prepares everything but the daemon: the directory, the
+// toolpulse binary, the provider serving spec, and the Slack sink watching
+// the named probes.
+func newSession(ctx context.Context, o loadOptions, spec providerSpec, watched []string, prog *progress) (s *session, err error) {
+	s = &session{opts: o, prog: prog, client: &http.Client{Timeout: time.Minute}}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if o.keep != "" {
+		if err := makeEmptyDir(o.keep); err != nil {
+			return nil, err
+		}
+		s.dir = o.keep
+	} else {
+		if s.dir, err = os.MkdirTemp("", "toolpulse-bench-"); err != nil {
+			return nil, err
+		}
+		s.removeDir = s.dir
+	}
+	if s.dir, err = filepath.Abs(s.dir); err != nil {
+		return nil, err
+	}
+	s.cfgPath = filepath.Join(s.dir, "checks.yaml")
+	s.dbPath = filepath.Join(s.dir, "toolpulse.db")
+	s.logPath = filepath.Join(s.dir, "toolpulse.log")
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, fmt.Errorf("--profile: %w", err)
+		}
+		abs, err := filepath.Abs(o.profile)
+		if err != nil {
+			return nil, err
+		}
+		s.cpuProfile, s.heapProfile = filepath.Join(abs, "cpu.pprof"), filepath.Join(abs, "heap.pprof")
+	}
+	if err := s.prepareConsumer(); err != nil {
+		return nil, err
+	}
+	s.names = benchProbeNames(spec.Probes)
+
+	if o.toolpulse != "" {
+		s.bin = o.toolpulse
+	} else {
+		if s.buildDir, err = os.MkdirTemp("", "toolpulse-bench-build-"); err != nil {
+			return nil, err
+		}
+		if s.bin, err = toolpulseBinary(ctx, readOptions{buildFlags: o.buildFlags}, s.buildDir, prog); err != nil {
+			return nil, err
+		}
+	}
+	prog.printf("starting the provider: %s paths, %d items, mix %s", commas(int64(spec.Probes)), spec.Items, spec.Mix)
+	if s.provider, err = startProvider(s.dir, spec); err != nil {
+		return nil, err
+	}
+	if s.sink, err = newSlackSink(watched); err != nil {
+		return nil, err
+	}
+	if s.listen, _, err = loopbackPorts(); err != nil {
+		return nil, fmt.Errorf("a loopback port for the daemon: %w", err)
+	}
+	return s, nil
+}
+
+// benchProbeNames names n probes probe-0001 and on, in the provider's
+// order.
+func benchProbeNames(n int) []string {
+	names := make([]string, n)
+	width := max(4, len(strconv.Itoa(n)))
+	for i := range names {
+		names[i] = fmt.Sprintf("probe-%0*d", width, i+1)
+	}
+	return names
+}
+
+// makeEmptyDir creates dir, or accepts it when it exists and is empty:
+// the bench must not mix its files with anything else.
+func makeEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return fmt.Errorf("--keep: %w", err)
+	case len(entries) > 0:
+		return &usageError{fmt.Errorf("--keep %s: the directory is not empty", dir)}
+	}
+	return nil
+}
+
+// The built-in consumer: the rules of consumers/select_results.yaml.
+const (
+	builtinConsumerName    = "select_results"
+	builtinConsumerVersion = "2"
+	builtinConsumerSelect  = `let raw = response.results;
+(type(raw) == "array" ? raw
+  : type(raw) == "map" && type(raw?.items) == "array" ? raw.items
+  : fail("unsupported_results_container", "results is " + type(raw)))
+| filter(.score >= 0.75)`
+	builtinConsumerValidate = `type(.id) == "string" && type(.score) in ["int", "float"]`
+)
+
+var consumerNameLine = regexp.MustCompile(`(?m)^name:[ \t]*["']?([a-z0-9_.-]+)`)
+
+// prepareConsumer writes the consumer's entry in the config: the built-in
+// rules, or --consumer copied next to the config.
+func (s *session) prepareConsumer() error {
+	if s.opts.consumer == "" {
+		s.consumerName = builtinConsumerName
+		// Rules are never expanded, so they are quoted without yamlString's
+		// "$" doubling.
+		s.consumer = fmt.Sprintf("  - name: %s\n    version: %q\n    select: %s\n    validate: %s\n",
+			builtinConsumerName, builtinConsumerVersion,
+			strconv.Quote(builtinConsumerSelect), strconv.Quote(builtinConsumerValidate))
+		return nil
+	}
+	b, err := os.ReadFile(s.opts.consumer)
+	if err != nil {
+		return &usageError{fmt.Errorf("--consumer: %w", err)}
+	}
+	m := consumerNameLine.FindSubmatch(b)
+	if m == nil {
+		return &usageError{fmt.Errorf("--consumer %s: no top-level name: in it", s.opts.consumer)}
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "consumer.yaml"), b, 0o644); err != nil {
+		return err
+	}
+	s.consumerName = string(m[1])
+	s.consumer = "  - file: consumer.yaml\n"
+	return nil
+}
+
+// writeConfig writes the daemon's config with the given probes (provider
+// indexes). It replaces the file in one rename, so that a reload never
+// reads half of it.
+func (s *session) writeConfig(probes []int) error {
+	o := s.opts
+	var b strings.Builder
+	fmt.Fprintf(&b, `version: 1
+storage:
+  path: %s
+  retention: 0s
+server:
+  listen: %s
+max_concurrency: %d
+defaults:
+  interval: %s
+  jitter: %s
+  timeout: %s
+  retries: {max_attempts: %d}
+notify:
+  slack:
+    webhook_url: %s
+  failure_threshold: 1
+consumers:
+%sprobes:
+`, yamlString(s.dbPath), yamlString(s.listen), o.maxConcurrency, o.interval, o.jitter, o.timeout,
+		o.maxAttempts, yamlString(s.sink.url), s.consumer)
+	for _, i := range probes {
+		fmt.Fprintf(&b, "  - {name: %s, request: {method: POST, url: %s, json: {query: \"API migration guide\"}}, consumer: %s}\n",
+			s.names[i], yamlString(s.provider.url(i)), s.consumerName)
+	}
+	tmp := s.cfgPath + ".new"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write the daemon's config: %w", err)
+	}
+	return os.Rename(tmp, s.cfgPath)
+}
+
+// startDaemon starts `toolpulse run` on the config and waits until its
+// /healthz answers, returning when it did.
+func (s *session) startDaemon(ctx context.Context) (time.Time, error) {
+	args := []string{"-c", s.cfgPath, "run", "--grace", "5s", "--log-level", "warn", "--log-format", "json"}
+	if s.cpuProfile != "" {
+		args = append(args, "--cpu-profile", s.cpuProfile, "--heap-profile", s.heapProfile)
+	}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return time.Time{}, err
+	}
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = stopTimeout
+	d := &daemon{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(logFile, d.stderr)
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return time.Time{}, fmt.Errorf("start toolpulse run: %w", err)
+	}
+	go func() {
+		d.err = cmd.Wait()
+		logFile.Close()
+		close(d.exited)
+	}()
+	s.daemon = d
+	if _, err := d.waitHealthy(ctx, s.client, "http://"+s.listen+"/healthz"); err != nil {
+		return time.Time{}, err
+	}
+	return time.Now(), nil
+}
+
+// waitUntil sleeps until t, and fails early if the daemon exits or ctx
+// ends.
+func (s *session) waitUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.daemon.exited:
+		return s.daemonExited()
+	}
+}
+
+func (s *session) daemonExited() error {
+	return fmt.Errorf("toolpulse run exited during the measurement: %v\n%s", s.daemon.err, s.daemon.stderr)
+}
+
+// metrics fetches the daemon's /metrics and sums each metric over its
+// labels.
+func (s *session) metrics(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.listen+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads the Prometheus text format and sums every sample of
+// each metric name, whatever its labels.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest := line, ""
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		if strings.HasPrefix(rest, "{") {
+			// Label values may hold spaces and braces; the value follows
+			// the last closing brace.
+			i := strings.LastIndexByte(rest, '}')
+			if i < 0 {
+				return nil, fmt.Errorf("metrics: unterminated labels in %q", line)
+			}
+			rest = rest[i+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("metrics: no value in %q", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		out[name] += v
+	}
+	return out, sc.Err()
+}
+
+// stopDaemon sends SIGTERM, waits for a clean exit and says how long the
+// drain took.
+func (s *session) stopDaemon() (time.Duration, error) {
+	start := time.Now()
+	err := s.daemon.stop()
+	return time.Since(start), err
+}
+
+// close stops whatever still runs and removes what is not kept.
+func (s *session) close() {
+	if s.daemon != nil {
+		_ = s.daemon.stop() // a failure was reported where it mattered
+	}
+	if s.provider != nil {
+		_ = s.provider.stop()
+	}
+	if s.sink != nil {
+		_ = s.sink.close()
+	}
+	if s.buildDir != "" {
+		os.RemoveAll(s.buildDir)
+	}
+	if s.removeDir != "" {
+		os.RemoveAll(s.removeDir)
+	}
+}
+
+// daemonLog sums up the daemon's log: toolpulse logs JSON lines, and in a
+// clean run none of them is an error. A line that is not JSON (a panic, a
+// runtime fault) counts as an error.
+type daemonLog struct {
+	ErrorLines  int      `json:"error_lines"`
+	WarnLines   int      `json:"warn_lines"`
+	FirstErrors []string `json:"first_errors"`
+}
+
+func scanDaemonLog(b []byte) daemonLog {
+	out := daemonLog{FirstErrors: []string{}}
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var entry struct {
+			Level string `json:"level"`
+		}
+		isError := json.Unmarshal(line, &entry) != nil || entry.Level == "ERROR"
+		if entry.Level == "WARN" {
+			out.WarnLines++
+		}
+		if !isError {
+			continue
+		}
+		out.ErrorLines++
+		if len(out.FirstErrors) < 5 {
+			text := string(line)
+			if len(text) > 500 {
+				text = text[:500] + "…"
+			}
+			out.FirstErrors = append(out.FirstErrors, text)
+		}
+	}
+	return out
+}
+
+// dbFiles is the size of the database file and of its WAL.
+func dbFiles(path string) (db, wal int64, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	db = fi.Size()
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		wal = fi.Size()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, err
+	}
+	return db, wal, nil
+}
