@@ -427,18 +427,11 @@ func (p *providerProc) setEpoch(ctx context.Context, t time.Time) error {
 // collect fetches what the provider saw.
 func (p *providerProc) collect(ctx context.Context) (providerReport, error) {
 	var rep providerReport
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+reportPath, nil)
-	if err != nil {
-		return rep, err
-	}
-	resp, err := p.client.Do(req)
+	resp, err := getOK(ctx, p.client, "http://"+p.addr+reportPath)
 	if err != nil {
 		return rep, fmt.Errorf("provider: report: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return rep, fmt.Errorf("provider: report: HTTP %d", resp.StatusCode)
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 		return rep, fmt.Errorf("provider: report: %w", err)
 	}

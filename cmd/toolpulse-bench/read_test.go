@@ -191,6 +191,11 @@ func checkData(t *testing.T, db string) {
 		{"results per probe", "SELECT count(DISTINCT n) FROM (SELECT count(*) AS n FROM results GROUP BY probe)", 1},
 		{"failures without a message", "SELECT count(*) FROM results WHERE outcome <> 'pass' AND message IS NULL", 0},
 		{"foreign keys", "SELECT count(*) FROM pragma_foreign_key_check", 0},
+		// fill.sql keeps a copy of migration 0005's backfill: these catch
+		// the copy drifting from what the store maintains.
+		{"probe_hours runs against results", "SELECT (SELECT count(*) FROM results) - (SELECT sum(runs) FROM probe_hours)", 0},
+		{"probe_hours per hour against results", "SELECT count(*) FROM (SELECT probe, substr(started_at, 1, 13), count(*) FROM results GROUP BY 1, 2 EXCEPT SELECT probe, hour, runs FROM probe_hours)", 0},
+		{"duration buckets against runs", "SELECT count(*) FROM probe_hours WHERE runs <> (SELECT sum(value) FROM json_each(duration_buckets))", 0},
 	} {
 		if got := shellInt(t, db, c.query); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)

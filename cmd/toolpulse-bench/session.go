@@ -353,19 +353,30 @@ func (s *session) daemonExited() error {
 // metrics fetches the daemon's /metrics and sums each metric over its
 // labels.
 func (s *session) metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.listen+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.client.Do(req)
+	resp, err := getOK(ctx, s.client, "http://"+s.listen+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
-	}
 	return parseMetrics(resp.Body)
+}
+
+// getOK GETs url and returns the response if its status is 200 OK, and an
+// error otherwise; the caller closes the body.
+func getOK(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return resp, nil
 }
 
 // parseMetrics reads the Prometheus text format and sums every sample of

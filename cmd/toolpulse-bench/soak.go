@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -528,18 +527,11 @@ func (s *session) confirmReload(ctx context.Context, probes []int, wait time.Dur
 }
 
 func (s *session) listedProbes(ctx context.Context) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.listen+"/api/v1/probes", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.client.Do(req)
+	resp, err := getOK(ctx, s.client, "http://"+s.listen+"/api/v1/probes")
 	if err != nil {
 		return nil, fmt.Errorf("GET /api/v1/probes: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/v1/probes: HTTP %d", resp.StatusCode)
-	}
 	var body struct {
 		Probes []struct {
 			Name string `json:"name"`
