@@ -116,6 +116,21 @@ func expandSoakShorthand(args []string) []string {
 	return args
 }
 
+// parseFlags parses a mode's flags, which take no positional arguments. It
+// returns flag.ErrHelp for -h, and a usageError for anything else wrong.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	}
+	return nil
+}
+
 // usageError is a bad flag or argument.
 type usageError struct{ err error }
 

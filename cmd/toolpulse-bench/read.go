@@ -47,14 +47,8 @@ func parseReadFlags(args []string, stderr io.Writer) (readOptions, error) {
 		fmt.Fprint(fs.Output(), "usage: toolpulse-bench read [flags]\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return o, &usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
 	if o.repeat < 1 {
 		return o, &usageError{fmt.Errorf("--repeat must be at least 1, got %d", o.repeat)}

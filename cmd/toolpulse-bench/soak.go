@@ -46,14 +46,8 @@ goroutines, and says whether they stayed flat. Exits 1 unless they did.
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return o, &usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
 	if err := o.validate(); err != nil {
 		return o, &usageError{err}
