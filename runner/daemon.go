@@ -168,13 +168,13 @@ type Daemon struct {
 	redactor *results.Redactor
 	sched    gocron.Scheduler
 	// probes are the scheduled probes by name. A probe a reload left
-	// unchanged keeps the value its job was created with: the executor's
-	// connections are cached per value.
+	// unchanged keeps the value its job was created with, the one its
+	// running task holds.
 	probes  map[string]*checks.Probe
-	last    map[string]*results.Result // each probe's last recorded run
-	running map[string]bool            // a run in progress, waiting for a slot included
-	active  int                        // tasks between begin and end
-	drained chan struct{}              // closed once active is 0 after shutdown began
+	last    map[string]lastRun // each probe's last recorded run
+	running map[string]bool    // a run in progress, waiting for a slot included
+	active  int                // tasks between begin and end
+	drained chan struct{}      // closed once active is 0 after shutdown began
 	// stopCtx ends when shutdown begins: runs waiting for a slot give up.
 	// hardCtx ends when the grace period is over: runs in flight are
 	// cancelled.
@@ -207,7 +207,7 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
-		last:     map[string]*results.Result{},
+		last:     map[string]lastRun{},
 		running:  map[string]bool{},
 		queueCap: opts.WriteQueue,
 		wake:     make(chan struct{}, 1),
@@ -499,15 +499,26 @@ type ProbeStatus struct {
 	LastOperationID string
 }
 
+// lastRun is what Status reports of a probe's last recorded run. It is
+// kept instead of the whole result, whose attempts and response sample
+// would cost kilobytes per probe for the life of the daemon.
+type lastRun struct {
+	startedAt   time.Time
+	duration    time.Duration
+	outcome     results.Outcome
+	code        results.Code
+	operationID string
+}
+
 // Status returns a snapshot of the daemon, its probes sorted by name.
 func (d *Daemon) Status() DaemonStatus {
 	d.mu.Lock()
 	st := DaemonStatus{State: d.state.String(), Scheduled: len(d.probes)}
 	for name, p := range d.probes {
 		ps := ProbeStatus{Name: name, Interval: p.Interval, Running: d.running[name]}
-		if r := d.last[name]; r != nil {
-			ps.LastRun, ps.LastDuration = r.StartedAt, r.Duration
-			ps.LastOutcome, ps.LastCode, ps.LastOperationID = r.Outcome, r.Code(), r.OperationID
+		if r, ok := d.last[name]; ok {
+			ps.LastRun, ps.LastDuration = r.startedAt, r.duration
+			ps.LastOutcome, ps.LastCode, ps.LastOperationID = r.outcome, r.code, r.operationID
 		}
 		st.Probes = append(st.Probes, ps)
 	}
@@ -745,8 +756,10 @@ func runAttrs(r *results.Result) []any {
 func (d *Daemon) recorded(r *results.Result, alerts []results.Alert) {
 	d.mu.Lock()
 	if _, ok := d.probes[r.Probe]; ok {
-		last := *r
-		d.last[r.Probe] = &last
+		d.last[r.Probe] = lastRun{
+			startedAt: r.StartedAt, duration: r.Duration,
+			outcome: r.Outcome, code: r.Code(), operationID: r.OperationID,
+		}
 	}
 	d.mu.Unlock()
 	d.observer.RunFinished(r)

@@ -67,8 +67,9 @@ type Observer interface {
 	// ("record_run", "due_alerts", ...).
 	StoreError(op string)
 	// ResultsDropped is called with n > 0 when n runs waiting to be
-	// written are given up: the daemon's write queue was full, or the
-	// daemon stopped before the store took them.
+	// written are given up: pushed out of a full write queue, refused by
+	// the store for good, still waiting when the daemon stopped, or
+	// finished after the queue closed and not written then.
 	ResultsDropped(n int)
 }
 

@@ -16,7 +16,8 @@ import (
 )
 
 // TestRunReusesConnections runs a probe three times and requires one TCP
-// connection: the client is cached per probe, not built per run.
+// connection: runs share the executor's pooled transport rather than
+// dialling anew.
 func TestRunReusesConnections(t *testing.T) {
 	var conns atomic.Int32
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
