@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -11,12 +12,23 @@ import (
 // cheap, but a scrape storm should not pile up goroutines in the daemon.
 const maxScrapesInFlight = 8
 
-// NewRegistry returns an empty registry for New and Handler. It registers
-// no Go runtime or process collectors, whose go_ and process_ names would
-// break the toolpulse_ prefix every metric has (SPEC §9). It exists so that
-// cmd wires metrics without importing client_golang itself.
+// NewRegistry returns the registry for New and Handler, with the Go
+// runtime and process collectors already on it. Their metrics are renamed
+// under the toolpulse_ prefix every metric has (SPEC §9):
+// toolpulse_go_goroutines, toolpulse_go_memstats_heap_inuse_bytes,
+// toolpulse_process_resident_memory_bytes and the rest of what the
+// default collectors export. Process metrics are only there on platforms
+// client_golang can read them on (Linux, macOS, Windows). It exists so
+// that cmd wires metrics without importing client_golang itself.
 func NewRegistry() *prometheus.Registry {
-	return prometheus.NewRegistry()
+	reg := prometheus.NewRegistry()
+	// Two collectors on an empty registry cannot collide: a failure here
+	// is a programming error, so MustRegister.
+	prometheus.WrapRegistererWithPrefix("toolpulse_", reg).MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
 }
 
 // Handler serves the metrics g gathers in the Prometheus exposition

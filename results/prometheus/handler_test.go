@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +97,40 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%s has type %v, want %v", name, mf.GetType(), typ)
 		}
 	}
-	if len(families) != len(want) {
-		t.Errorf("/metrics has %d metrics, want %d", len(families), len(want))
+	for name := range families {
+		_, ours := want[name]
+		runtime := strings.HasPrefix(name, "toolpulse_go_") || strings.HasPrefix(name, "toolpulse_process_")
+		if !ours && !runtime {
+			t.Errorf("/metrics has %s, neither a metric of the package nor a runtime one", name)
+		}
+	}
+}
+
+// TestNewRegistryRuntimeMetrics: the Go runtime and process metrics are
+// there for operators and the soak harness, renamed under toolpulse_ like
+// every other metric (SPEC §9).
+func TestNewRegistryRuntimeMetrics(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.RunFinished(run("search", "", time.Second, 1, 1))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+		if !strings.HasPrefix(mf.GetName(), "toolpulse_") {
+			t.Errorf("metric %s does not start with toolpulse_", mf.GetName())
+		}
+	}
+	want := []string{"toolpulse_go_goroutines", "toolpulse_go_memstats_heap_inuse_bytes", "toolpulse_go_info"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "toolpulse_process_resident_memory_bytes", "toolpulse_process_cpu_seconds_total")
+	}
+	for _, name := range want {
+		if !got[name] {
+			t.Errorf("%s missing", name)
+		}
 	}
 }
 

@@ -18,7 +18,15 @@
 //	toolpulse_alerts_sent_total{kind}                    counter
 //	toolpulse_alerts_failed_total{kind,final}            counter of failed delivery attempts
 //	toolpulse_store_errors_total{op}                     counter
+//	toolpulse_results_dropped_total                      counter of runs the store never got
 //	toolpulse_build_info{version}                        gauge, always 1
+//
+// NewRegistry adds the Go runtime and process metrics, renamed
+// toolpulse_go_* and toolpulse_process_*.
+//
+// Per-probe state is plain numbers (probe.go), and the series are built
+// from it at scrape time (collect.go): at 10,000 probes, client_golang's
+// own per-probe series took most of the daemon's heap.
 //
 // Attempts are two counters rather than a histogram: attempts per run is
 // rate(attempts_total) / rate(runs_total), and the flakiness that retries
@@ -45,6 +53,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -64,60 +73,24 @@ const (
 	OtherCode = "other"
 )
 
-// durationBuckets suit HTTP probes: a few milliseconds on loopback, up to
-// the default retry budget (15s) and beyond.
-var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30}
-
 // alertKinds are the kinds whose alert series exist from the start, so
 // that rate() and absent() work before the first alert.
 var alertKinds = []results.AlertKind{results.AlertFiring, results.AlertReminder, results.AlertResolved, results.AlertDrift}
 
 // Metrics records what the daemon does. It implements runner.Observer; all
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. Per-probe state is guarded by mu;
+// the process-wide series are few and stay client_golang vectors.
 type Metrics struct {
-	runs       *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	attempts   *prometheus.CounterVec
-	retried    *prometheus.CounterVec
-	last       *prometheus.GaugeVec
-	lastRun    *prometheus.GaugeVec
-	validated  *prometheus.GaugeVec
-	drifts     *prometheus.CounterVec
-	sent       *prometheus.CounterVec
-	failed     *prometheus.CounterVec
-	storeErrs  *prometheus.CounterVec
-	dropped    prometheus.Counter
-	builtin    map[results.Code]bool
-	sentBy     map[results.AlertKind]prometheus.Counter
-	failedBy   map[results.AlertKind][2]prometheus.Counter // [retry, final]
-	mu         sync.Mutex
-	probes     map[string]*probeSeries // guarded by mu
-	known      map[string]bool         // guarded by mu; nil until SetProbes
-	perProbeVs []deletable
-}
-
-// deletable is the part of a metric vector SetProbes needs.
-type deletable interface {
-	DeletePartialMatch(labels prometheus.Labels) int
-}
-
-// probeSeries holds one probe's series, resolved once so that RunFinished
-// does no label hashing for them.
-type probeSeries struct {
-	duration  prometheus.Observer
-	attempts  prometheus.Counter
-	retried   [3]prometheus.Counter // by outcomeIndex
-	drifts    prometheus.Counter
-	last      [3]prometheus.Gauge // nil until the first run
-	lastRun   prometheus.Gauge    // nil until the first run
-	validated prometheus.Gauge    // nil unless the last run passed
-	runs      map[runKey]prometheus.Counter
-	custom    map[results.Code]bool // custom codes with their own label value
-}
-
-type runKey struct {
-	outcome results.Outcome
-	code    string
+	sent      *prometheus.CounterVec
+	failed    *prometheus.CounterVec
+	storeErrs *prometheus.CounterVec
+	dropped   prometheus.Counter
+	builtin   map[results.Code]bool
+	sentBy    map[results.AlertKind]prometheus.Counter
+	failedBy  map[results.AlertKind][2]prometheus.Counter // [retry, final]
+	mu        sync.Mutex
+	probes    map[string]*probe // guarded by mu
+	known     map[string]bool   // guarded by mu; nil until SetProbes
 }
 
 // New creates the toolpulse metrics and registers them on reg. It fails
@@ -127,39 +100,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, errors.New("prometheus: New: nil registerer")
 	}
 	m := &Metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolpulse_runs_total",
-			Help: "Probe runs by outcome and code (code \"none\" on pass).",
-		}, []string{"probe", "outcome", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "toolpulse_run_duration_seconds",
-			Help:    "Duration of probe runs, all attempts and back-off included.",
-			Buckets: durationBuckets,
-		}, []string{"probe"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolpulse_attempts_total",
-			Help: "HTTP attempts made by probe runs, first attempts and retries.",
-		}, []string{"probe"}),
-		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolpulse_retried_runs_total",
-			Help: "Probe runs that needed more than one attempt, by final outcome.",
-		}, []string{"probe", "outcome"}),
-		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "toolpulse_last_outcome",
-			Help: "1 for the outcome of the probe's last run, 0 for the other two.",
-		}, []string{"probe", "outcome"}),
-		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "toolpulse_last_run_timestamp_seconds",
-			Help: "Unix time at which the probe's last run finished.",
-		}, []string{"probe"}),
-		validated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "toolpulse_validated_items",
-			Help: "Items selected and validated by the probe's last run; absent while it does not pass.",
-		}, []string{"probe"}),
-		drifts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolpulse_drift_events_total",
-			Help: "Response shape drift events.",
-		}, []string{"probe"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolpulse_alerts_sent_total",
 			Help: "Alerts the receiver accepted, by kind.",
@@ -179,9 +119,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		builtin:  map[results.Code]bool{},
 		sentBy:   map[results.AlertKind]prometheus.Counter{},
 		failedBy: map[results.AlertKind][2]prometheus.Counter{},
-		probes:   map[string]*probeSeries{},
+		probes:   map[string]*probe{},
 	}
-	m.perProbeVs = []deletable{m.runs, m.duration, m.attempts, m.retried, m.last, m.lastRun, m.validated, m.drifts}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
 		Help: "Always 1; the version label says which toolpulse is running.",
@@ -189,7 +128,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	buildInfo.WithLabelValues(version()).Set(1)
 
 	for _, c := range []prometheus.Collector{
-		m.runs, m.duration, m.attempts, m.retried, m.last, m.lastRun, m.validated, m.drifts,
+		probeCollector{m: m, d: newProbeDescs()},
 		m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -235,68 +174,65 @@ func (m *Metrics) SetProbes(names []string) {
 		m.known[n] = true
 	}
 	for name := range m.probes {
-		if m.known[name] {
-			continue
+		if !m.known[name] {
+			delete(m.probes, name)
 		}
-		for _, v := range m.perProbeVs {
-			v.DeletePartialMatch(prometheus.Labels{"probe": name})
-		}
-		delete(m.probes, name)
 	}
 	for name := range m.known {
 		m.probeLocked(name)
 	}
 }
 
-// probeLocked returns the series of probe, creating them on first use, or
-// nil when SetProbes did not list it. m.mu must be held.
-func (m *Metrics) probeLocked(probe string) *probeSeries {
-	if ps := m.probes[probe]; ps != nil {
-		return ps
+// probeLocked returns the state of probe, creating it on first use, or nil
+// when SetProbes did not list it or its name cannot be a label value (not
+// UTF-8). m.mu must be held.
+func (m *Metrics) probeLocked(name string) *probe {
+	if p := m.probes[name]; p != nil {
+		return p
 	}
-	if m.known != nil && !m.known[probe] {
+	if m.known != nil && !m.known[name] || !utf8.ValidString(name) {
 		return nil
 	}
-	ps := &probeSeries{
-		duration: m.duration.WithLabelValues(probe),
-		attempts: m.attempts.WithLabelValues(probe),
-		drifts:   m.drifts.WithLabelValues(probe),
-		runs:     map[runKey]prometheus.Counter{},
-		custom:   map[results.Code]bool{},
-	}
-	for i, o := range results.Outcomes {
-		ps.retried[i] = m.retried.WithLabelValues(probe, string(o))
-	}
-	ps.runs[runKey{results.Pass, NoCode}] = m.runs.WithLabelValues(probe, string(results.Pass), NoCode)
-	m.probes[probe] = ps
-	return ps
+	p := newProbe(name)
+	m.probes[name] = p
+	return p
 }
 
-// outcomeIndex returns the position of o in results.Outcomes, or -1.
-func outcomeIndex(o results.Outcome) int {
-	switch o {
-	case results.Pass:
-		return 0
-	case results.ContractError:
-		return 1
-	case results.Unavailable:
-		return 2
+// snapshot returns a copy of every probe's state, for a scrape to build
+// series from without holding m.mu. Each probe is copied whole, so a
+// scrape sees it as one report left it: never two outcomes at 1.
+func (m *Metrics) snapshot() []probe {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range m.probes {
+		n += len(p.runs)
 	}
-	return -1
+	probes := make([]probe, 0, len(m.probes))
+	runs := make([]runCount, 0, n)
+	for _, p := range m.probes {
+		c := *p
+		start := len(runs)
+		runs = append(runs, p.runs...)
+		c.runs = runs[start:len(runs):len(runs)]
+		c.custom = nil
+		probes = append(probes, c)
+	}
+	return probes
 }
 
 // codeLabel returns the code label value of code for a probe, admitting a
 // new custom code while the probe has room for it.
-func (m *Metrics) codeLabel(ps *probeSeries, code results.Code) string {
+func (m *Metrics) codeLabel(p *probe, code results.Code) string {
 	switch {
 	case code == "":
 		return NoCode
-	case m.builtin[code], ps.custom[code]:
+	case m.builtin[code], p.hasCustom(code):
 		return string(code)
-	case !results.ValidCustomCode(string(code)), len(ps.custom) >= MaxCustomCodes:
+	case !results.ValidCustomCode(string(code)), len(p.custom) >= MaxCustomCodes:
 		return OtherCode
 	}
-	ps.custom[code] = true
+	p.custom = append(p.custom, code)
 	return string(code)
 }
 
@@ -310,56 +246,18 @@ func (m *Metrics) RunFinished(r *results.Result) {
 	if oi < 0 {
 		return
 	}
+	code := r.Code()
+	seconds, attempts := r.Duration.Seconds(), r.AttemptCount()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ps := m.probeLocked(r.Probe)
-	if ps == nil {
+	p := m.probeLocked(r.Probe)
+	if p == nil {
 		return
 	}
-
-	key := runKey{r.Outcome, m.codeLabel(ps, r.Code())}
-	c := ps.runs[key]
-	if c == nil {
-		c = m.runs.WithLabelValues(r.Probe, string(key.outcome), key.code)
-		ps.runs[key] = c
-	}
-	c.Inc()
-	ps.duration.Observe(r.Duration.Seconds())
-	n := r.AttemptCount()
-	ps.attempts.Add(float64(n))
-	if n > 1 {
-		ps.retried[oi].Inc()
-	}
-
-	if r.Code() == results.CodeCanceled {
-		return
-	}
-	if ps.last[0] == nil {
-		for i, o := range results.Outcomes {
-			ps.last[i] = m.last.WithLabelValues(r.Probe, string(o))
-		}
-		ps.lastRun = m.lastRun.WithLabelValues(r.Probe)
-	}
-	// Clear the others before raising this one: a scrape in between sees
-	// no outcome at 1, never two.
-	for i, g := range ps.last {
-		if i != oi {
-			g.Set(0)
-		}
-	}
-	ps.last[oi].Set(1)
-	end := r.StartedAt.Add(r.Duration)
-	ps.lastRun.Set(float64(end.UnixNano()) / 1e9)
-
-	switch {
-	case r.Outcome == results.Pass:
-		if ps.validated == nil {
-			ps.validated = m.validated.WithLabelValues(r.Probe)
-		}
-		ps.validated.Set(float64(r.ValidatedCount))
-	case ps.validated != nil:
-		m.validated.DeleteLabelValues(r.Probe)
-		ps.validated = nil
+	p.countRun(oi, m.codeLabel(p, code))
+	p.observe(seconds, attempts, oi)
+	if code != results.CodeCanceled {
+		p.setLast(oi, r)
 	}
 }
 
@@ -370,8 +268,8 @@ func (m *Metrics) DriftDetected(d *results.Drift) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if ps := m.probeLocked(d.Probe); ps != nil {
-		ps.drifts.Inc()
+	if p := m.probeLocked(d.Probe); p != nil {
+		p.drifts++
 	}
 }
 

@@ -591,3 +591,67 @@ func BenchmarkRunFinished(b *testing.B) {
 		})
 	})
 }
+
+// TestCreatedTimestamps: counters and the histogram carry the time their
+// series appeared, as client_golang's own do, for scrapers that read the
+// protobuf exposition and ingest created timestamps.
+func TestCreatedTimestamps(t *testing.T) {
+	before := time.Now()
+	m, reg := newMetrics(t)
+	m.SetProbes([]string{"search"})
+	listed := time.Now()
+	m.RunFinished(run("search", results.CodeTimeout, time.Second, 2, 0))
+	after := time.Now()
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			if !hasLabel(s.GetLabel(), "probe", "search") {
+				continue
+			}
+			var ct interface{ AsTime() time.Time }
+			switch {
+			case s.Counter != nil && s.Counter.CreatedTimestamp != nil:
+				ct = s.Counter.CreatedTimestamp
+			case s.Histogram != nil && s.Histogram.CreatedTimestamp != nil:
+				ct = s.Histogram.CreatedTimestamp
+			case s.Gauge != nil:
+				continue
+			default:
+				t.Errorf("%s%v has no created timestamp", mf.GetName(), s.GetLabel())
+				continue
+			}
+			seen++
+			from := before
+			if hasLabel(s.GetLabel(), "code", "timeout") {
+				// Created by the run, not by SetProbes.
+				from = listed
+			}
+			if got := ct.AsTime(); got.Before(from) || got.After(after) {
+				t.Errorf("%s%v created at %v, want between %v and %v", mf.GetName(), s.GetLabel(), got, from, after)
+			}
+		}
+	}
+	// runs (pass, timeout), duration, attempts, retried by 3 outcomes, drifts.
+	if want := 8; seen != want {
+		t.Errorf("%d series with a created timestamp, want %d", seen, want)
+	}
+}
+
+// TestUnusableProbeName: a probe name that is not UTF-8 cannot be a label
+// value; its reports are ignored and scrapes keep working.
+func TestUnusableProbeName(t *testing.T) {
+	m, reg := newMetrics(t)
+	bad := "caf\xe9"
+	m.SetProbes([]string{"search", bad})
+	m.RunFinished(run(bad, "", time.Second, 1, 1))
+	m.DriftDetected(&results.Drift{Probe: bad})
+	m.RunFinished(run("search", "", time.Second, 1, 1))
+	if n := count(t, reg, "toolpulse_runs_total"); n != 1 {
+		t.Errorf("toolpulse_runs_total has %d series, want only the one of search", n)
+	}
+}
