@@ -316,15 +316,15 @@ func TestParseMetrics(t *testing.T) {
 # TYPE toolpulse_runs_total counter
 toolpulse_runs_total{code="none",outcome="pass",probe="probe-0001"} 12
 toolpulse_runs_total{code="rule_error",outcome="contract_error",probe="a } b"} 3
-go_goroutines 42
+toolpulse_go_goroutines 42
 toolpulse_build_info{version="(devel)"} 1
-go_memstats_heap_inuse_bytes 1.2e+07
+toolpulse_go_memstats_heap_inuse_bytes 1.2e+07
 `
 	m, err := parseMetrics(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]float64{"toolpulse_runs_total": 15, "go_goroutines": 42, "go_memstats_heap_inuse_bytes": 12e6} {
+	for name, want := range map[string]float64{"toolpulse_runs_total": 15, goroutinesMetric: 42, heapInuseMetric: 12e6} {
 		if m[name] != want {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
 		}

@@ -125,6 +125,13 @@ type soakOps struct {
 	StoreErrors    int `json:"store_errors"`
 }
 
+// The daemon's Go runtime metrics (its /metrics prefixes them toolpulse_,
+// as every name it exports) that the soak judges by, when they are there.
+const (
+	goroutinesMetric = "toolpulse_go_goroutines"
+	heapInuseMetric  = "toolpulse_go_memstats_heap_inuse_bytes"
+)
+
 // soakSample is one reading of the daemon. Goroutines and HeapInuseBytes
 // are null when its /metrics does not export the Go collector.
 type soakSample struct {
@@ -165,12 +172,12 @@ const (
 type soakVerdict struct {
 	Verdict string `json:"verdict"`
 	Reason  string `json:"reason"`
-	// MemoryMetric is go_memstats_heap_inuse_bytes, or VmRSS without it.
+	// MemoryMetric is heapInuseMetric, or VmRSS without it.
 	MemoryMetric             string `json:"memory_metric"`
 	SecondQuarterMedianBytes int64  `json:"second_quarter_median_bytes"`
 	LastQuarterMedianBytes   int64  `json:"last_quarter_median_bytes"`
 	MemoryLimitBytes         int64  `json:"memory_limit_bytes"`
-	// CountMetric is go_goroutines, or OS threads without it.
+	// CountMetric is goroutinesMetric, or OS threads without it.
 	CountMetric string `json:"count_metric"`
 	AfterWarmup int    `json:"after_warmup"`
 	AtEnd       int    `json:"at_end"`
@@ -183,7 +190,7 @@ type soakVerdict struct {
 // between collections, and one sample at a tooth's top proves nothing.
 func judgeSoak(samples []soakSample, d time.Duration) soakVerdict {
 	v := soakVerdict{
-		MemoryMetric: "go_memstats_heap_inuse_bytes", CountMetric: "go_goroutines",
+		MemoryMetric: heapInuseMetric, CountMetric: goroutinesMetric,
 		Tolerance: fmt.Sprintf("memory: last-quarter median ≤ second-quarter median × %.2f + %s; count: end ≤ after warm-up (%.0f %% of the run) + max(%.0f %%, %d)",
 			1+memGrowth, humanBytes(memSlack), soakWarmup*100, countGrowth*100, countSlack),
 	}
@@ -426,8 +433,8 @@ loop:
 	}
 	rep.Operations.ResultsDropped = int(m["toolpulse_results_dropped_total"])
 	rep.Operations.StoreErrors = int(m["toolpulse_store_errors_total"])
-	if _, ok := m["go_goroutines"]; !ok {
-		rep.Notes = append(rep.Notes, "the daemon's /metrics exports no Go collector (go_goroutines, go_memstats_heap_inuse_bytes): the verdict uses VmRSS and OS threads from /proc, a coarser signal (threads never shrink, and a leak of goroutines blocked in Go does not add threads)")
+	if _, ok := m[goroutinesMetric]; !ok {
+		rep.Notes = append(rep.Notes, "the daemon's /metrics exports no Go collector ("+goroutinesMetric+", "+heapInuseMetric+"): the verdict uses VmRSS and OS threads from /proc, a coarser signal (threads never shrink, and a leak of goroutines blocked in Go does not add threads)")
 	}
 
 	prog.printf("stopping toolpulse run")
@@ -476,11 +483,11 @@ func (s *session) soakSample(ctx context.Context, since time.Time) (soakSample, 
 		return soakSample{}, err
 	}
 	sm.Runs = int64(m["toolpulse_runs_total"])
-	if v, ok := m["go_goroutines"]; ok {
+	if v, ok := m[goroutinesMetric]; ok {
 		n := int(v)
 		sm.Goroutines = &n
 	}
-	if v, ok := m["go_memstats_heap_inuse_bytes"]; ok {
+	if v, ok := m[heapInuseMetric]; ok {
 		n := int64(v)
 		sm.HeapInuseBytes = &n
 	}

@@ -56,7 +56,9 @@ func TestSoakSmoke(t *testing.T) {
 	}
 	probeCounts := map[int]bool{}
 	for i, s := range rep.Samples {
-		if s.RSSBytes <= 0 || s.Threads <= 0 {
+		// The daemon exports its Go runtime metrics, so the soak judges
+		// goroutines and heap rather than falling back to /proc.
+		if s.RSSBytes <= 0 || s.Threads <= 0 || s.Goroutines == nil || s.HeapInuseBytes == nil {
 			t.Errorf("sample %d: %+v", i, s)
 		}
 		if i > 0 && (s.Seconds <= rep.Samples[i-1].Seconds || s.CPUSeconds < rep.Samples[i-1].CPUSeconds) {
@@ -71,7 +73,7 @@ func TestSoakSmoke(t *testing.T) {
 	if len(probeCounts) != 1 || !probeCounts[20] {
 		t.Errorf("probes per sample %v, want 20 throughout", probeCounts)
 	}
-	if v := rep.Verdict; v.Verdict != verdictInconclusive || v.MemoryMetric == "" || v.AtEnd <= 0 {
+	if v := rep.Verdict; v.Verdict != verdictInconclusive || v.MemoryMetric != heapInuseMetric || v.AtEnd <= 0 {
 		t.Errorf("verdict %+v", v)
 	}
 	ops := rep.Operations
@@ -116,13 +118,13 @@ func TestJudgeSoak(t *testing.T) {
 		want    string
 		metric  string
 	}{
-		{"flat", series(flatMem, flatG, true), d, verdictFlat, "go_memstats_heap_inuse_bytes"},
-		{"heap leak", series(leakMem, flatG, true), d, verdictGrowing, "go_memstats_heap_inuse_bytes"},
-		{"goroutine leak", series(flatMem, leakG, true), d, verdictGrowing, "go_memstats_heap_inuse_bytes"},
+		{"flat", series(flatMem, flatG, true), d, verdictFlat, heapInuseMetric},
+		{"heap leak", series(leakMem, flatG, true), d, verdictGrowing, heapInuseMetric},
+		{"goroutine leak", series(flatMem, leakG, true), d, verdictGrowing, heapInuseMetric},
 		{"no collector: RSS", series(leakMem, flatG, false), d, verdictGrowing, "VmRSS"},
 		{"no collector, flat", series(flatMem, flatG, false), d, verdictFlat, "VmRSS"},
-		{"too short", series(flatMem, flatG, true), time.Minute, verdictInconclusive, "go_memstats_heap_inuse_bytes"},
-		{"no samples", nil, d, verdictInconclusive, "go_memstats_heap_inuse_bytes"},
+		{"too short", series(flatMem, flatG, true), time.Minute, verdictInconclusive, heapInuseMetric},
+		{"no samples", nil, d, verdictInconclusive, heapInuseMetric},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := judgeSoak(c.samples, c.d)
