@@ -17,6 +17,7 @@ import (
 type runOptions struct {
 	loadOptions
 	alertProbes int
+	scrapeEvery time.Duration
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
@@ -30,6 +31,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	})
 	fs.DurationVar(&o.warmup, "warmup", -1, "how long the daemon runs before the measurement starts (default: jitter + interval)")
 	fs.IntVar(&o.alertProbes, "alert-probes", -1, "probes that pass, then fail for good at staggered times, to time alerts from the provider to Slack (default 5, or --probes when fewer)")
+	fs.DurationVar(&o.scrapeEvery, "scrape-every", 15*time.Second, "scrape the daemon's /metrics this often, as Prometheus would, from start-up to the window's end (0: never)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: toolpulse-bench run [flags]
 
@@ -49,6 +51,9 @@ alert latency.
 	}
 	if o.alertProbes == -1 {
 		o.alertProbes = min(5, o.probes)
+	}
+	if o.scrapeEvery < 0 {
+		return o, &usageError{fmt.Errorf("--scrape-every must not be negative, got %s", o.scrapeEvery)}
 	}
 	if o.alertProbes < 0 || o.alertProbes > o.probes {
 		return o, &usageError{fmt.Errorf("--alert-probes must be between 0 and --probes (%d), got %d", o.probes, o.alertProbes)}
@@ -161,6 +166,8 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	if err != nil {
 		return nil, err
 	}
+	stopScrapes := s.scrapeLoop(ctx, o.scrapeEvery)
+	defer stopScrapes()
 	w0 := healthy.Add(o.warmup)
 	w1 := w0.Add(o.duration)
 	if err := s.provider.setEpoch(ctx, w0); err != nil {
@@ -179,6 +186,7 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	if err := s.waitUntil(ctx, w1); err != nil {
 		return nil, err
 	}
+	rep.Scrapes = stopScrapes()
 	end, err := readEdge(s)
 	if err != nil {
 		return nil, err
@@ -270,6 +278,9 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	}
 	if n := ops.ResultsDropped; n > 0 {
 		return rep, fmt.Errorf("toolpulse run dropped %d results (toolpulse_results_dropped_total)", n)
+	}
+	if sc := rep.Scrapes; sc.Failed > 0 {
+		return rep, fmt.Errorf("%d of %d scrapes of /metrics failed; the first: %s", sc.Failed, sc.Count, sc.FirstError)
 	}
 	return rep, nil
 }

@@ -79,13 +79,13 @@ func TestRunSmoke(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"run",
 		"--probes", "20", "--interval", "500ms", "--jitter", "400ms", "--warmup", "1s", "--duration", "5s",
-		"--mix", "pass=70,contract_error=15,unavailable=15", "--alert-probes", "2",
+		"--mix", "pass=70,contract_error=15,unavailable=15", "--alert-probes", "2", "--scrape-every", "1s",
 		"--toolpulse", bin, "--json", jsonPath, "--profile", profDir, "--keep", keepDir,
 	}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 	}
-	for _, want := range []string{"runs completed", "daemon CPU", "start lag", "SQLite growth", "alert latency", "go tool pprof -top"} {
+	for _, want := range []string{"runs completed", "daemon CPU", "start lag", "SQLite growth", "alert latency", "/metrics scrapes", "go tool pprof -top"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the table does not mention %q:\n%s", want, stdout.String())
 		}
@@ -100,7 +100,7 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatalf("%s: %v", jsonPath, err)
 	}
 	requireKeys(t, "report", raw, "mode", "started_at", "machine", "go_version", "num_cpu", "toolpulse", "setup",
-		"window", "operations", "cpu", "memory", "start_lag", "sqlite", "alerts", "daemon", "provider_answers", "provider_connections",
+		"window", "operations", "cpu", "memory", "start_lag", "sqlite", "alerts", "scrapes", "daemon", "provider_answers", "provider_connections",
 		"profiles", "kept_in")
 	requireKeys(t, "operations", object(t, raw["operations"]), "expected", "completed", "completed_percent", "missed",
 		"missed_percent", "per_second", "pass", "contract_error", "unavailable", "provider_requests",
@@ -109,6 +109,7 @@ func TestRunSmoke(t *testing.T) {
 		"machine_busy_cores", "other_cores", "load_average")
 	requireKeys(t, "start_lag", object(t, raw["start_lag"]), "runs", "skipped_ticks", "p50_ms", "p99_ms", "max_ms")
 	requireKeys(t, "alerts", object(t, raw["alerts"]), "probes", "measured", "p50_ms", "max_ms", "latencies_ms", "slack_messages")
+	requireKeys(t, "scrapes", object(t, raw["scrapes"]), "every_s", "count", "failed", "p50_ms", "max_ms", "bytes", "first_error")
 
 	var rep runReport
 	if err := json.Unmarshal(b, &rep); err != nil {
@@ -181,6 +182,11 @@ func checkRunReport(t *testing.T, rep *runReport) {
 	if a.SlackMessages[slackFiring] < smokeAlerts || a.SlackMessages[slackInvalid] != 0 {
 		t.Errorf("Slack messages %v", a.SlackMessages)
 	}
+	// Scraped every second from start-up through the 6 s of warm-up and
+	// window; the exposition holds every probe's series.
+	if sc := rep.Scrapes; sc.EverySeconds != 1 || sc.Count < 4 || sc.Failed != 0 || sc.P50MS <= 0 || sc.MaxMS < sc.P50MS || sc.Bytes < 20*1000 {
+		t.Errorf("scrapes %+v", sc)
+	}
 	if d := rep.Daemon; d.ExitCode != 0 || d.ErrorLines != 0 {
 		t.Errorf("daemon %+v", d)
 	}
@@ -214,6 +220,7 @@ func TestParseRunFlags(t *testing.T) {
 		{"--mix", "pass=0"},
 		{"--max-attempts", "11"},
 		{"--alert-probes", "2", "--probes", "1"},
+		{"--scrape-every", "-1s"},
 		{"extra"},
 	} {
 		_, err := parseRunFlags(args, io.Discard)
@@ -229,7 +236,7 @@ func TestParseRunFlags(t *testing.T) {
 	// toolpulse wants jitter < interval; the warm-up is jitter + interval.
 	if o.probes != 1000 || o.interval != time.Second || o.jitter != 999*time.Millisecond ||
 		o.warmup != 1999*time.Millisecond || o.duration != time.Minute || o.maxAttempts != 1 ||
-		o.mix != (benchMix{Pass: 100}) || o.alertProbes != 5 {
+		o.mix != (benchMix{Pass: 100}) || o.alertProbes != 5 || o.scrapeEvery != 15*time.Second {
 		t.Errorf("defaults: %+v", o)
 	}
 }

@@ -30,6 +30,7 @@ type runReport struct {
 	StartLag   startLag     `json:"start_lag"`
 	SQLite     sqliteGrowth `json:"sqlite"`
 	Alerts     alertLatency `json:"alerts"`
+	Scrapes    scrapeStats  `json:"scrapes"`
 	Daemon     daemonHealth `json:"daemon"`
 	// ProviderAnswers counts what the provider answered, by kind, over
 	// the whole bench.
@@ -252,6 +253,12 @@ func writeRunTable(w io.Writer, r *runReport) error {
 		row("alert latency", "n/a", fmt.Sprintf("0 of %d alert probes measured", a.Probes))
 	}
 	row("Slack messages", slackCounts(a.SlackMessages), "")
+	if sc := r.Scrapes; sc.EverySeconds > 0 {
+		row("/metrics scrapes", fmt.Sprintf("%d, p50 %.1f ms, max %.1f ms, %s each, %d failed", sc.Count, sc.P50MS, sc.MaxMS, humanBytes(sc.Bytes), sc.Failed),
+			fmt.Sprintf("every %s from start-up, as Prometheus would; their CPU and memory are in the numbers above", msDuration(sc.EverySeconds*1000)))
+	} else {
+		row("/metrics scrapes", "none", "--scrape-every 0")
+	}
 	d := r.Daemon
 	row("daemon", fmt.Sprintf("exit %d, stopped %s after SIGTERM, %d error lines, %d warnings", d.ExitCode, msDuration(d.ShutdownMS).Round(time.Millisecond), d.ErrorLines, d.WarnLines), "")
 	if err := tw.Flush(); err != nil {
