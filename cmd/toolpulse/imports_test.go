@@ -19,6 +19,8 @@ var owners = map[string]string{
 	"github.com/mattn/go-sqlite3":           module + "/results/sqlite",
 	"github.com/slack-go/slack":             module + "/results/slack",
 	"github.com/prometheus/client_golang":   module + "/results/prometheus",
+	"github.com/prometheus/client_model":    module + "/results/prometheus",
+	"google.golang.org/protobuf":            module + "/results/prometheus",
 	"github.com/alecthomas/kong":            module + "/cmd/toolpulse",
 	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
 }

@@ -1,9 +1,11 @@
 package prometheus
 
 import (
-	"time"
+	"fmt"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -28,28 +30,28 @@ func newProbeDescs() probeDescs {
 	return probeDescs{
 		runs: prometheus.NewDesc("toolpulse_runs_total",
 			"Probe runs by outcome and code (code \"none\" on pass).",
-			[]string{"probe", "outcome", "code"}, nil),
+			[]string{labelProbe, labelOutcome, labelCode}, nil),
 		duration: prometheus.NewDesc("toolpulse_run_duration_seconds",
 			"Duration of probe runs, all attempts and back-off included.",
-			[]string{"probe"}, nil),
+			[]string{labelProbe}, nil),
 		attempts: prometheus.NewDesc("toolpulse_attempts_total",
 			"HTTP attempts made by probe runs, first attempts and retries.",
-			[]string{"probe"}, nil),
+			[]string{labelProbe}, nil),
 		retried: prometheus.NewDesc("toolpulse_retried_runs_total",
 			"Probe runs that needed more than one attempt, by final outcome.",
-			[]string{"probe", "outcome"}, nil),
+			[]string{labelProbe, labelOutcome}, nil),
 		last: prometheus.NewDesc("toolpulse_last_outcome",
 			"1 for the outcome of the probe's last run, 0 for the other two.",
-			[]string{"probe", "outcome"}, nil),
+			[]string{labelProbe, labelOutcome}, nil),
 		lastRun: prometheus.NewDesc("toolpulse_last_run_timestamp_seconds",
 			"Unix time at which the probe's last run finished.",
-			[]string{"probe"}, nil),
+			[]string{labelProbe}, nil),
 		validated: prometheus.NewDesc("toolpulse_validated_items",
 			"Items selected and validated by the probe's last run; absent while it does not pass.",
-			[]string{"probe"}, nil),
+			[]string{labelProbe}, nil),
 		drifts: prometheus.NewDesc("toolpulse_drift_events_total",
 			"Response shape drift events.",
-			[]string{"probe"}, nil),
+			[]string{labelProbe}, nil),
 	}
 }
 
@@ -57,12 +59,13 @@ func newProbeDescs() probeDescs {
 // its own so that Metrics does not offer Describe and Collect to callers
 // that could register it a second time.
 type probeCollector struct {
-	m *Metrics
-	d probeDescs
+	m      *Metrics
+	d      probeDescs
+	shared *sharedMessages
 }
 
 // Describe sends the descriptions of the per-probe metrics.
-func (c probeCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *probeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.d.runs, c.d.duration, c.d.attempts, c.d.retried,
 		c.d.last, c.d.lastRun, c.d.validated, c.d.drifts,
@@ -73,69 +76,179 @@ func (c probeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect sends the series of every probe. It copies the probe states
 // under the mutex and builds the series outside it, so that reports are
-// not held up by a scrape. A series that cannot be built is sent as an
+// not held up by a scrape. Each scrape writes its series into messages of
+// its own (series.go) and shares with other scrapes only messages that
+// never change. A probe whose series cannot be built is sent as an
 // invalid metric, which fails the scrape instead of panicking.
-func (c probeCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *probeCollector) Collect(ch chan<- prometheus.Metric) {
 	probes := c.m.snapshot()
+	b := c.newBuilder()
 	for i := range probes {
-		c.collectProbe(ch, &probes[i])
+		p := &probes[i]
+		if err := checkProbe(p); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.d.runs, err)
+			continue
+		}
+		b.collectProbe(ch, p)
 	}
 }
 
-// collectProbe sends the series of one probe.
-func (c probeCollector) collectProbe(ch chan<- prometheus.Metric, p *probe) {
-	d := &c.d
-	created := time.Unix(0, p.created)
+// checkProbe reports what in p the registry would refuse or the builder
+// could not index: a label value that is not UTF-8, an outcome out of
+// range. The metrics never record either; this keeps a scrape from
+// serving one, or panicking, if they ever did.
+func checkProbe(p *probe) error {
+	if !utf8.ValidString(p.name) {
+		return fmt.Errorf("probe label value %q is not valid UTF-8", p.name)
+	}
 	for _, rc := range p.runs {
-		ch <- counter(d.runs, rc.n, time.Unix(0, rc.created), p.name, string(results.Outcomes[rc.outcome]), rc.code)
-	}
-	ch <- histogram(d.duration, p, created)
-	ch <- counter(d.attempts, p.attempts, created, p.name)
-	for i, o := range results.Outcomes {
-		ch <- counter(d.retried, p.retried[i], created, p.name, string(o))
-	}
-	ch <- counter(d.drifts, p.drifts, created, p.name)
-	if p.last != noOutcome {
-		for i, o := range results.Outcomes {
-			v := 0.0
-			if i == int(p.last) {
-				v = 1
-			}
-			ch <- gauge(d.last, v, p.name, string(o))
+		if !utf8.ValidString(rc.code) {
+			return fmt.Errorf("probe %q: code label value %q is not valid UTF-8", p.name, rc.code)
 		}
-		ch <- gauge(d.lastRun, p.lastRun, p.name)
+		if rc.outcome < 0 || int(rc.outcome) >= len(results.Outcomes) {
+			return fmt.Errorf("probe %q: runs of code %q have no outcome", p.name, rc.code)
+		}
+	}
+	return nil
+}
+
+// builder builds the series of one scrape. Its arenas allocate about
+// 32 KiB at a time; what they hand out lives as long as the gathered
+// families do.
+type builder struct {
+	d        *probeDescs
+	sh       *sharedMessages
+	probes   *arena[probeScrape]
+	runs     *arena[runCounter]
+	counters *arena[counterScrape]
+	buckets  *arena[bucketScrape]
+}
+
+// newBuilder returns a builder for one scrape.
+func (c *probeCollector) newBuilder() *builder {
+	return &builder{
+		d:        &c.d,
+		sh:       c.shared,
+		probes:   newArena[probeScrape](32),
+		runs:     newArena[runCounter](192),
+		counters: newArena[counterScrape](512),
+		buckets:  newArena[bucketScrape](512),
+	}
+}
+
+// collectProbe builds every series of p, and only then sends them.
+func (b *builder) collectProbe(ch chan<- prometheus.Metric, p *probe) {
+	s := b.probes.one()
+	s.init(p, b.sh)
+	runs := b.fillRuns(p, s)
+	b.fillCounters(p, s)
+	b.fillDuration(p, s)
+	b.fillGauges(p, s)
+
+	for i := range runs {
+		ch <- &runs[i]
+	}
+	ch <- &s.attempts
+	ch <- &s.drifts
+	for i := range s.retried {
+		ch <- &s.retried[i]
+	}
+	ch <- &s.duration
+	if p.last != noOutcome {
+		for i := range s.last {
+			ch <- &s.last[i]
+		}
+		ch <- &s.lastRun
 	}
 	if p.hasValidated {
-		ch <- gauge(d.validated, p.validated, p.name)
+		ch <- &s.validated
 	}
 }
 
-// counter returns a counter series, or an invalid metric saying why it
-// could not be built.
-func counter(desc *prometheus.Desc, v uint64, created time.Time, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstMetricWithCreatedTimestamp(desc, prometheus.CounterValue, float64(v), created, labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(desc, err)
+// fillRuns returns the runs series of p, one per (outcome, code).
+func (b *builder) fillRuns(p *probe, s *probeScrape) []runCounter {
+	runs := b.runs.take(len(p.runs))
+	for i, rc := range p.runs {
+		r := &runs[i]
+		r.desc = b.d.runs
+		r.labels = [3]*dto.LabelPair{b.sh.codePair(rc.code), &b.sh.outcomes[rc.outcome], &s.probe}
+		r.n = float64(rc.n)
+		setTimestamp(&r.created, rc.created)
+		r.counter.Value, r.counter.CreatedTimestamp = &r.n, &r.created
 	}
-	return m
+	return runs
 }
 
-// gauge returns a gauge series, or an invalid metric saying why it could
-// not be built.
-func gauge(desc *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, v, labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(desc, err)
+// fillCounters fills in the attempts, drifts and retried-runs series of
+// p, all created with the probe.
+func (b *builder) fillCounters(p *probe, s *probeScrape) {
+	s.attempts = probeCounter{b.d.attempts, [1]*dto.LabelPair{&s.probe}, b.counter(s, p.attempts)}
+	s.drifts = probeCounter{b.d.drifts, [1]*dto.LabelPair{&s.probe}, b.counter(s, p.drifts)}
+	for i, n := range p.retried {
+		s.retried[i] = outcomeCounter{b.d.retried, [2]*dto.LabelPair{&b.sh.outcomes[i], &s.probe}, b.counter(s, n)}
 	}
-	return m
 }
 
-// histogram returns the run duration histogram of p, or an invalid metric
-// saying why it could not be built.
-func histogram(desc *prometheus.Desc, p *probe, created time.Time) prometheus.Metric {
-	m, err := prometheus.NewConstHistogramWithCreatedTimestamp(desc, p.durCount, p.durSum, p.cumulativeBuckets(), created, p.name)
-	if err != nil {
-		return prometheus.NewInvalidMetric(desc, err)
+// counter returns the message of a counter of s at n that was created
+// with the probe: the probe's zero counter while n is 0, as retries and
+// drifts mostly are.
+func (b *builder) counter(s *probeScrape, n uint64) *dto.Counter {
+	if n == 0 {
+		return &s.zero
 	}
-	return m
+	c := b.counters.one()
+	c.value = float64(n)
+	c.counter.Value, c.counter.CreatedTimestamp = &c.value, &s.created
+	return &c.counter
+}
+
+// fillDuration fills in the run duration histogram of p as
+// NewConstHistogram writes it: cumulative buckets in ascending order, +Inf
+// left implicit (it is the sample count), created with the probe. The
+// buckets no run reached are shared ones.
+func (b *builder) fillDuration(p *probe, s *probeScrape) {
+	d := &s.duration
+	d.desc, d.labels = b.d.duration, [1]*dto.LabelPair{&s.probe}
+	first := p.unreached()
+	reached := b.buckets.take(nBuckets - first)
+	var cumulative uint64
+	for i := range d.buckets {
+		if i < first {
+			d.buckets[i] = &b.sh.unreached[i]
+			continue
+		}
+		cumulative += p.buckets[i]
+		bk := &reached[i-first]
+		bk.cumulative = cumulative
+		bk.bucket.CumulativeCount, bk.bucket.UpperBound = &bk.cumulative, &b.sh.bounds[i]
+		d.buckets[i] = &bk.bucket
+	}
+	d.count, d.sum = p.durCount, p.durSum
+	h := &d.histogram
+	h.SampleCount, h.SampleSum, h.CreatedTimestamp = &d.count, &d.sum, &s.created
+	h.Bucket = d.buckets[:]
+}
+
+// fillGauges fills in the last-outcome and last-run gauges of p once it
+// has a last run, and the validated-items gauge while that run passed.
+func (b *builder) fillGauges(p *probe, s *probeScrape) {
+	if p.last != noOutcome {
+		for i := range s.last {
+			g := &b.sh.lastOutcome[0]
+			if i == int(p.last) {
+				g = &b.sh.lastOutcome[1]
+			}
+			s.last[i] = outcomeGauge{b.d.last, [2]*dto.LabelPair{&b.sh.outcomes[i], &s.probe}, g}
+		}
+		fillGauge(&s.lastRun, b.d.lastRun, &s.probe, p.lastRun)
+	}
+	if p.hasValidated {
+		fillGauge(&s.validated, b.d.validated, &s.probe, p.validated)
+	}
+}
+
+// fillGauge makes g the gauge series of desc on probe at v.
+func fillGauge(g *probeGauge, desc *prometheus.Desc, probe *dto.LabelPair, v float64) {
+	g.desc, g.labels, g.value = desc, [1]*dto.LabelPair{probe}, v
+	g.gauge.Value = &g.value
 }

@@ -26,7 +26,14 @@
 //
 // Per-probe state is plain numbers (probe.go), and the series are built
 // from it at scrape time (collect.go): at 10,000 probes, client_golang's
-// own per-probe series took most of the daemon's heap.
+// own per-probe series took most of the daemon's heap. Each series is a
+// prometheus.Metric of ours that points the registry's message at
+// messages built for the scrape (series.go). What does not depend on a
+// probe's numbers (label pairs of outcomes and codes, the 0 and 1 of
+// last_outcome, buckets no run reached) is created once in New and shared
+// by every scrape; a probe's counters still at 0 share one message; the
+// rest is carved from a few large arrays per scrape, where client_golang's
+// const metrics allocated every label pair, value and bucket apart.
 //
 // Attempts are two counters rather than a histogram: attempts per run is
 // rate(attempts_total) / rate(runs_total), and the flakiness that retries
@@ -127,19 +134,19 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}, []string{"version"})
 	buildInfo.WithLabelValues(version()).Set(1)
 
-	for _, c := range []prometheus.Collector{
-		probeCollector{m: m, d: newProbeDescs()},
-		m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-	} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	for _, c := range results.UnavailableCodes {
 		m.builtin[c] = true
 	}
 	for _, c := range results.ContractCodes {
 		m.builtin[c] = true
+	}
+	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
+	for _, c := range []prometheus.Collector{
+		probes, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range alertKinds {
 		m.sentBy[k] = m.sent.WithLabelValues(string(k))

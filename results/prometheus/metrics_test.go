@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/toolpulse/toolpulse/results"
 	metrics "github.com/toolpulse/toolpulse/results/prometheus"
@@ -549,6 +551,106 @@ func TestConcurrent(t *testing.T) {
 	if got, _ := value(t, reg, "toolpulse_alerts_sent_total", map[string]string{"kind": "firing"}); got != perWorker*float64(len(stable)) {
 		t.Errorf("alerts_sent_total{firing} = %v, want %d", got, perWorker*len(stable))
 	}
+}
+
+// TestConcurrentScrapes gathers several times at once, directly and over
+// HTTP in text and protobuf, while reports and reloads go on; run it with
+// -race. Scrapes share the messages that never change, so this is where
+// a write to one of them would show. A scrape is a copy: what it gathered
+// stays the same while later reports and scrapes happen.
+func TestConcurrentScrapes(t *testing.T) {
+	m, reg := newMetrics(t)
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("p%02d", i))
+	}
+	m.SetProbes(names)
+	for _, p := range names {
+		m.RunFinished(run(p, "", 120*time.Millisecond, 1, 2))
+	}
+	first, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := encodeText(t, first)
+
+	codes := []results.Code{"", results.CodeTimeout, "price_missing", results.CodeInvalidJSON, "rule_x"}
+	var wg sync.WaitGroup
+	for i, p := range names[:8] {
+		wg.Go(func() {
+			for j := range 100 {
+				m.RunFinished(run(p, codes[(i+j)%len(codes)], time.Duration(j)*time.Millisecond, 1+j%3, j%4))
+				m.DriftDetected(&results.Drift{Probe: p})
+			}
+		})
+	}
+	wg.Go(func() {
+		for j := range 20 {
+			m.SetProbes(names[:len(names)-j%2])
+		}
+	})
+	h := metrics.Handler(reg)
+	for i := range 6 {
+		wg.Go(func() {
+			for range 10 {
+				switch i % 3 {
+				case 0:
+					if _, err := reg.Gather(); err != nil {
+						t.Errorf("Gather: %v", err)
+						return
+					}
+				case 1:
+					scrape(t, h, expfmt.NewFormat(expfmt.TypeTextPlain))
+				case 2:
+					scrape(t, h, expfmt.NewFormat(expfmt.TypeProtoDelim))
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	if after := encodeText(t, first); after != before {
+		t.Errorf("a gathered scrape changed afterwards:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// scrape GETs /metrics from h in format f and decodes every family.
+func scrape(t *testing.T, h http.Handler, f expfmt.Format) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", string(f))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("scrape in %s: HTTP %d: %s", f, rec.Code, rec.Body)
+		return
+	}
+	if got := expfmt.ResponseFormat(rec.Header()); got.FormatType() != f.FormatType() {
+		t.Errorf("asked for %s, got %s", f, got)
+	}
+	dec := expfmt.NewDecoder(rec.Body, expfmt.ResponseFormat(rec.Header()))
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err == io.EOF {
+			return
+		} else if err != nil {
+			t.Errorf("decoding a scrape in %s: %v", f, err)
+			return
+		}
+	}
+}
+
+// encodeText returns mfs in the text exposition format.
+func encodeText(t *testing.T, mfs []*dto.MetricFamily) string {
+	t.Helper()
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatalf("encoding %s: %v", mf.GetName(), err)
+		}
+	}
+	return b.String()
 }
 
 // hasLabel reports whether ls has the label name="value".

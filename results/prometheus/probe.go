@@ -10,6 +10,9 @@ import (
 // the default retry budget (15s) and beyond.
 var durationBuckets = [...]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30}
 
+// nBuckets is the number of duration buckets, +Inf left out.
+const nBuckets = len(durationBuckets)
+
 // noOutcome is probe.last before the probe's first run that counts for it.
 const noOutcome = -1
 
@@ -136,14 +139,13 @@ func (p *probe) setLast(outcome int8, r *results.Result) {
 	}
 }
 
-// cumulativeBuckets returns the bucket counts as NewConstHistogram wants
-// them: cumulative, keyed by upper bound, +Inf left implicit.
-func (p *probe) cumulativeBuckets() map[float64]uint64 {
-	m := make(map[float64]uint64, len(durationBuckets))
-	var sum uint64
-	for i, bound := range durationBuckets {
-		sum += p.buckets[i]
-		m[bound] = sum
+// unreached returns how many of the lowest duration buckets no run fell
+// into: their cumulative counts are 0, the others' are not.
+func (p *probe) unreached() int {
+	for i, n := range p.buckets {
+		if n > 0 {
+			return i
+		}
 	}
-	return m
+	return nBuckets
 }
