@@ -83,7 +83,9 @@ func (c *cli) configPath(e *env) string {
 // loadConfig loads and validates the config, mapping any error to exit 78
 // with the positioned error list on stderr.
 func (c *cli) loadConfig(e *env) (*checks.Config, error) {
-	cfg, err := checks.Load(c.configPath(e), e.lookupEnv)
+	var cfg *checks.Config
+	var err error
+	e.withTightGC(func() { cfg, err = checks.Load(c.configPath(e), e.lookupEnv) })
 	if err != nil {
 		return nil, &exitError{code: exitConfig, err: err}
 	}
@@ -100,6 +102,12 @@ type helpExit struct{ code int }
 // code. It is main without the process: tests call it directly.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (code int) {
 	e := &env{ctx: ctx, lookupEnv: lookupEnv, stdout: stdout, stderr: stderr}
+	return e.run(args)
+}
+
+// run parses args, runs the chosen command in e and returns the exit code.
+func (e *env) run(args []string) (code int) {
+	stdout, stderr := e.stdout, e.stderr
 	var c cli
 	parser, err := kong.New(&c,
 		kong.Name("toolpulse"),

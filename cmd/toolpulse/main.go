@@ -12,7 +12,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	e := &env{ctx: ctx, lookupEnv: os.LookupEnv, stdout: os.Stdout, stderr: os.Stderr, tuneGC: true}
+	code := e.run(os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -24,4 +25,7 @@ type env struct {
 	lookupEnv func(string) (string, bool)
 	stdout    io.Writer
 	stderr    io.Writer
+	// tuneGC lets a command set the process's garbage collector
+	// (withTightGC). Only main sets it: tests share one process.
+	tuneGC bool
 }
