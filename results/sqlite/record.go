@@ -88,8 +88,31 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // shape has none yet ("" stores nothing), and never replaces one.
 // Shape.Baseline and Shape.Drift are not stored: rec.Drift is.
 //
-// RecordRun stops waiting when ctx is done; a caller that must not lose a
-// run during shutdown passes a context that is not cancelled with it.
+// RecordRun returns nil only once the transaction holding the run has
+// committed: a run reported recorded survives a crash of the process. Runs
+// recorded at the same time share that transaction (group commit): the
+// store's writer goroutine takes every run waiting, up to maxBatch, and a
+// run that fails (ErrDuplicate, a constraint) is rolled back alone, to a
+// savepoint, while the others are committed. When the transaction fails
+// as a whole (BEGIN, as when another process holds the write lock past the
+// busy timeout; COMMIT; an error after which SQLite rolls back everything,
+// as a full disk may), every run in it fails with that error, classified
+// as every store error is (so that a lock, a full disk or an I/O error
+// stays a fault that may clear), and none is stored. The transaction runs
+// under the store's own context, never a caller's.
+//
+// ctx bounds the wait for the writer: if ctx is done before the writer
+// claims the run, RecordRun returns ctx's error (wrapped) and the run is
+// never written. The writer claims a run right before writing it, once its
+// transaction holds the write lock; from then on RecordRun waits for the
+// transaction's outcome whatever ctx does, so that it never reports a
+// failure for a run that was committed. That wait is the time the batch's
+// statements take, plus, when a run of the batch failed and the batch is
+// written again, at most the busy timeout (5 s) for the write lock. A
+// caller that must not lose a run during shutdown passes a context that is
+// not cancelled with it.
+//
+// After Close has been called it fails with ErrClosed (wrapped).
 func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 	if rec == nil {
 		return errors.New("sqlite: record: nil run record")
@@ -108,15 +131,23 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 	return nil
 }
 
-// record runs RecordRun's transaction and returns the new alert ids, in
-// the order of rec.Alerts.
+// record hands rec to the writer goroutine and returns the new alert ids,
+// in the order of rec.Alerts, once the run is committed.
 func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, error) {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	defer tx.Rollback()
+	req := &request{rec: rec, done: make(chan struct{})}
+	if err := s.gc.enqueue(req); err != nil {
+		return nil, err
+	}
+	return req.wait(ctx)
+}
 
+// writeRun writes everything RecordRun stores of rec in tx and returns the
+// new alert ids, in the order of rec.Alerts. On an error, some of it may
+// have been written: the caller rolls it back.
+func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64, error) {
 	r := &rec.Result
 	if err := insertResultRows(ctx, tx, r); err != nil {
 		return nil, err
@@ -161,9 +192,6 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 		if ids[i], err = res.LastInsertId(); err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
 	}
 	return ids, nil
 }

@@ -61,11 +61,14 @@ const readParams = "mode=ro&_busy_timeout=5000&_foreign_keys=on&_stmt_cache_size
 
 // Store is toolpulse's SQLite database. It is safe for concurrent use; all
 // writes go through one connection, one transaction at a time, and reads
-// use their own pool so they never wait for a write.
+// use their own pool so they never wait for a write. Runs are recorded by
+// a goroutine of the store's own, which commits the runs recorded at the
+// same time together (see RecordRun); Close stops it.
 type Store struct {
 	path   string
 	writer *sql.DB
 	reader *sql.DB
+	gc     *groupCommit // nil until Open has succeeded
 }
 
 // Open opens the store at path, creating the file and its parent directory
@@ -90,6 +93,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// The writer's transactions outlive any caller's context: a run a
+	// caller was told is being written is written, whatever that caller
+	// does.
+	s.gc = newGroupCommit()
+	go s.writeBatches(context.WithoutCancel(ctx))
 	return s, nil
 }
 
@@ -155,9 +163,13 @@ func checkPragmas(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Close closes the store. The writer closes last, so that it checkpoints
-// the write-ahead log into the main file.
+// Close closes the store. It first refuses new runs (RecordRun then fails
+// with ErrClosed), commits the runs already waiting and waits for the
+// store's writer goroutine to return. The writer connection closes last,
+// so that it checkpoints the write-ahead log into the main file. Calling
+// Close again does nothing.
 func (s *Store) Close() error {
+	s.stopWriting()
 	var errs []error
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
