@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,6 +81,7 @@ func TestRunSmoke(t *testing.T) {
 	code := run(t.Context(), []string{"run",
 		"--probes", "20", "--interval", "500ms", "--jitter", "400ms", "--warmup", "1s", "--duration", "5s",
 		"--mix", "pass=70,contract_error=15,unavailable=15", "--alert-probes", "2", "--scrape-every", "1s",
+		"--daemon-env", "GOMEMLIMIT=1GiB",
 		"--toolpulse", bin, "--json", jsonPath, "--profile", profDir, "--keep", keepDir,
 	}, &stdout, &stderr)
 	if code != exitOK {
@@ -197,7 +199,8 @@ func checkRunReport(t *testing.T, rep *runReport) {
 	if c := rep.ProviderConnections; c < rep.ProviderAnswers["connection_closed"] || c > int64(ops.ProviderRequests) {
 		t.Errorf("%d connections for %d closed answers and %d requests", c, rep.ProviderAnswers["connection_closed"], ops.ProviderRequests)
 	}
-	if rep.Setup.JitterMS != 400 || rep.Setup.WarmupMS != 1000 || rep.Setup.MaxAttempts != 1 {
+	if rep.Setup.JitterMS != 400 || rep.Setup.WarmupMS != 1000 || rep.Setup.MaxAttempts != 1 ||
+		!slices.Equal(rep.Setup.DaemonEnv, []string{"GOMEMLIMIT=1GiB"}) {
 		t.Errorf("setup %+v", rep.Setup)
 	}
 }
@@ -221,6 +224,8 @@ func TestParseRunFlags(t *testing.T) {
 		{"--max-attempts", "11"},
 		{"--alert-probes", "2", "--probes", "1"},
 		{"--scrape-every", "-1s"},
+		{"--daemon-env", "GOMEMLIMIT"},
+		{"--daemon-env", "=1"},
 		{"extra"},
 	} {
 		_, err := parseRunFlags(args, io.Discard)

@@ -58,6 +58,8 @@ type loadSetup struct {
 	MixPercent     string   `json:"mix_percent"`
 	AlertProbes    int      `json:"alert_probes"`
 	Consumer       string   `json:"consumer"`
+	// DaemonEnv is what --daemon-env added to the daemon's environment.
+	DaemonEnv []string `json:"daemon_env"`
 }
 
 type benchWindow struct {
@@ -172,6 +174,7 @@ func newLoadSetup(o loadOptions, s *session) loadSetup {
 		MaxConcurrency: o.maxConcurrency, Items: o.items,
 		ResponseBytes: len(cannedAnswers(o.items, o.responseBytes)[answerPass].body),
 		Mix:           o.mix, MixPercent: o.mix.String(), Consumer: consumer,
+		DaemonEnv: append([]string{}, o.daemonEnv...),
 	}
 }
 
@@ -215,6 +218,9 @@ func writeHeader(tw io.Writer, mode string, started time.Time, m machine, numCPU
 		st.MaxAttempts, st.MaxConcurrency)
 	fmt.Fprintf(tw, "provider\t%d items, %s per passing answer; mix %s\n", st.Items, humanBytes(int64(st.ResponseBytes)), st.MixPercent)
 	fmt.Fprintf(tw, "consumer\t%s\n", st.Consumer)
+	if len(st.DaemonEnv) > 0 {
+		fmt.Fprintf(tw, "daemon env\t%s\n", strings.Join(st.DaemonEnv, " "))
+	}
 }
 
 func writeRunTable(w io.Writer, r *runReport) error {

@@ -44,6 +44,24 @@ type loadOptions struct {
 	// buildFlags are extra `go build` flags for toolpulse (see
 	// readOptions.buildFlags).
 	buildFlags []string
+	// daemonEnv are NAME=VALUE settings added to the daemon's
+	// environment only, such as GOMEMLIMIT: the provider and the bench
+	// keep theirs.
+	daemonEnv envList
+}
+
+// envList is a repeatable NAME=VALUE flag.
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+
+func (l *envList) Set(v string) error {
+	name, _, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // register declares the shared flags on fs, with d's values as defaults.
@@ -64,6 +82,7 @@ func (o *loadOptions) register(fs *flag.FlagSet, d loadOptions) {
 	fs.StringVar(&o.keep, "keep", d.keep, "keep the config, database, provider spec and daemon log in `dir` (created; it must be empty)")
 	fs.StringVar(&o.jsonPath, "json", d.jsonPath, "also write the results as JSON to `file`; - writes them on stdout instead of the table")
 	fs.StringVar(&o.profile, "profile", d.profile, "write the daemon's CPU and heap profiles into `dir`")
+	fs.Var(&o.daemonEnv, "daemon-env", "add `NAME=VALUE` to the daemon's environment, such as GOMEMLIMIT=120MiB (repeatable)")
 }
 
 func (o *loadOptions) validate() error {
@@ -310,7 +329,7 @@ func (s *session) startDaemon(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	cmd := exec.CommandContext(ctx, s.bin, args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), s.opts.daemonEnv...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout
 	d := &daemon{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
