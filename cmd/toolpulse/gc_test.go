@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // gcPercent reads the collector's GOGC without changing it.
@@ -58,6 +64,47 @@ probes:
 			}
 			if after := gcPercent(); after != c.before {
 				t.Errorf("GOGC after = %d, want %d as before", after, c.before)
+			}
+		})
+	}
+}
+
+// TestSetMemoryLimit gives the daemon's heap 90 % of a container's limit
+// as a soft limit, and leaves it alone when the limit is none (cgroup v1's
+// near-2^63), when cgroups are not there, when GOMEMLIMIT is set, and for
+// an env that may not tune the collector. Not parallel: the limit is the
+// process's.
+func TestSetMemoryLimit(t *testing.T) {
+	const mib = 1 << 20
+	unlimited := debug.SetMemoryLimit(-1)
+	for _, c := range []struct {
+		name      string
+		tune      bool
+		env       string // GOMEMLIMIT, "" for unset
+		limits    func() (uint64, error)
+		want      int64
+		wantInLog string
+	}{
+		{"container limit", true, "", func() (uint64, error) { return 200 * mib, nil }, 180 * mib, "soft memory limit"},
+		{"not tuned", false, "", func() (uint64, error) { return 200 * mib, nil }, unlimited, ""},
+		{"cgroup v1 unlimited", true, "", func() (uint64, error) { return 9223372036854771712, nil }, unlimited, ""},
+		{"no cgroups", true, "", func() (uint64, error) { return 0, memlimit.ErrCgroupsNotSupported }, unlimited, ""},
+		{"unreadable", true, "", func() (uint64, error) { return 0, errors.New("permission denied") }, unlimited, "cannot read the container's memory limit"},
+		{"GOMEMLIMIT wins", true, "1GiB", func() (uint64, error) { return 200 * mib, nil }, unlimited, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer debug.SetMemoryLimit(unlimited)
+			if c.env != "" {
+				t.Setenv("GOMEMLIMIT", c.env)
+			}
+			var logs bytes.Buffer
+			e := &env{tuneGC: c.tune}
+			e.setMemoryLimit(slog.New(slog.NewTextHandler(&logs, nil)), c.limits)
+			if got := debug.SetMemoryLimit(-1); got != c.want {
+				t.Errorf("memory limit %d, want %d", got, c.want)
+			}
+			if c.wantInLog == "" && logs.Len() > 0 || !strings.Contains(logs.String(), c.wantInLog) {
+				t.Errorf("logged %q, want %q", logs.String(), c.wantInLog)
 			}
 		})
 	}

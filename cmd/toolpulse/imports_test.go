@@ -22,6 +22,7 @@ var owners = map[string]string{
 	"github.com/prometheus/client_model":    module + "/results/prometheus",
 	"google.golang.org/protobuf":            module + "/results/prometheus",
 	"github.com/alecthomas/kong":            module + "/cmd/toolpulse",
+	"github.com/KimMachineGun/automemlimit": module + "/cmd/toolpulse",
 	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/toolpulse/toolpulse/checks"
 )
 
@@ -34,6 +36,7 @@ type runCmd struct {
 // drains on SIGTERM/SIGINT, exiting 0.
 func (c *runCmd) Run(e *env, root *cli) (err error) {
 	logger := newLogger(e.stderr, c.LogFormat, c.LogLevel)
+	e.setMemoryLimit(logger, memlimit.FromCgroup)
 	cfg, err := root.loadConfig(e)
 	if err != nil {
 		return err
