@@ -201,15 +201,7 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 		return nil, err
 	}
 
-	prog.printf("stopping toolpulse run")
-	drain, stopErr := s.stopDaemon()
-	rep.Daemon.ShutdownMS = ms(drain)
-	rep.Daemon.ExitCode = s.daemon.cmd.ProcessState.ExitCode()
-	rep.Daemon.daemonLog = scanDaemonLog(s.daemon.stderr.Bytes())
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	if err := s.provider.stop(); err != nil {
+	if rep.Daemon, err = s.stopAll(prog); err != nil {
 		return nil, err
 	}
 	endDB, endWAL, err := dbFiles(s.dbPath)

@@ -317,6 +317,23 @@ consumers:
 	return os.Rename(tmp, s.cfgPath)
 }
 
+// stopAll stops the daemon, then the provider, and returns how the daemon
+// ended: its exit code, how long it took to stop after SIGTERM and what
+// it logged.
+func (s *session) stopAll(prog *progress) (daemonHealth, error) {
+	prog.printf("stopping toolpulse run")
+	drain, err := s.stopDaemon()
+	h := daemonHealth{
+		ShutdownMS: ms(drain),
+		ExitCode:   s.daemon.cmd.ProcessState.ExitCode(),
+		daemonLog:  scanDaemonLog(s.daemon.stderr.Bytes()),
+	}
+	if err != nil {
+		return h, err
+	}
+	return h, s.provider.stop()
+}
+
 // startDaemon starts `toolpulse run` on the config and waits until its
 // /healthz answers, returning when it did.
 func (s *session) startDaemon(ctx context.Context) (time.Time, error) {

@@ -437,15 +437,7 @@ loop:
 		rep.Notes = append(rep.Notes, "the daemon's /metrics exports no Go collector ("+goroutinesMetric+", "+heapInuseMetric+"): the verdict uses VmRSS and OS threads from /proc, a coarser signal (threads never shrink, and a leak of goroutines blocked in Go does not add threads)")
 	}
 
-	prog.printf("stopping toolpulse run")
-	drain, stopErr := s.stopDaemon()
-	rep.Daemon.ShutdownMS = ms(drain)
-	rep.Daemon.ExitCode = s.daemon.cmd.ProcessState.ExitCode()
-	rep.Daemon.daemonLog = scanDaemonLog(s.daemon.stderr.Bytes())
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	if err := s.provider.stop(); err != nil {
+	if rep.Daemon, err = s.stopAll(prog); err != nil {
 		return nil, err
 	}
 	st, err := windowStats(ctx, s.dbPath, healthy, end)
