@@ -15,11 +15,7 @@ import (
 
 // report is everything the read mode measured; --json writes it as is.
 type report struct {
-	Mode      string    `json:"mode"`
-	StartedAt time.Time `json:"started_at"`
-	Machine   machine   `json:"machine"`
-	GoVersion string    `json:"go_version"`
-	NumCPU    int       `json:"num_cpu"`
+	benchHeader
 	// SQLiteShell is the version of the sqlite3 shell, which generated the
 	// database and explained the plans; ToolpulseSQLite is the driver
 	// module toolpulse links, whose SQLite may plan differently.
@@ -31,6 +27,35 @@ type report struct {
 	HistoryProbe    string       `json:"history_probe"`
 	Timings         []timing     `json:"timings"`
 	Plans           []plan       `json:"plans"`
+}
+
+// benchHeader opens every report, whatever its mode: which mode ran, when,
+// and on what. Embedded, its fields are the report's own in JSON.
+type benchHeader struct {
+	Mode      string    `json:"mode"`
+	StartedAt time.Time `json:"started_at"`
+	Machine   machine   `json:"machine"`
+	GoVersion string    `json:"go_version"`
+	NumCPU    int       `json:"num_cpu"`
+}
+
+// newBenchHeader describes this machine for a report of mode, started now.
+func newBenchHeader(mode string) benchHeader {
+	host, _ := os.Hostname()
+	return benchHeader{
+		Mode:      mode,
+		StartedAt: time.Now().UTC().Truncate(time.Second),
+		Machine:   machine{Hostname: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel()},
+		GoVersion: runtime.Version(),
+		NumCPU:    runtime.NumCPU(),
+	}
+}
+
+// writeLines prints the header's lines of a report table.
+func (h benchHeader) writeLines(tw io.Writer) {
+	fmt.Fprintf(tw, "toolpulse-bench %s\t%s\n", h.Mode, h.StartedAt.Format(time.RFC3339))
+	fmt.Fprintf(tw, "machine\t%s, %s/%s, %s, %d CPUs, %s\n",
+		h.Machine.Hostname, h.Machine.OS, h.Machine.Arch, orUnknown(h.Machine.CPUModel), h.NumCPU, h.GoVersion)
 }
 
 type machine struct {
@@ -78,13 +103,8 @@ const warmUpNote = "each measurement runs once untimed before its timed runs, so
 	"that the first open of a database might apply, and cold caches, are not timed"
 
 func newReport(opts readOptions, shell string) *report {
-	host, _ := os.Hostname()
 	return &report{
-		Mode:        "read",
-		StartedAt:   time.Now().UTC().Truncate(time.Second),
-		Machine:     machine{Hostname: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel()},
-		GoVersion:   runtime.Version(),
-		NumCPU:      runtime.NumCPU(),
+		benchHeader: newBenchHeader("read"),
 		SQLiteShell: shell,
 		Repeat:      opts.repeat,
 		WarmUp:      warmUpNote,
@@ -145,9 +165,7 @@ func writeJSONFile(path string, rep *report) error {
 func writeTable(w io.Writer, rep *report) error {
 	db := rep.Database
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "toolpulse-bench read\t%s\n", rep.StartedAt.Format(time.RFC3339))
-	fmt.Fprintf(tw, "machine\t%s, %s/%s, %s, %d CPUs, %s\n",
-		rep.Machine.Hostname, rep.Machine.OS, rep.Machine.Arch, orUnknown(rep.Machine.CPUModel), rep.NumCPU, rep.GoVersion)
+	rep.benchHeader.writeLines(tw)
 	fmt.Fprintf(tw, "sqlite\tsqlite3 shell %s (generation, plans); toolpulse links %s\n", rep.SQLiteShell, rep.ToolpulseSQLite)
 	fmt.Fprintf(tw, "database\t%s\n", db.Path)
 	fmt.Fprintf(tw, "  results\t%s results, %s attempts, %s probes\n", commas(db.Rows), commas(db.Attempts), commas(int64(len(db.Probes))))

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,14 +13,10 @@ import (
 // runReport is everything the run mode measured; --json writes it as is,
 // and its field names are a contract.
 type runReport struct {
-	Mode      string      `json:"mode"` // "run"
-	StartedAt time.Time   `json:"started_at"`
-	Machine   machine     `json:"machine"`
-	GoVersion string      `json:"go_version"`
-	NumCPU    int         `json:"num_cpu"`
-	Toolpulse string      `json:"toolpulse"`
-	Setup     loadSetup   `json:"setup"`
-	Window    benchWindow `json:"window"`
+	benchHeader             // mode "run"
+	Toolpulse   string      `json:"toolpulse"`
+	Setup       loadSetup   `json:"setup"`
+	Window      benchWindow `json:"window"`
 	// Operations are runs: completed is counted in the database.
 	Operations opsCounts    `json:"operations"`
 	CPU        cpuUse       `json:"cpu"`
@@ -145,16 +139,11 @@ type profilePaths struct {
 }
 
 func newRunReport(o runOptions, s *session) *runReport {
-	host, _ := os.Hostname()
 	rep := &runReport{
-		Mode:      "run",
-		StartedAt: time.Now().UTC().Truncate(time.Second),
-		Machine:   machine{Hostname: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel()},
-		GoVersion: runtime.Version(),
-		NumCPU:    runtime.NumCPU(),
-		Toolpulse: s.bin,
-		Setup:     newLoadSetup(o.loadOptions, s),
-		Profiles:  s.profilePaths(),
+		benchHeader: newBenchHeader("run"),
+		Toolpulse:   s.bin,
+		Setup:       newLoadSetup(o.loadOptions, s),
+		Profiles:    s.profilePaths(),
 	}
 	rep.Setup.AlertProbes = o.alertProbes
 	if o.keep != "" {
@@ -209,9 +198,8 @@ func writeBenchTable(w io.Writer, rep any) error {
 }
 
 // writeHeader prints the lines every load report starts with.
-func writeHeader(tw io.Writer, mode string, started time.Time, m machine, numCPU int, goVersion, bin string, st loadSetup) {
-	fmt.Fprintf(tw, "toolpulse-bench %s\t%s\n", mode, started.Format(time.RFC3339))
-	fmt.Fprintf(tw, "machine\t%s, %s/%s, %s, %d CPUs, %s\n", m.Hostname, m.OS, m.Arch, orUnknown(m.CPUModel), numCPU, goVersion)
+func writeHeader(tw io.Writer, h benchHeader, bin string, st loadSetup) {
+	h.writeLines(tw)
 	fmt.Fprintf(tw, "toolpulse\t%s\n", bin)
 	fmt.Fprintf(tw, "probes\t%s every %s, jitter %s, timeout %s, max_attempts %d, max_concurrency %d\n",
 		commas(int64(st.Probes)), msDuration(st.IntervalMS), msDuration(st.JitterMS), msDuration(st.TimeoutMS),
@@ -225,7 +213,7 @@ func writeHeader(tw io.Writer, mode string, started time.Time, m machine, numCPU
 
 func writeRunTable(w io.Writer, r *runReport) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	writeHeader(tw, r.Mode, r.StartedAt, r.Machine, r.NumCPU, r.GoVersion, r.Toolpulse, r.Setup)
+	writeHeader(tw, r.benchHeader, r.Toolpulse, r.Setup)
 	fmt.Fprintf(tw, "window\t%s, after a warm-up of %s\n", msDuration(r.Window.Seconds*1000), r.Window.Warmup)
 	fmt.Fprintln(tw)
 	ops := r.Operations

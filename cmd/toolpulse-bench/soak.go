@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -81,11 +79,7 @@ func runSoakMode(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // soakReport is everything the soak mode measured; --json writes it as is.
 type soakReport struct {
-	Mode          string    `json:"mode"` // "soak"
-	StartedAt     time.Time `json:"started_at"`
-	Machine       machine   `json:"machine"`
-	GoVersion     string    `json:"go_version"`
-	NumCPU        int       `json:"num_cpu"`
+	benchHeader             // mode "soak"
 	Toolpulse     string    `json:"toolpulse"`
 	Setup         loadSetup `json:"setup"`
 	ReloadEveryMS float64   `json:"reload_every_ms"`
@@ -335,11 +329,8 @@ func benchSoak(ctx context.Context, o soakOptions, stderr io.Writer) (*soakRepor
 		return nil, err
 	}
 
-	host, _ := os.Hostname()
 	rep := &soakReport{
-		Mode: "soak", StartedAt: time.Now().UTC().Truncate(time.Second),
-		Machine:   machine{Hostname: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel()},
-		GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), Toolpulse: s.bin,
+		benchHeader: newBenchHeader("soak"), Toolpulse: s.bin,
 		Setup:         newLoadSetup(o.loadOptions, s),
 		ReloadEveryMS: ms(o.reloadEvery), SampleEveryMS: ms(o.sampleEvery),
 		SwappedProbes: swapped, FlappingProbes: flapping, DriftingProbes: drifting,
@@ -542,7 +533,7 @@ func (s *session) listedProbes(ctx context.Context) ([]string, error) {
 
 func writeSoakTable(w io.Writer, r *soakReport) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	writeHeader(tw, r.Mode, r.StartedAt, r.Machine, r.NumCPU, r.GoVersion, r.Toolpulse, r.Setup)
+	writeHeader(tw, r.benchHeader, r.Toolpulse, r.Setup)
 	fmt.Fprintf(tw, "soak\t%s; %d flapping and %d drifting probes; SIGHUP every %s between two configs that swap %d probes\n",
 		msDuration(r.Setup.DurationMS), r.FlappingProbes, r.DriftingProbes, msDuration(r.ReloadEveryMS), r.SwappedProbes)
 	fmt.Fprintf(tw, "reloads\t%d sent, %d confirmed by /api/v1/probes, after p50 %s, max %s\n", r.Reloads.Sent, r.Reloads.Confirmed,
