@@ -39,31 +39,6 @@ const (
 	schedulerStopTimeout = 5 * time.Second
 )
 
-// DefaultWriteQueue is how many results the daemon holds in memory while
-// the store cannot be written, when DaemonOptions.WriteQueue is zero. A
-// queued result is typically 2 to 8 KB (its attempts, the canonical shape
-// text, a response sample of at most 4 KB on a failure), so a full queue
-// takes some 20 to 80 MB; the rare result that carries a shape sample (a
-// passing run whose shape changed) adds up to 64 KB of its own.
-const DefaultWriteQueue = 10_000
-
-// Back-off of the writes of queued results: writeRetryBase doubling up to
-// writeRetryMax, jittered, see writeRetryDelay.
-const (
-	writeRetryBase = 500 * time.Millisecond
-	writeRetryMax  = 30 * time.Second
-)
-
-// maxRefusals is how many times the store may refuse a result for good
-// (see permanent) before the result is dropped. One would do if the
-// classification were never wrong; a few tries, seconds apart, cost little
-// and spare a result that a passing condition refused.
-const maxRefusals = 3
-
-// errQueueClosed says a run finished after the write queue had stopped
-// taking results, at the end of shutdown.
-var errQueueClosed = errors.New("the daemon has stopped writing queued runs")
-
 // ErrDaemonStopped is returned by Reload once the daemon is shutting down
 // or has stopped.
 var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
@@ -118,15 +93,9 @@ func (s daemonState) String() string {
 // cancelled, and are recorded either way.
 //
 // A run the store cannot record (read-only file, full disk, a lock held
-// too long) is not lost: it waits in a bounded FIFO in memory, and while
-// anything waits there new runs join its tail, so that each probe's runs
-// reach the alert policy in the order they ran. One goroutine writes the
-// head of the queue with back-off until the store takes it; past the
-// capacity the oldest waiting result is dropped. A result the store
-// refuses for good (an error with a Permanent() bool method that says
-// true: a constraint the record breaks, not a fault of the store) is
-// dropped after maxRefusals tries, so that it cannot hold up the rest.
-// Pending tells how many results wait.
+// too long) is not lost: it waits in the write queue (see writeQueue for
+// its order and overflow rules) until the store takes it again. Pending
+// tells how many results wait.
 //
 // A Daemon runs once: call Run, and Reload and Status from any goroutine.
 type Daemon struct {
@@ -139,24 +108,10 @@ type Daemon struct {
 	deliv    *Deliverer
 	grace    time.Duration
 	limit    *limiter
-	queueCap int
+	queue    *writeQueue
 	// drainWait is how long shutdown waits for cancelled runs to return:
 	// drainTimeout, shorter in tests.
 	drainWait time.Duration
-	// wake tells the queue's writer that the queue is no longer empty.
-	wake chan struct{}
-
-	// qmu guards the write queue. It is never held while d.mu is taken.
-	qmu sync.Mutex
-	// queue holds the results waiting to be written, oldest first; head,
-	// when not nil, is the one being written, older than all of them.
-	queue   []*queued
-	head    *queued
-	lastErr error // of the last failed write
-	// qclosed is set once the last drain at shutdown is over: nothing
-	// will write the queue any more, so a run that cannot be written at
-	// once is lost rather than queued.
-	qclosed bool
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
@@ -209,11 +164,6 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
 		last:     map[string]lastRun{},
 		running:  map[string]bool{},
-		queueCap: opts.WriteQueue,
-		wake:     make(chan struct{}, 1),
-	}
-	if d.queueCap <= 0 {
-		d.queueCap = DefaultWriteQueue
 	}
 	d.drainWait = drainTimeout
 	if d.logger == nil {
@@ -234,6 +184,7 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
+	d.queue = newWriteQueue(opts.WriteQueue, d.pipe.Process, d.recorded, d.logger, d.observer, d.clock, d.rand, d.redact)
 	return d, nil
 }
 
@@ -278,12 +229,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
-		d.writeQueued(qctx)
+		d.queue.run(qctx)
 	}()
 	closeQueue := func() {
 		stopWriter()
 		<-written
-		d.lastDrain(qctx)
+		d.queue.drain(qctx, d.grace)
 	}
 
 	s.Start()
@@ -666,12 +617,11 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 	// A run cut short by shutdown is still recorded, as canceled.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	alerts, dropped, err := d.record(rctx, &r)
+	alerts, err := d.queue.record(rctx, &r)
 	// Written or queued: either way a panic from here on must not record
 	// the run a second time.
 	recorded = true
 	d.report(&r, alerts, err)
-	d.dropped(dropped)
 }
 
 // recordPanic records an internal_error for the run of p that panicked
@@ -710,9 +660,8 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 	}()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	alerts, dropped, err := d.record(rctx, &ir)
+	alerts, err := d.queue.record(rctx, &ir)
 	d.report(&ir, alerts, err)
-	d.dropped(dropped)
 }
 
 // report logs a finished run. err is nil when the run was recorded: it is
@@ -768,270 +717,10 @@ func (d *Daemon) recorded(r *results.Result, alerts []results.Alert) {
 	}
 }
 
-// record writes r through the Pipeline, unless results are already
-// waiting to be written: r then joins them, because the alert policy must
-// see a probe's runs in order. A write that fails queues r too. err is
-// nil when r was written, and says why it was not otherwise; dropped are
-// the results the queue gave up to make room. Once the queue has closed
-// at shutdown, r is written at once or not at all: err then wraps
-// errQueueClosed.
-func (d *Daemon) record(ctx context.Context, r *results.Result) (alerts []results.Alert, dropped []*results.Result, err error) {
-	d.qmu.Lock()
-	if n := d.pendingLocked(); n > 0 {
-		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, d.lastErr)
-		dropped := d.enqueueLocked(&queued{r: r})
-		d.qmu.Unlock()
-		return nil, dropped, err
-	}
-	d.qmu.Unlock()
-
-	alerts, err = d.pipe.Process(ctx, r)
-	if err == nil {
-		return alerts, nil, nil
-	}
-	d.qmu.Lock()
-	if d.qclosed {
-		d.qmu.Unlock()
-		return nil, nil, fmt.Errorf("%w; writing the run failed: %w", errQueueClosed, err)
-	}
-	d.lastErr = err
-	q := &queued{r: r}
-	if permanent(err) {
-		q.refused = 1
-	}
-	dropped = d.enqueueLocked(q)
-	d.qmu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-	return nil, dropped, err
-}
-
 // Pending returns how many results are waiting to be written because the
 // store failed. Anything above 0 means the store is not keeping up: the
 // caller may report itself unhealthy.
-func (d *Daemon) Pending() int {
-	d.qmu.Lock()
-	defer d.qmu.Unlock()
-	return d.pendingLocked()
-}
-
-func (d *Daemon) pendingLocked() int {
-	n := len(d.queue)
-	if d.head != nil {
-		n++
-	}
-	return n
-}
-
-// queued is a result waiting in the write queue.
-type queued struct {
-	r *results.Result
-	// refused counts the writes of r the store refused for good; see
-	// maxRefusals.
-	refused int
-}
-
-// permanent reports whether err says the store will never take the record
-// it was given: a refusal of that record (a constraint it breaks, say), not
-// a fault of the store (busy, full, read-only, an I/O error) that may
-// clear. The store marks such errors with a Permanent() bool method
-// (results/sqlite does); an error without one is a fault.
-func permanent(err error) bool {
-	var p interface{ Permanent() bool }
-	return errors.As(err, &p) && p.Permanent()
-}
-
-// enqueueLocked appends q to the write queue, first dropping the oldest
-// waiting results past the capacity. The head being written is never
-// dropped: it may be committing. d.qmu must be held.
-func (d *Daemon) enqueueLocked(q *queued) (dropped []*results.Result) {
-	for d.pendingLocked() >= d.queueCap {
-		if len(d.queue) == 0 {
-			// A capacity of 1 with the head being written: the newcomer is
-			// the oldest that can go.
-			return append(dropped, q.r)
-		}
-		dropped = append(dropped, d.queue[0].r)
-		d.queue[0] = nil
-		d.queue = d.queue[1:]
-	}
-	d.queue = append(d.queue, q)
-	return dropped
-}
-
-// dropped logs and counts the results the write queue gave up.
-func (d *Daemon) dropped(rs []*results.Result) {
-	if len(rs) == 0 {
-		return
-	}
-	for _, r := range rs {
-		d.logger.Error("write queue full; dropped the oldest waiting run", "probe", r.Probe,
-			"operation_id", r.OperationID, "capacity", d.queueCap)
-	}
-	d.observer.ResultsDropped(len(rs))
-}
-
-// writeRetryDelay is the wait before the write that follows n failed ones:
-// between half and all of min(writeRetryMax, writeRetryBase * 2^n). Half of
-// it is fixed so that a retry never spins, whatever the random source.
-func (d *Daemon) writeRetryDelay(n int) time.Duration {
-	c := backoffCeiling(writeRetryBase, writeRetryMax, n)
-	return c/2 + time.Duration(d.rand()*float64(c/2))
-}
-
-// writeQueued writes the queued results, oldest first, until ctx ends. A
-// result joins the queue only after a failed write, so the first write
-// waits too; after a success the next one follows at once. The waits are
-// on the daemon's clock.
-func (d *Daemon) writeQueued(ctx context.Context) {
-	failures := 0
-	for {
-		if d.Pending() == 0 {
-			failures = 0
-			select {
-			case <-d.wake:
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		t := d.clock.NewTimer(d.writeRetryDelay(failures))
-		select {
-		case <-t.Chan():
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-		for d.Pending() > 0 {
-			if err := d.writeHead(ctx); err != nil {
-				failures++
-				d.logger.Warn("writing a queued run failed; retrying", "pending", d.Pending(),
-					"failures", failures, "error", err)
-				break
-			}
-			failures = 0
-			if ctx.Err() != nil {
-				return
-			}
-		}
-	}
-}
-
-// writeHead writes the oldest queued result and reports it. On a failure
-// it stays at the head and the error is returned. A result whose write
-// panics is dropped: retrying it would panic again. So is one the store
-// has refused for good maxRefusals times: it would hold up every result
-// behind it. Either drop is logged and counted, and returns nil: the next
-// result may be written at once.
-func (d *Daemon) writeHead(ctx context.Context) (err error) {
-	d.qmu.Lock()
-	if len(d.queue) == 0 {
-		d.qmu.Unlock()
-		return nil
-	}
-	q := d.queue[0]
-	d.queue[0] = nil
-	d.queue = d.queue[1:]
-	d.head = q
-	d.qmu.Unlock()
-	r := q.r
-
-	var alerts []results.Alert
-	panicked := false
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				panicked = true
-				d.logger.Error("panic while writing a queued run; the run is lost", "probe", r.Probe,
-					"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
-			}
-		}()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		defer cancel()
-		alerts, err = d.pipe.Process(rctx, r)
-	}()
-
-	refused := false
-	if err != nil && !panicked && permanent(err) {
-		q.refused++
-		refused = q.refused >= maxRefusals
-	}
-	d.qmu.Lock()
-	d.head = nil
-	if err != nil && !panicked && !refused {
-		d.lastErr = err
-		d.queue = slices.Insert(d.queue, 0, q)
-	}
-	if len(d.queue) == 0 {
-		d.queue = nil // lets the backing array go
-	}
-	d.qmu.Unlock()
-	switch {
-	case panicked:
-		d.observer.ResultsDropped(1)
-		return nil
-	case refused:
-		d.logger.Error("the store refuses the run for good; dropped", "probe", r.Probe,
-			"operation_id", r.OperationID, "refusals", q.refused, "error", err)
-		d.observer.ResultsDropped(1)
-		return nil
-	case err != nil:
-		return err
-	}
-
-	defer func() {
-		if v := recover(); v != nil {
-			d.logger.Error("panic after a queued run was recorded", "probe", r.Probe,
-				"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)))
-		}
-	}()
-	d.logger.Info("probe run recorded late", runAttrs(r)...)
-	d.recorded(r, alerts)
-	return nil
-}
-
-// lastDrain tries once more, for at most the grace period on real time
-// (the writer's clock may be a test's, standing still), to write what is
-// queued; a write that has started may take up to recordTimeout. What is
-// left is logged and counted as lost. The queue is closed then: a run
-// that returns later still gets one write, and is lost if that fails (see
-// record).
-func (d *Daemon) lastDrain(ctx context.Context) {
-	d.qmu.Lock()
-	n := d.pendingLocked()
-	d.qclosed = n == 0 // else once what is left is counted, below
-	d.qmu.Unlock()
-	if n == 0 {
-		return
-	}
-	d.logger.Info("writing the queued runs before stopping", "pending", n, "grace", d.grace)
-	deadline := time.Now().Add(d.grace)
-	failures := 0
-	for first := true; d.Pending() > 0 && (first || time.Now().Before(deadline)); first = false {
-		if err := d.writeHead(ctx); err == nil {
-			failures = 0
-			continue
-		}
-		wait := d.writeRetryDelay(failures)
-		failures++
-		if time.Until(deadline) < wait {
-			break
-		}
-		time.Sleep(wait)
-	}
-
-	d.qmu.Lock()
-	lost, cause := len(d.queue), d.lastErr
-	d.queue = nil
-	d.qclosed = true
-	d.qmu.Unlock()
-	if lost > 0 {
-		d.logger.Error("stopping with runs that could not be written; they are lost", "runs", lost, "error", cause)
-		d.observer.ResultsDropped(lost)
-	}
-}
+func (d *Daemon) Pending() int { return d.queue.pending() }
 
 // escapedPanic is gocron's last resort, for a panic that got past runOnce's
 // own recovery (the logger panicking while reporting one, say). It must not

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,13 +40,25 @@ const schedWait = 20 * time.Second
 // (the next run is then computed correctly); a fake one must be nudged.
 const schedSkew = time.Millisecond
 
-// schedEventually polls cond until it holds, or fails the test.
-func schedEventually(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond until it holds, or fails the test saying what it
+// waited for.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(schedWait)
+	waitUntil(t, what, cond, nil)
+}
+
+// waitUntil polls cond until it holds, or fails the test after schedWait,
+// saying what it waited for and, when saw is not nil, what it saw last.
+func waitUntil(t testing.TB, what string, cond func() bool, saw func() string) {
+	t.Helper()
+	start := time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		if time.Since(start) > schedWait {
+			msg := fmt.Sprintf("timed out after %v waiting for %s", schedWait, what)
+			if saw != nil {
+				msg += "; saw " + saw()
+			}
+			t.Fatal(msg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -279,11 +294,63 @@ func (h *schedHarness) runs(probe string) []results.Result {
 	return out
 }
 
-// waitRuns waits until probe has n recorded runs and returns them.
+// waitRuns waits until probe has n recorded runs, and the last of them
+// has ended (see idle), and returns them.
 func (h *schedHarness) waitRuns(probe string, n int) []results.Result {
 	h.t.Helper()
-	schedEventually(h.t, probe+" runs recorded", func() bool { return len(h.runs(probe)) >= n })
+	h.eventually(fmt.Sprintf("%d %s runs recorded and ended", n, probe), func() bool {
+		return len(h.runs(probe)) >= n && !h.going(probe)
+	})
 	return h.runs(probe)
+}
+
+// going reports whether a run of probe is going, waiting for a slot
+// included.
+func (h *schedHarness) going(probe string) bool {
+	l := h.d.limit
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.claimed[probe]
+	return ok
+}
+
+// idle waits until no run is going. A run is recorded, logged and counted
+// a moment before its task ends and gives its probe's claim back; a tick
+// in that moment finds the probe still running and is skipped, as an
+// overlap would be. So a test that ticks after seeing a run finish waits
+// for idle first, or the tick it means for the next run can be lost.
+func (h *schedHarness) idle() {
+	h.t.Helper()
+	h.eventually("every run to end", func() bool {
+		l := h.d.limit
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.claimed) == 0
+	})
+}
+
+// eventually polls cond until it holds, or fails the test with what it
+// waited for and the daemon's state as it last saw it.
+func (h *schedHarness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	waitUntil(h.t, what, cond, h.state)
+}
+
+// state describes the daemon for a failure message: the runs recorded
+// per probe, the runs going and the write queue.
+func (h *schedHarness) state() string {
+	all, _, _, _ := h.store.snapshot()
+	perProbe := map[string]int{}
+	for _, r := range all {
+		perProbe[r.Probe]++
+	}
+	st := h.d.Status()
+	l := h.d.limit
+	l.mu.Lock()
+	going := slices.Sorted(maps.Keys(l.claimed))
+	l.mu.Unlock()
+	return fmt.Sprintf("runs recorded %v, runs going %v (%d in flight, %d waiting for a slot), %d results pending, %d probe run lines logged",
+		perProbe, going, st.InFlight, st.Waiting, st.Pending, len(h.logs.records("probe run")))
 }
 
 // probeStatus returns the status of probe, failing the test without one.

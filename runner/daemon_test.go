@@ -91,7 +91,7 @@ func TestDaemonLogsDrift(t *testing.T) {
 		}
 		h.waitRuns("search", i)
 	}
-	schedEventually(t, "every run logged", func() bool { return len(h.logs.records("probe run")) == driftMinObservations+1 })
+	h.eventually("every run logged", func() bool { return len(h.logs.records("probe run")) == driftMinObservations+1 })
 	for i, l := range h.logs.records("probe run") {
 		if drifted := i == driftMinObservations; (l["drift"] == true) != drifted {
 			t.Errorf("run %d logged as %v, want drift=true only on the drifted run", i+1, l)
@@ -146,7 +146,7 @@ func TestDaemonNoOverlap(t *testing.T) {
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew)
-	schedEventually(t, "the first request", func() bool { return prov.requests.Load() == 1 })
+	h.eventually("the first request", func() bool { return prov.requests.Load() == 1 })
 	for range 3 {
 		h.tick(1, time.Minute) // each tick re-arms the job: the scheduler saw it
 	}
@@ -189,7 +189,7 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	h.run()
 
 	h.tick(5, minStartLead+schedSkew) // all five fire together
-	schedEventually(t, "2 runs in flight and 3 waiting", func() bool {
+	h.eventually("2 runs in flight and 3 waiting", func() bool {
 		st := h.d.Status()
 		return st.InFlight == 2 && st.Waiting == 3
 	})
@@ -294,7 +294,7 @@ func TestDaemonSurvivesEscapedPanic(t *testing.T) {
 			t.Errorf("run %d: %s", i+1, dump(r))
 		}
 	}
-	schedEventually(t, "the runs to end", func() bool { return h.d.Status().InFlight == 0 })
+	h.eventually("the runs to end", func() bool { return h.d.Status().InFlight == 0 })
 	if err := h.stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
@@ -315,9 +315,9 @@ func TestDaemonStoreErrorIsLogged(t *testing.T) {
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew)
-	schedEventually(t, "a logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 1 })
+	h.eventually("a logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 1 })
 	h.tick(1, time.Minute)
-	schedEventually(t, "a second logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 2 })
+	h.eventually("a second logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 2 })
 	for _, l := range h.logs.records("recording the run failed") {
 		if l["level"] != "ERROR" || l["probe"] != "search" || l["operation_id"] == "" ||
 			!strings.Contains(l["error"].(string), "database is locked") {
@@ -354,12 +354,12 @@ func TestDaemonShutdownDrains(t *testing.T) {
 	h.run()
 
 	h.tick(2, minStartLead+schedSkew)
-	schedEventually(t, "both requests", func() bool { return slow.requests.Load() == 1 && hung.requests.Load() == 1 })
+	h.eventually("both requests", func() bool { return slow.requests.Load() == 1 && hung.requests.Load() == 1 })
 	began := time.Now()
 	h.cancel()
 	// The slow provider answers once shutdown has begun: within the grace
 	// period.
-	schedEventually(t, "shutdown to begin", func() bool { return h.d.Status().State != "running" })
+	h.eventually("shutdown to begin", func() bool { return h.d.Status().State != "running" })
 	slow.release()
 	if err := h.stop(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
@@ -396,7 +396,7 @@ func TestDaemonShutdownDropsWaitingRuns(t *testing.T) {
 	), nil)
 	h.run()
 	h.tick(2, minStartLead+schedSkew)
-	schedEventually(t, "one run in flight and one waiting", func() bool {
+	h.eventually("one run in flight and one waiting", func() bool {
 		st := h.d.Status()
 		return st.InFlight == 1 && st.Waiting == 1
 	})
@@ -517,7 +517,7 @@ func TestDaemonReloadInFlight(t *testing.T) {
 	), func(o *DaemonOptions) { o.GracePeriod = 2 * time.Second })
 	h.run()
 	h.tick(2, minStartLead+schedSkew)
-	schedEventually(t, "both requests", func() bool { return finishing.requests.Load() == 1 && hung.requests.Load() == 1 })
+	h.eventually("both requests", func() bool { return finishing.requests.Load() == 1 && hung.requests.Load() == 1 })
 
 	if err := h.d.Reload(schedConfig(4, schedProbe(t, "other", other.URL, time.Minute))); err != nil {
 		t.Fatalf("Reload: %v", err)
@@ -551,7 +551,7 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew)
-	schedEventually(t, "the alert to be sent", func() bool { return len(sender.alerts()) == 1 })
+	h.eventually("the alert to be sent", func() bool { return len(sender.alerts()) == 1 })
 	if a := sender.alerts()[0]; a.Kind != results.AlertFiring || a.Probe != "search" {
 		t.Errorf("sent %+v, want a firing alert about search", a)
 	}
@@ -562,7 +562,7 @@ func TestDaemonRunTwice(t *testing.T) {
 	schedCheckLeaks(t)
 	h := schedNew(t, schedConfig(1), nil)
 	h.run()
-	schedEventually(t, "the daemon to run", func() bool { return h.d.Status().State == "running" })
+	h.eventually("the daemon to run", func() bool { return h.d.Status().State == "running" })
 	if err := h.d.Run(context.Background()); err == nil {
 		t.Error("second Run = nil, want an error")
 	}

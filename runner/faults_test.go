@@ -599,7 +599,7 @@ func runFleet(t *testing.T, limit int, probes []*checks.Probe) []results.Result 
 	h.run()
 	h.tick(len(probes), minStartLead+schedSkew)
 	var all []results.Result
-	schedEventually(t, "every fleet run recorded", func() bool {
+	h.eventually("every fleet run recorded", func() bool {
 		all, _, _, _ = h.store.snapshot()
 		return len(all) >= len(probes)
 	})
@@ -793,7 +793,7 @@ func TestFaultFleetHangingPort(t *testing.T) {
 	sampler.Wait()
 	// A dial that completes after its attempt timed out would leave an
 	// idle connection in the probe's pool, held past the run's slot.
-	schedEventually(t, "every connection closed", func() bool { return g.get() == 0 })
+	waitFor(t, "every connection closed", func() bool { return g.get() == 0 })
 	t.Logf("%d runs in %v; at most %d connections open at a sample, longest excess %d samples", len(runs), time.Since(start), samplePeak, longest)
 
 	for _, r := range runs {

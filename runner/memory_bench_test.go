@@ -353,11 +353,11 @@ func TestScheduleKeepsNoGoroutinePerProbe(t *testing.T) {
 	before := runtime.NumGoroutine()
 	h.run()
 	h.tick(fleet, minStartLead+schedSkew)
-	schedEventually(t, "every run recorded", func() bool {
+	h.eventually("every run recorded", func() bool {
 		all, _, _, _ := h.store.snapshot()
 		return len(all) >= fleet
 	})
-	schedEventually(t, fmt.Sprintf("fewer than %d goroutines more than before the daemon ran", fleet/2), func() bool {
+	h.eventually(fmt.Sprintf("fewer than %d goroutines more than before the daemon ran", fleet/2), func() bool {
 		return runtime.NumGoroutine()-before < fleet/2
 	})
 }
@@ -373,7 +373,7 @@ func TestReloadedProbeDoesNotOverlapItsOldRun(t *testing.T) {
 		func(o *DaemonOptions) { o.GracePeriod = schedWait })
 	h.run()
 	h.tick(1, minStartLead+schedSkew)
-	schedEventually(t, "the first request", func() bool { return old.requests.Load() == 1 })
+	h.eventually("the first request", func() bool { return old.requests.Load() == 1 })
 
 	if err := h.d.Reload(schedConfig(4, schedProbe(t, "search", moved.URL, time.Minute))); err != nil {
 		t.Fatalf("Reload: %v", err)

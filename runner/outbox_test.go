@@ -74,18 +74,6 @@ func (s *fakeSender) waitCalls(t testing.TB, n int) {
 	waitFor(t, fmt.Sprintf("%d Send calls", n), func() bool { return s.callCount() >= n })
 }
 
-// waitFor polls cond until it holds, failing the test after 5 seconds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // runDeliverer starts d.Run and returns a stop that cancels it and waits
 // for it to return, failing the test if that takes longer than limit.
 func runDeliverer(t *testing.T, d *Deliverer, limit time.Duration) (stop func()) {

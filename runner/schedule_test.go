@@ -161,7 +161,7 @@ func TestSchedLimiter(t *testing.T) {
 	}
 	waiting := func(n int) {
 		t.Helper()
-		schedEventually(t, "waiters", func() bool { _, w, _ := l.counts(); return w == n })
+		waitFor(t, "waiters", func() bool { _, w, _ := l.counts(); return w == n })
 	}
 	b := wait("b", ctx)
 	waiting(1)

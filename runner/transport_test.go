@@ -243,7 +243,7 @@ func TestTransportCloseIdleConnections(t *testing.T) {
 		if n := e.transports.size(); n != 0 {
 			t.Errorf("reload %d: %d transports after CloseIdleConnections, want 0", reload, n)
 		}
-		schedEventually(t, "the provider sees the connections closed", func() bool { return s.open.Load() == 0 })
+		waitFor(t, "the provider sees the connections closed", func() bool { return s.open.Load() == 0 })
 	}
 	goleak.VerifyNone(t, ignore)
 }
@@ -276,7 +276,7 @@ func TestTransportCloseDuringRun(t *testing.T) {
 		t.Errorf("%d transports after the run, want 1: the one in use when connections were closed", n)
 	}
 	e.CloseIdleConnections()
-	schedEventually(t, "the provider sees the connection closed", func() bool { return s.open.Load() == 0 })
+	waitFor(t, "the provider sees the connection closed", func() bool { return s.open.Load() == 0 })
 	if n := e.transports.size(); n != 0 {
 		t.Errorf("%d transports after the second CloseIdleConnections, want 0", n)
 	}
