@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,15 +20,19 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results"
 )
 
 // The daemon tests' helpers. Every name starts with sched so that they
 // cannot clash with the pipeline's and outbox's test helpers.
 
-// schedWait bounds every wait of the daemon tests. It is generous on
-// purpose: it only decides how long a broken test takes to fail, never
-// whether a working one passes.
+// schedWait bounds the daemon tests' waits for a reaction: a run after a
+// tick of a loopback provider that answers at once, a write after the
+// store recovered. Such a reaction takes milliseconds of CPU; the bound is
+// generous on purpose, for a machine whose every core is busy with other
+// tests, and only decides how long a broken test takes to fail. Waits
+// whose length follows from what they wait for use waitWithin.
 const schedWait = 20 * time.Second
 
 // schedSkew is how far past a scheduled instant the tests advance the fake
@@ -51,10 +54,18 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // saying what it waited for and, when saw is not nil, what it saw last.
 func waitUntil(t testing.TB, what string, cond func() bool, saw func() string) {
 	t.Helper()
+	waitWithin(t, schedWait, what, cond, saw)
+}
+
+// waitWithin is waitUntil with a bound of its own, for a wait whose length
+// follows from what it waits for (a fleet of runs, each bounded by its
+// budget) rather than from a reaction to a tick.
+func waitWithin(t testing.TB, within time.Duration, what string, cond func() bool, saw func() string) {
+	t.Helper()
 	start := time.Now()
 	for !cond() {
-		if time.Since(start) > schedWait {
-			msg := fmt.Sprintf("timed out after %v waiting for %s", schedWait, what)
+		if time.Since(start) > within {
+			msg := fmt.Sprintf("timed out after %v waiting for %s", within, what)
 			if saw != nil {
 				msg += "; saw " + saw()
 			}
@@ -73,23 +84,9 @@ func schedCheckLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// schedLog collects a JSON slog stream; safe for concurrent use.
-type schedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *schedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *schedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// schedLog collects a JSON slog stream; safe for concurrent use. It is
+// shown, cut to its last lines, when the test fails.
+type schedLog struct{ testkit.Log }
 
 // records returns every logged record with message msg.
 func (l *schedLog) records(msg string) []map[string]any {
@@ -195,7 +192,7 @@ func schedConfig(maxConcurrency int, probes ...*checks.Probe) *checks.Config {
 // schedHarness is a daemon on a fake clock with a real Executor and
 // Pipeline over an in-memory store.
 type schedHarness struct {
-	t     *testing.T
+	*testkit.T
 	clock *clockwork.FakeClock
 	start time.Time // the fake clock when the harness was built
 	store *memStore
@@ -213,12 +210,9 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*DaemonOptions)) *sche
 	t.Helper()
 	logs := &schedLog{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs)
-		}
-	})
-	h := &schedHarness{t: t, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
+	tt := testkit.New(t)
+	tt.Attach("daemon", &logs.Log)
+	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
 	h.start = h.clock.Now()
 	pipe := NewPipeline(h.store, cfg.Notify, PipelineOptions{Logger: logger})
 	if err := pipe.Load(t.Context()); err != nil {
@@ -248,10 +242,10 @@ func (h *schedHarness) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.d.Run(ctx) }()
-	h.t.Cleanup(func() {
+	h.Cleanup(func() {
 		if !h.stopped {
 			if err := h.stop(); err != nil {
-				h.t.Errorf("Run: %v", err)
+				h.Errorf("Run: %v", err)
 			}
 		}
 	})
@@ -259,25 +253,25 @@ func (h *schedHarness) run() {
 
 // stop ends Run's context and returns what Run returned.
 func (h *schedHarness) stop() error {
-	h.t.Helper()
+	h.Helper()
 	h.stopped = true
 	h.cancel()
 	select {
 	case err := <-h.done:
 		return err
 	case <-time.After(schedWait):
-		h.t.Fatal("Run did not return after its context ended")
+		h.Fatal("Run did not return after its context ended")
 		return nil
 	}
 }
 
 // tick waits until jobs timers are armed, then advances the clock by d.
 func (h *schedHarness) tick(jobs int, d time.Duration) {
-	h.t.Helper()
+	h.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), schedWait)
 	defer cancel()
 	if err := h.clock.BlockUntilContext(ctx, jobs); err != nil {
-		h.t.Fatalf("waiting for %d armed jobs: %v", jobs, err)
+		h.Fatalf("waiting for %d armed jobs: %v", jobs, err)
 	}
 	h.clock.Advance(d)
 }
@@ -297,7 +291,7 @@ func (h *schedHarness) runs(probe string) []results.Result {
 // waitRuns waits until probe has n recorded runs, and the last of them
 // has ended (see idle), and returns them.
 func (h *schedHarness) waitRuns(probe string, n int) []results.Result {
-	h.t.Helper()
+	h.Helper()
 	h.eventually(fmt.Sprintf("%d %s runs recorded and ended", n, probe), func() bool {
 		return len(h.runs(probe)) >= n && !h.going(probe)
 	})
@@ -320,7 +314,7 @@ func (h *schedHarness) going(probe string) bool {
 // overlap would be. So a test that ticks after seeing a run finish waits
 // for idle first, or the tick it means for the next run can be lost.
 func (h *schedHarness) idle() {
-	h.t.Helper()
+	h.Helper()
 	h.eventually("every run to end", func() bool {
 		l := h.d.limit
 		l.mu.Lock()
@@ -332,8 +326,8 @@ func (h *schedHarness) idle() {
 // eventually polls cond until it holds, or fails the test with what it
 // waited for and the daemon's state as it last saw it.
 func (h *schedHarness) eventually(what string, cond func() bool) {
-	h.t.Helper()
-	waitUntil(h.t, what, cond, h.state)
+	h.Helper()
+	waitUntil(h.T, what, cond, h.state)
 }
 
 // state describes the daemon for a failure message: the runs recorded
@@ -355,13 +349,13 @@ func (h *schedHarness) state() string {
 
 // probeStatus returns the status of probe, failing the test without one.
 func (h *schedHarness) probeStatus(name string) ProbeStatus {
-	h.t.Helper()
+	h.Helper()
 	for _, p := range h.d.Status().Probes {
 		if p.Name == name {
 			return p
 		}
 	}
-	h.t.Fatalf("no status for probe %s", name)
+	h.Fatalf("no status for probe %s", name)
 	return ProbeStatus{}
 }
 

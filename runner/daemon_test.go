@@ -31,40 +31,40 @@ func TestDaemonIntervals(t *testing.T) {
 		h.waitRuns("search", i)
 	}
 	if err := h.stop(); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
+		h.Fatalf("Run = %v, want nil", err)
 	}
 
 	runs := h.runs("search")
 	if got := prov.requests.Load(); got != 5 || len(runs) != 5 {
-		t.Fatalf("5 ticks: provider saw %d requests and %d runs were recorded, want 5 and 5", got, len(runs))
+		h.Fatalf("5 ticks: provider saw %d requests and %d runs were recorded, want 5 and 5", got, len(runs))
 	}
 	ids := map[string]bool{}
 	for i, r := range runs {
 		if r.Outcome != results.Pass {
-			t.Errorf("run %d: outcome %s %s, want pass", i+1, r.Outcome, r.Code())
+			h.Errorf("run %d: outcome %s %s, want pass", i+1, r.Outcome, r.Code())
 		}
 		ids[r.OperationID] = true
 	}
 	lines := h.logs.records("probe run")
 	if len(lines) != 5 {
-		t.Fatalf("%d \"probe run\" log lines, want one per run (5)", len(lines))
+		h.Fatalf("%d \"probe run\" log lines, want one per run (5)", len(lines))
 	}
 	for _, l := range lines {
 		for _, k := range []string{"probe", "outcome", "code", "attempts", "duration_ms", "operation_id"} {
 			if _, ok := l[k]; !ok {
-				t.Errorf("log line %v lacks %s", l, k)
+				h.Errorf("log line %v lacks %s", l, k)
 			}
 		}
 		if l["level"] != "INFO" || l["probe"] != "search" || l["outcome"] != "pass" || l["attempts"] != 1.0 ||
 			!ids[l["operation_id"].(string)] {
-			t.Errorf("log line %v does not describe a recorded run", l)
+			h.Errorf("log line %v does not describe a recorded run", l)
 		}
 		if _, ok := l["drift"]; ok {
-			t.Errorf("log line %v says drift for a run that did not drift", l)
+			h.Errorf("log line %v says drift for a run that did not drift", l)
 		}
 	}
 	if st := h.d.Status(); st.State != "stopped" {
-		t.Errorf("after Run returned, state %q, want stopped", st.State)
+		h.Errorf("after Run returned, state %q, want stopped", st.State)
 	}
 }
 
@@ -94,7 +94,7 @@ func TestDaemonLogsDrift(t *testing.T) {
 	h.eventually("every run logged", func() bool { return len(h.logs.records("probe run")) == driftMinObservations+1 })
 	for i, l := range h.logs.records("probe run") {
 		if drifted := i == driftMinObservations; (l["drift"] == true) != drifted {
-			t.Errorf("run %d logged as %v, want drift=true only on the drifted run", i+1, l)
+			h.Errorf("run %d logged as %v, want drift=true only on the drifted run", i+1, l)
 		}
 	}
 }
@@ -125,12 +125,12 @@ func TestDaemonJitterBounds(t *testing.T) {
 			h.tick(1, 0) // the job is armed
 			next := h.probeStatus("search").NextRun
 			if off := next.Sub(h.start); off < tt.min || off > tt.max || off >= jitter || off <= 0 {
-				t.Fatalf("first run %v after the start, want within [%v, %v] and in (0, %v)", off, tt.min, tt.max, jitter)
+				h.Fatalf("first run %v after the start, want within [%v, %v] and in (0, %v)", off, tt.min, tt.max, jitter)
 			}
 			h.clock.Advance(next.Sub(h.clock.Now()) + schedSkew)
 			h.waitRuns("search", 1)
 			if next2 := h.probeStatus("search").NextRun; !next2.Equal(next.Add(time.Hour)) {
-				t.Errorf("second run at %v, want one interval after the first (%v)", next2, next.Add(time.Hour))
+				h.Errorf("second run at %v, want one interval after the first (%v)", next2, next.Add(time.Hour))
 			}
 		})
 	}
@@ -151,11 +151,11 @@ func TestDaemonNoOverlap(t *testing.T) {
 		h.tick(1, time.Minute) // each tick re-arms the job: the scheduler saw it
 	}
 	if !h.probeStatus("slow").Running {
-		t.Error("status does not show the run in flight")
+		h.Error("status does not show the run in flight")
 	}
 	time.Sleep(200 * time.Millisecond) // an overlapping run would have reached the provider by now
 	if n := prov.requests.Load(); n != 1 {
-		t.Fatalf("3 ticks during a run: provider saw %d requests, want 1 (the probe overlapped itself)", n)
+		h.Fatalf("3 ticks during a run: provider saw %d requests, want 1 (the probe overlapped itself)", n)
 	}
 
 	prov.release()
@@ -164,10 +164,10 @@ func TestDaemonNoOverlap(t *testing.T) {
 	h.waitRuns("slow", 2)
 	time.Sleep(200 * time.Millisecond) // a queued backlog would fire now
 	if n := len(h.runs("slow")); n != 2 {
-		t.Errorf("%d runs after the slow one and one more tick, want 2: skipped ticks were queued", n)
+		h.Errorf("%d runs after the slow one and one more tick, want 2: skipped ticks were queued", n)
 	}
 	if _, peak := prov.gauge.get(); peak != 1 {
-		t.Errorf("provider saw %d requests at once, want 1", peak)
+		h.Errorf("provider saw %d requests at once, want 1", peak)
 	}
 }
 
@@ -195,7 +195,7 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	})
 	time.Sleep(200 * time.Millisecond) // a third request would have arrived by now
 	if now, peak := gauge.get(); now != 2 || peak != 2 {
-		t.Fatalf("providers see %d requests at once (peak %d), want 2 (max_concurrency)", now, peak)
+		h.Fatalf("providers see %d requests at once (peak %d), want 2 (max_concurrency)", now, peak)
 	}
 
 	// The scheduler is not starved by runs holding or awaiting slots: it
@@ -206,7 +206,7 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	st := h.d.Status()
 	for _, p := range st.Probes {
 		if !p.Running || !p.NextRun.Equal(h.start.Add(minStartLead+2*time.Minute)) {
-			t.Errorf("probe %s: running %v, next run %v; want running, next at start+2m", p.Name, p.Running, p.NextRun)
+			h.Errorf("probe %s: running %v, next run %v; want running, next at start+2m", p.Name, p.Running, p.NextRun)
 		}
 	}
 
@@ -218,11 +218,11 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	}
 	for i, p := range provs {
 		if n := p.requests.Load(); n != 1 {
-			t.Errorf("provider %s saw %d requests, want 1", probes[i].Name, n)
+			h.Errorf("provider %s saw %d requests, want 1", probes[i].Name, n)
 		}
 	}
 	if _, peak := gauge.get(); peak != 2 {
-		t.Errorf("peak of requests at once %d, want 2", peak)
+		h.Errorf("peak of requests at once %d, want 2", peak)
 	}
 }
 
@@ -251,23 +251,23 @@ func TestDaemonPanicBecomesInternalError(t *testing.T) {
 	first := runs[0]
 	if first.Code() != results.CodeInternalError || first.Outcome != results.ContractError ||
 		!strings.Contains(first.Error.Message, "disk on fire") {
-		t.Errorf("run with a panicking store: %s", dump(first))
+		h.Errorf("run with a panicking store: %s", dump(first))
 	}
 	if first.OperationID == "" || first.Probe != "search" || first.StartedAt.IsZero() {
-		t.Errorf("internal error lacks the run's identity: %s", dump(first))
+		h.Errorf("internal error lacks the run's identity: %s", dump(first))
 	}
 	logged := false
 	for _, l := range h.logs.records("probe run") {
 		logged = logged || (l["operation_id"] == first.OperationID && l["code"] == "internal_error")
 	}
 	if !logged {
-		t.Error("the internal error was not logged as a run")
+		h.Error("the internal error was not logged as a run")
 	}
 	if len(h.logs.records("panic in probe run")) != 1 {
-		t.Error("the panic was not logged at error level")
+		h.Error("the panic was not logged at error level")
 	}
 	if runs[1].Outcome != results.Pass {
-		t.Errorf("run after the panic: %s", dump(runs[1]))
+		h.Errorf("run after the panic: %s", dump(runs[1]))
 	}
 }
 
@@ -291,12 +291,12 @@ func TestDaemonSurvivesEscapedPanic(t *testing.T) {
 	runs := h.waitRuns("search", 2)
 	for i, r := range runs {
 		if r.Outcome != results.Pass {
-			t.Errorf("run %d: %s", i+1, dump(r))
+			h.Errorf("run %d: %s", i+1, dump(r))
 		}
 	}
 	h.eventually("the runs to end", func() bool { return h.d.Status().InFlight == 0 })
 	if err := h.stop(); err != nil {
-		t.Errorf("Run = %v, want nil", err)
+		h.Errorf("Run = %v, want nil", err)
 	}
 }
 
@@ -316,25 +316,26 @@ func TestDaemonStoreErrorIsLogged(t *testing.T) {
 
 	h.tick(1, minStartLead+schedSkew)
 	h.eventually("a logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 1 })
+	h.idle()
 	h.tick(1, time.Minute)
 	h.eventually("a second logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 2 })
 	for _, l := range h.logs.records("recording the run failed") {
 		if l["level"] != "ERROR" || l["probe"] != "search" || l["operation_id"] == "" ||
 			!strings.Contains(l["error"].(string), "database is locked") {
-			t.Errorf("store error logged as %v", l)
+			h.Errorf("store error logged as %v", l)
 		}
 	}
 	runs := h.logs.records("probe run")
 	if len(runs) != 2 {
-		t.Errorf("%d probe run lines, want 2", len(runs))
+		h.Errorf("%d probe run lines, want 2", len(runs))
 	}
 	for _, l := range runs {
 		if l["recorded"] != false {
-			t.Errorf("a run that was not recorded is logged as %v, without recorded=false", l)
+			h.Errorf("a run that was not recorded is logged as %v, without recorded=false", l)
 		}
 	}
 	if n := prov.requests.Load(); n != 2 {
-		t.Errorf("provider saw %d requests, want 2: the schedule stopped after a store error", n)
+		h.Errorf("provider saw %d requests, want 2: the schedule stopped after a store error", n)
 	}
 }
 
@@ -362,24 +363,24 @@ func TestDaemonShutdownDrains(t *testing.T) {
 	h.eventually("shutdown to begin", func() bool { return h.d.Status().State != "running" })
 	slow.release()
 	if err := h.stop(); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
+		h.Fatalf("Run = %v, want nil", err)
 	}
 	if took := time.Since(began); took < grace {
-		t.Errorf("Run returned %v after its context ended, before the %v grace period was over", took, grace)
+		h.Errorf("Run returned %v after its context ended, before the %v grace period was over", took, grace)
 	}
 
 	if runs := h.runs("slow"); len(runs) != 1 || runs[0].Outcome != results.Pass {
-		t.Errorf("run that finished within the grace period: %d recorded %v, want one pass", len(runs), runs)
+		h.Errorf("run that finished within the grace period: %d recorded %v, want one pass", len(runs), runs)
 	}
 	runs := h.runs("hung")
 	if len(runs) != 1 || runs[0].Outcome != results.Unavailable || runs[0].Code() != results.CodeCanceled {
-		t.Fatalf("hung run: %d recorded %v, want one unavailable/canceled", len(runs), runs)
+		h.Fatalf("hung run: %d recorded %v, want one unavailable/canceled", len(runs), runs)
 	}
 	if st := h.d.Status(); st.State != "stopped" || st.InFlight != 0 || st.Waiting != 0 {
-		t.Errorf("status after Run returned: %+v", st)
+		h.Errorf("status after Run returned: %+v", st)
 	}
 	if err := h.d.Reload(h.d.cfg); !errors.Is(err, ErrDaemonStopped) {
-		t.Errorf("Reload after Run returned = %v, want ErrDaemonStopped", err)
+		h.Errorf("Reload after Run returned = %v, want ErrDaemonStopped", err)
 	}
 }
 
@@ -401,14 +402,14 @@ func TestDaemonShutdownDropsWaitingRuns(t *testing.T) {
 		return st.InFlight == 1 && st.Waiting == 1
 	})
 	if err := h.stop(); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
+		h.Fatalf("Run = %v, want nil", err)
 	}
 	all, _, _, _ := h.store.snapshot()
 	if len(all) != 1 || all[0].Code() != results.CodeCanceled {
-		t.Errorf("recorded %v, want only the run in flight, canceled", all)
+		h.Errorf("recorded %v, want only the run in flight, canceled", all)
 	}
 	if n := a.requests.Load() + b.requests.Load(); n != 1 {
-		t.Errorf("providers saw %d requests, want 1", n)
+		h.Errorf("providers saw %d requests, want 1", n)
 	}
 }
 
@@ -435,7 +436,7 @@ func TestDaemonReload(t *testing.T) {
 	h.tick(3, 3*time.Second) // t=4s
 	keepNext := h.probeStatus("keep").NextRun
 	if want := h.start.Add(time.Second + interval); !keepNext.Equal(want) {
-		t.Fatalf("keep's next run before the reload: %v, want %v", keepNext, want)
+		h.Fatalf("keep's next run before the reload: %v, want %v", keepNext, want)
 	}
 
 	next := schedConfig(1,
@@ -444,7 +445,7 @@ func TestDaemonReload(t *testing.T) {
 		schedProbe(t, "add", add.URL, interval),
 	)
 	if err := h.d.Reload(next); err != nil {
-		t.Fatalf("Reload: %v", err)
+		h.Fatalf("Reload: %v", err)
 	}
 
 	st := h.d.Status()
@@ -453,7 +454,7 @@ func TestDaemonReload(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	if want := []string{"add", "change", "keep"}; !slices.Equal(names, want) || st.Scheduled != 3 {
-		t.Errorf("scheduled after the reload: %v (%d), want %v", names, st.Scheduled, want)
+		h.Errorf("scheduled after the reload: %v (%d), want %v", names, st.Scheduled, want)
 	}
 	var jobs []string
 	for _, j := range h.d.sched.Jobs() {
@@ -461,21 +462,21 @@ func TestDaemonReload(t *testing.T) {
 	}
 	slices.Sort(jobs)
 	if want := []string{"add", "change", "keep"}; !slices.Equal(jobs, want) {
-		t.Errorf("gocron jobs after the reload: %v, want %v", jobs, want)
+		h.Errorf("gocron jobs after the reload: %v, want %v", jobs, want)
 	}
 	if st.MaxConcurrency != 1 {
-		t.Errorf("max concurrency after the reload: %d, want 1", st.MaxConcurrency)
+		h.Errorf("max concurrency after the reload: %d, want 1", st.MaxConcurrency)
 	}
 	if got := h.probeStatus("keep").NextRun; !got.Equal(keepNext) {
-		t.Errorf("unchanged probe rescheduled: next run %v, want %v as before the reload", got, keepNext)
+		h.Errorf("unchanged probe rescheduled: next run %v, want %v as before the reload", got, keepNext)
 	}
 	if got := h.probeStatus("keep").LastOutcome; got != results.Pass {
-		t.Errorf("unchanged probe lost its last run: %q", got)
+		h.Errorf("unchanged probe lost its last run: %q", got)
 	}
 	fresh := h.clock.Now().Add(time.Second)
 	for _, name := range []string{"change", "add"} {
 		if got := h.probeStatus(name).NextRun; !got.Equal(fresh) {
-			t.Errorf("%s: next run %v, want %v (a fresh jitter from the reload)", name, got, fresh)
+			h.Errorf("%s: next run %v, want %v (a fresh jitter from the reload)", name, got, fresh)
 		}
 	}
 
@@ -488,7 +489,7 @@ func TestDaemonReload(t *testing.T) {
 	h.waitRuns("change", 3)
 	h.waitRuns("add", 2)
 	if err := h.stop(); err != nil {
-		t.Fatal(err)
+		h.Fatal(err)
 	}
 
 	for _, c := range []struct {
@@ -497,11 +498,11 @@ func TestDaemonReload(t *testing.T) {
 		want int32
 	}{{"keep", keep, 2}, {"old change", change, 1}, {"new change", change2, 2}, {"remove", remove, 1}, {"add", add, 2}} {
 		if got := c.prov.requests.Load(); got != c.want {
-			t.Errorf("%s provider saw %d requests, want %d", c.name, got, c.want)
+			h.Errorf("%s provider saw %d requests, want %d", c.name, got, c.want)
 		}
 	}
 	if n := len(h.runs("remove")); n != 1 {
-		t.Errorf("removed probe has %d runs, want 1", n)
+		h.Errorf("removed probe has %d runs, want 1", n)
 	}
 }
 
@@ -520,19 +521,19 @@ func TestDaemonReloadInFlight(t *testing.T) {
 	h.eventually("both requests", func() bool { return finishing.requests.Load() == 1 && hung.requests.Load() == 1 })
 
 	if err := h.d.Reload(schedConfig(4, schedProbe(t, "other", other.URL, time.Minute))); err != nil {
-		t.Fatalf("Reload: %v", err)
+		h.Fatalf("Reload: %v", err)
 	}
 	finishing.release()
 	if r := h.waitRuns("finishing", 1)[0]; r.Outcome != results.Pass {
-		t.Errorf("removed probe's run that finished: %s", dump(r))
+		h.Errorf("removed probe's run that finished: %s", dump(r))
 	}
 	if r := h.waitRuns("hung", 1)[0]; r.Code() != results.CodeCanceled {
-		t.Errorf("removed probe's hung run: %s", dump(r))
+		h.Errorf("removed probe's hung run: %s", dump(r))
 	}
 	h.tick(1, minStartLead+schedSkew)
 	h.waitRuns("other", 1)
 	if st := h.d.Status(); st.Scheduled != 1 || len(st.Probes) != 1 || st.Probes[0].Name != "other" {
-		t.Errorf("status after the reload: %+v", st)
+		h.Errorf("status after the reload: %+v", st)
 	}
 }
 
@@ -553,7 +554,7 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	h.tick(1, minStartLead+schedSkew)
 	h.eventually("the alert to be sent", func() bool { return len(sender.alerts()) == 1 })
 	if a := sender.alerts()[0]; a.Kind != results.AlertFiring || a.Probe != "search" {
-		t.Errorf("sent %+v, want a firing alert about search", a)
+		h.Errorf("sent %+v, want a firing alert about search", a)
 	}
 }
 
@@ -564,7 +565,7 @@ func TestDaemonRunTwice(t *testing.T) {
 	h.run()
 	h.eventually("the daemon to run", func() bool { return h.d.Status().State == "running" })
 	if err := h.d.Run(context.Background()); err == nil {
-		t.Error("second Run = nil, want an error")
+		h.Error("second Run = nil, want an error")
 	}
 }
 
@@ -575,13 +576,13 @@ func TestDaemonReloadBeforeRun(t *testing.T) {
 	a, b := schedServe(t, nil, false), schedServe(t, nil, false)
 	h := schedNew(t, schedConfig(1, schedProbe(t, "a", a.URL, time.Minute)), nil)
 	if err := h.d.Reload(schedConfig(1, schedProbe(t, "b", b.URL, time.Minute))); err != nil {
-		t.Fatal(err)
+		h.Fatal(err)
 	}
 	h.run()
 	h.tick(1, minStartLead+schedSkew)
 	h.waitRuns("b", 1)
 	if n := a.requests.Load(); n != 0 {
-		t.Errorf("probe a, replaced before Run, ran %d times", n)
+		h.Errorf("probe a, replaced before Run, ran %d times", n)
 	}
 }
 

@@ -593,17 +593,21 @@ func fleetProbes(t *testing.T, url string, timeout time.Duration, r checks.Retri
 // at the same instant (schedule jitter 0: the worst case) and returns the
 // recorded runs once all of them are in. The executor's back-off jitter is
 // the real, random one.
-func runFleet(t *testing.T, limit int, probes []*checks.Probe) []results.Result {
+func runFleet(t *testing.T, limit int, probes []*checks.Probe) (*schedHarness, []results.Result) {
 	t.Helper()
 	h := schedNew(t, schedConfig(limit, probes...), nil)
 	h.run()
 	h.tick(len(probes), minStartLead+schedSkew)
+	// Every run ends within its budget, and the fleet runs in waves of
+	// limit; twice that, for a machine busy with other tests.
+	waves := (len(probes) + limit - 1) / limit
+	within := 2 * time.Duration(waves) * probes[0].Retries.Budget
 	var all []results.Result
-	h.eventually("every fleet run recorded", func() bool {
+	waitWithin(t, within, "every fleet run recorded", func() bool {
 		all, _, _, _ = h.store.snapshot()
 		return len(all) >= len(probes)
-	})
-	return all
+	}, h.state)
+	return h, all
 }
 
 // maxOverlap is the largest number of runs whose [start, end] intervals
@@ -645,7 +649,7 @@ func TestFaultFleetClosedPort(t *testing.T) {
 	probes := fleetProbes(t, closedPort(t), time.Second,
 		checks.Retries{MaxAttempts: 2, BaseDelay: window, MaxDelay: window, Budget: 5 * time.Second})
 	start := time.Now()
-	runs := runFleet(t, limit, probes)
+	_, runs := runFleet(t, limit, probes)
 	t.Logf("%d runs in %v", len(runs), time.Since(start))
 
 	if peak := maxOverlap(runs); peak > limit {
@@ -679,12 +683,16 @@ func TestFaultFleetClosedPort(t *testing.T) {
 }
 
 // connGauge is a loopback listener that accepts connections and never
-// answers, counting those open.
+// answers. It counts those open and, among them, those busy: sent a
+// request. A connection the client dialed for an attempt that gave up
+// before the dial completed goes to the client's idle pool unused (net/http
+// keeps it for the next request): it is open, not busy, until a later
+// attempt picks it up.
 type connGauge struct {
-	mu   sync.Mutex
-	open int
-	ln   net.Listener
-	wg   sync.WaitGroup
+	mu         sync.Mutex
+	open, busy int
+	ln         net.Listener
+	wg         sync.WaitGroup
 }
 
 // newConnGauge starts the listener; the test's cleanup closes it.
@@ -701,14 +709,19 @@ func newConnGauge(t *testing.T) *connGauge {
 			if err != nil {
 				return
 			}
-			g.add(1)
+			g.add(1, 0)
 			conns.Store(c, true)
 			g.wg.Go(func() {
 				// Read until the client hangs up, answering nothing.
-				io.Copy(io.Discard, c)
+				busy := 0
+				if n, _ := c.Read(make([]byte, 1)); n > 0 {
+					busy = 1
+					g.add(0, 1)
+					io.Copy(io.Discard, c)
+				}
 				conns.Delete(c)
 				c.Close()
-				g.add(-1)
+				g.add(-1, -busy)
 			})
 		}
 	})
@@ -720,49 +733,45 @@ func newConnGauge(t *testing.T) *connGauge {
 	return g
 }
 
-func (g *connGauge) add(n int) {
+func (g *connGauge) add(open, busy int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.open += n
+	g.open += open
+	g.busy += busy
 }
 
-func (g *connGauge) get() int {
+func (g *connGauge) get() (open, busy int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.open
+	return g.open, g.busy
 }
 
 // TestFaultFleetHangingPort: 1,000 probes of a port that accepts and
-// hangs, under max_concurrency 100: every run times out, and the listener
-// never holds more than 100 connections, nor any once the runs are over.
-// The listener learns of a connection's end a moment after the client
-// closed it, by which time the slot may already hold the next connection,
-// so one sample over the limit proves nothing, and on a loaded machine
-// that lag reaches tens of milliseconds. A broken limit keeps the count
-// over for the whole run of the fleet. The test fails on an excess seen in
-// 25 consecutive samples spanning at least 50ms; the runs' own intervals,
-// which need no sampling, must never overlap more than the limit.
+// hangs, under max_concurrency 100: every run times out after its two
+// attempts, no more than 100 runs ever overlap, the fleet does reach the
+// limit, and no connection outlives the daemon.
+//
+// The runs' own intervals prove the limit exactly. The listener's counts
+// cannot: it learns of a close a moment after the client made it (tens of
+// milliseconds on a loaded machine, while the slot already holds the next
+// connection), and a dial that completes after its attempt gave up leaves
+// an unused connection in the client's idle pool, open but not counted
+// against any run, until a later attempt picks it up or the daemon stops.
+// So the listener's peaks are logged, not judged; what it must see is
+// every connection closed once the daemon has stopped.
 func TestFaultFleetHangingPort(t *testing.T) {
 	const limit = 100
 	const timeout = 150 * time.Millisecond
-	const (
-		sustained = 50 * time.Millisecond
-		samples   = 25
-	)
 	g := newConnGauge(t)
 	probes := fleetProbes(t, "http://"+g.ln.Addr().String(), timeout,
 		checks.Retries{MaxAttempts: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: 50 * time.Millisecond, Budget: 5 * time.Second})
 
 	stop := make(chan struct{})
 	var (
-		peak, samplePeak, longest int
-		sampler                   sync.WaitGroup
+		peakBusy, peakOpen int
+		sampler            sync.WaitGroup
 	)
 	sampler.Go(func() {
-		var (
-			over   time.Time // when the current excess began
-			streak int       // consecutive samples over the limit
-		)
 		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -771,43 +780,37 @@ func TestFaultFleetHangingPort(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			n, now := g.get(), time.Now()
-			samplePeak = max(samplePeak, n)
-			if n <= limit {
-				streak = 0
-				continue
-			}
-			if streak == 0 {
-				over = now
-			}
-			streak++
-			longest = max(longest, streak)
-			if streak >= samples && now.Sub(over) >= sustained {
-				peak = max(peak, n)
-			}
+			open, busy := g.get()
+			peakOpen, peakBusy = max(peakOpen, open), max(peakBusy, busy)
 		}
 	})
 	start := time.Now()
-	runs := runFleet(t, limit, probes)
+	h, runs := runFleet(t, limit, probes)
 	close(stop)
 	sampler.Wait()
-	// A dial that completes after its attempt timed out would leave an
-	// idle connection in the probe's pool, held past the run's slot.
-	waitFor(t, "every connection closed", func() bool { return g.get() == 0 })
-	t.Logf("%d runs in %v; at most %d connections open at a sample, longest excess %d samples", len(runs), time.Since(start), samplePeak, longest)
+	t.Logf("%d runs in %v; at most %d connections busy and %d open at a sample", len(runs), time.Since(start), peakBusy, peakOpen)
 
 	for _, r := range runs {
 		if r.Code() != results.CodeTimeout || len(r.Attempts) != 2 {
-			t.Fatalf("run of %s: %s", r.Probe, dump(r))
+			h.Fatalf("run of %s: %s", r.Probe, dump(r))
 		}
 	}
-	if peak > 0 {
-		t.Errorf("the listener held %d connections for %d samples and %v or more, want at most max_concurrency %d", peak, samples, sustained, limit)
-	}
-	if samplePeak < limit/2 {
-		t.Errorf("at most %d connections open at once: the fleet never came near the limit of %d, so the test proves nothing", samplePeak, limit)
-	}
 	if o := maxOverlap(runs); o > limit {
-		t.Errorf("%d runs overlapped, want at most max_concurrency %d", o, limit)
+		h.Errorf("%d runs overlapped, want at most max_concurrency %d", o, limit)
+	} else if o < limit/2 {
+		h.Errorf("at most %d runs overlapped: the fleet never came near the limit of %d, so the test proves nothing", o, limit)
 	}
+
+	// Stopping closes the idle pool: a dial that completed after its
+	// attempt gave up left its connection there.
+	if err := h.stop(); err != nil {
+		h.Fatal(err)
+	}
+	waitUntil(t, "every connection closed once the daemon stopped", func() bool {
+		open, _ := g.get()
+		return open == 0
+	}, func() string {
+		open, busy := g.get()
+		return fmt.Sprintf("%d open, %d busy", open, busy)
+	})
 }

@@ -376,21 +376,21 @@ func TestReloadedProbeDoesNotOverlapItsOldRun(t *testing.T) {
 	h.eventually("the first request", func() bool { return old.requests.Load() == 1 })
 
 	if err := h.d.Reload(schedConfig(4, schedProbe(t, "search", moved.URL, time.Minute))); err != nil {
-		t.Fatalf("Reload: %v", err)
+		h.Fatalf("Reload: %v", err)
 	}
 	h.tick(1, minStartLead+schedSkew)  // the new job's first tick
 	time.Sleep(200 * time.Millisecond) // an overlapping run would have reached the provider by now
 	if n := moved.requests.Load(); n != 0 {
-		t.Fatalf("the reloaded probe sent %d request(s) while its old run was in flight, want 0", n)
+		h.Fatalf("the reloaded probe sent %d request(s) while its old run was in flight, want 0", n)
 	}
 
 	old.release()
 	if r := h.waitRuns("search", 1)[0]; r.Outcome != results.Pass {
-		t.Errorf("the old run: %s", dump(r))
+		h.Errorf("the old run: %s", dump(r))
 	}
 	h.tick(1, time.Minute)
 	h.waitRuns("search", 2)
 	if n := moved.requests.Load(); n != 1 {
-		t.Errorf("the reloaded probe's provider saw %d requests after the next tick, want 1", n)
+		h.Errorf("the reloaded probe's provider saw %d requests after the next tick, want 1", n)
 	}
 }

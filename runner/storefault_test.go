@@ -95,10 +95,10 @@ func TestDaemonQueuesRunsThroughStoreFault(t *testing.T) {
 		h.eventually("the round's runs queued", func() bool { return h.d.Pending() == want })
 	}
 	if got := ok.requests.Load() + badRequests.Load(); got != 2*rounds {
-		t.Errorf("providers saw %d requests during the fault, want %d", got, 2*rounds)
+		h.Errorf("providers saw %d requests during the fault, want %d", got, 2*rounds)
 	}
 	if got := len(h.runs("ok")) + len(h.runs("bad")); got != 0 {
-		t.Fatalf("%d runs recorded while the store failed", got)
+		h.Fatalf("%d runs recorded while the store failed", got)
 	}
 
 	failing.Store(false)
@@ -108,27 +108,27 @@ func TestDaemonQueuesRunsThroughStoreFault(t *testing.T) {
 	for _, probe := range []string{"ok", "bad"} {
 		got, want := sfIDs(h.runs(probe)), sfLoggedIDs(h, probe)
 		if len(want) != rounds || !slices.Equal(got, want) {
-			t.Errorf("%s recorded %v, want each run once in the order it ran, %v", probe, got, want)
+			h.Errorf("%s recorded %v, want each run once in the order it ran, %v", probe, got, want)
 		}
 	}
 	if got := len(h.logs.records("probe run recorded late")); got != 2*rounds {
-		t.Errorf("%d runs logged as recorded late, want %d", got, 2*rounds)
+		h.Errorf("%d runs logged as recorded late, want %d", got, 2*rounds)
 	}
 	_, _, states, alerts := h.store.snapshot()
 	var firing []results.Alert
 	for _, a := range alerts {
 		if a.Probe == "ok" {
-			t.Errorf("the passing probe alerted: %+v", a)
+			h.Errorf("the passing probe alerted: %+v", a)
 		}
 		if a.Probe == "bad" && a.Kind == results.AlertFiring {
 			firing = append(firing, a)
 		}
 	}
 	if len(firing) != 1 || firing[0].OperationID != sfLoggedIDs(h, "bad")[0] {
-		t.Errorf("bad alerted %+v, want one firing alert, on its first run", firing)
+		h.Errorf("bad alerted %+v, want one firing alert, on its first run", firing)
 	}
 	if st := states["bad"]; st.ConsecutiveFailures != rounds {
-		t.Errorf("bad's alert state %+v, want %d consecutive failures", st, rounds)
+		h.Errorf("bad's alert state %+v, want %d consecutive failures", st, rounds)
 	}
 }
 
@@ -164,22 +164,22 @@ func TestDaemonWriteQueueDropsOldest(t *testing.T) {
 	var dropped []string
 	for _, l := range h.logs.records("write queue full; dropped the oldest waiting run") {
 		if l["level"] != "ERROR" || l["probe"] != "search" {
-			t.Errorf("drop logged as %v", l)
+			h.Errorf("drop logged as %v", l)
 		}
 		dropped = append(dropped, l["operation_id"].(string))
 	}
 	if !slices.Equal(dropped, ids[:2]) {
-		t.Errorf("dropped %v, want the two oldest runs %v", dropped, ids[:2])
+		h.Errorf("dropped %v, want the two oldest runs %v", dropped, ids[:2])
 	}
 
 	failing.Store(false)
 	h.tick(1, writeRetryMax)
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 	if got := sfIDs(h.runs("search")); !slices.Equal(got, ids[2:]) {
-		t.Errorf("recorded %v, want the three newest runs %v", got, ids[2:])
+		h.Errorf("recorded %v, want the three newest runs %v", got, ids[2:])
 	}
 	if got := obs.count("run"); got != 3 {
-		t.Errorf("RunFinished called %d times, want once per recorded run, 3", got)
+		h.Errorf("RunFinished called %d times, want once per recorded run, 3", got)
 	}
 }
 
@@ -215,23 +215,23 @@ func TestDaemonShutdownWithQueuedRuns(t *testing.T) {
 
 			failing.Store(!tc.recovered)
 			if err := h.stop(); err != nil {
-				t.Fatalf("Run = %v, want nil", err)
+				h.Fatalf("Run = %v, want nil", err)
 			}
 			if got := len(h.runs("search")); got != tc.wantRuns {
-				t.Errorf("%d runs recorded at shutdown, want %d", got, tc.wantRuns)
+				h.Errorf("%d runs recorded at shutdown, want %d", got, tc.wantRuns)
 			}
 			if got := h.d.Pending(); got != 0 {
-				t.Errorf("Pending = %d after Run returned, want 0", got)
+				h.Errorf("Pending = %d after Run returned, want 0", got)
 			}
 			if got := obs.count("dropped"); got != tc.wantLost {
-				t.Errorf("ResultsDropped counted %d, want %d", got, tc.wantLost)
+				h.Errorf("ResultsDropped counted %d, want %d", got, tc.wantLost)
 			}
 			lost := h.logs.records("stopping with runs that could not be written; they are lost")
 			switch {
 			case tc.wantLost == 0 && len(lost) != 0:
-				t.Errorf("runs logged as lost: %v", lost)
+				h.Errorf("runs logged as lost: %v", lost)
 			case tc.wantLost > 0 && (len(lost) != 1 || lost[0]["runs"] != float64(tc.wantLost) || lost[0]["level"] != "ERROR"):
-				t.Errorf("lost runs logged as %v, want one ERROR line with runs=%d", lost, tc.wantLost)
+				h.Errorf("lost runs logged as %v, want one ERROR line with runs=%d", lost, tc.wantLost)
 			}
 		})
 	}
@@ -244,7 +244,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	prov := schedServe(t, nil, false)
 	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
 	if got := h.d.Pending(); got != 0 {
-		t.Errorf("Pending = %d before Run, want 0", got)
+		h.Errorf("Pending = %d before Run, want 0", got)
 	}
 	var failing atomic.Bool
 	failing.Store(true)
@@ -256,7 +256,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		h.eventually("the run queued", func() bool { return h.d.Pending() == i })
 		if got := h.d.Status().Pending; got != i {
-			t.Errorf("Status().Pending = %d, want %d", got, i)
+			h.Errorf("Status().Pending = %d, want %d", got, i)
 		}
 		if i < 3 {
 			h.idle()
@@ -267,7 +267,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	h.tick(1, writeRetryMax)
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 	if got := h.d.Status().Pending; got != 0 {
-		t.Errorf("Status().Pending = %d once written, want 0", got)
+		h.Errorf("Status().Pending = %d once written, want 0", got)
 	}
 }
 
@@ -376,7 +376,7 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 	h.tick(4, time.Minute)
 	h.eventually("the second round queued", func() bool { return h.d.Pending() == 5 })
 	if got := sfAllLoggedIDs(h); len(got) != 5 {
-		t.Fatalf("%d runs logged, want 5", len(got))
+		h.Fatalf("%d runs logged, want 5", len(got))
 	}
 	headID.Store(sfAllLoggedIDs(h)[0])
 
@@ -388,18 +388,18 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 	select {
 	case <-entered:
 	case <-time.After(schedWait):
-		t.Fatal("the head of the queue was never written")
+		h.Fatal("the head of the queue was never written")
 	}
 	h.eventually("the third round", func() bool { return len(sfAllLoggedIDs(h)) == 7 })
 	if got := sfIDs(h.runs("a")); len(got) > 0 {
-		t.Errorf("a recorded %v while older runs waited to be written", got)
+		h.Errorf("a recorded %v while older runs waited to be written", got)
 	}
 	if got := sfIDs(h.runs("b")); len(got) > 0 {
-		t.Errorf("b recorded %v while older runs waited to be written", got)
+		h.Errorf("b recorded %v while older runs waited to be written", got)
 	}
 	for _, l := range h.logs.records("recording the run failed")[5:] {
 		if msg, _ := l["error"].(string); !strings.HasPrefix(msg, "not tried: ") {
-			t.Errorf("a run made while others waited went to the store: %v", l)
+			h.Errorf("a run made while others waited went to the store: %v", l)
 		}
 	}
 
@@ -407,7 +407,7 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 	all, _, _, _ := h.store.snapshot()
 	if got, want := sfIDs(all), sfAllLoggedIDs(h); !slices.Equal(got, want) {
-		t.Errorf("stored in the order\n%v\nwant the order the runs ran\n%v", got, want)
+		h.Errorf("stored in the order\n%v\nwant the order the runs ran\n%v", got, want)
 	}
 }
 
@@ -479,30 +479,30 @@ func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
 			id, gotTries := refusedID, tries
 			mu.Unlock()
 			if gotTries != tc.wantTries {
-				t.Errorf("the run of a was tried %d times, want %d", gotTries, tc.wantTries)
+				h.Errorf("the run of a was tried %d times, want %d", gotTries, tc.wantTries)
 			}
 			if got := len(h.runs("b")); got != 1 {
-				t.Errorf("b recorded %d runs, want 1", got)
+				h.Errorf("b recorded %d runs, want 1", got)
 			}
 			drops := h.logs.records("the store refuses the run for good; dropped")
 			if tc.wantKept {
 				if got := sfIDs(h.runs("a")); !slices.Equal(got, []string{id}) {
-					t.Errorf("a recorded %v, want its run %s", got, id)
+					h.Errorf("a recorded %v, want its run %s", got, id)
 				}
 				if obs.count("dropped") != 0 || len(drops) != 0 {
-					t.Errorf("a run was dropped for a fault (%d counted, logged %v)", obs.count("dropped"), drops)
+					h.Errorf("a run was dropped for a fault (%d counted, logged %v)", obs.count("dropped"), drops)
 				}
 				return
 			}
 			if got := h.runs("a"); len(got) != 0 {
-				t.Errorf("a recorded %v, want nothing: the store refused it", sfIDs(got))
+				h.Errorf("a recorded %v, want nothing: the store refused it", sfIDs(got))
 			}
 			if got := obs.count("dropped"); got != 1 {
-				t.Errorf("ResultsDropped counted %d, want 1", got)
+				h.Errorf("ResultsDropped counted %d, want 1", got)
 			}
 			if len(drops) != 1 || drops[0]["operation_id"] != id || drops[0]["level"] != "ERROR" ||
 				drops[0]["refusals"] != float64(maxRefusals) || !strings.Contains(drops[0]["error"].(string), "constraint failed") {
-				t.Errorf("the drop was logged as %v, want one ERROR line naming %s, %d refusals and the store's reason", drops, id, maxRefusals)
+				h.Errorf("the drop was logged as %v, want one ERROR line naming %s, %d refusals and the store's reason", drops, id, maxRefusals)
 			}
 		})
 	}
@@ -534,13 +534,13 @@ func TestDaemonCountsRunFinishingAfterTheQueueClosed(t *testing.T) {
 	select {
 	case <-entered:
 	case <-time.After(schedWait):
-		t.Fatal("the run never reached the store")
+		h.Fatal("the run never reached the store")
 	}
 	if err := h.stop(); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
+		h.Fatalf("Run = %v, want nil", err)
 	}
 	if got := len(h.logs.records("runs did not return after cancellation; stopping without them")); got != 1 {
-		t.Fatalf("the stuck run did not outlast the shutdown (%d lines say so)", got)
+		h.Fatalf("the stuck run did not outlast the shutdown (%d lines say so)", got)
 	}
 
 	releaseOnce.Do(func() { close(release) })
@@ -548,13 +548,13 @@ func TestDaemonCountsRunFinishingAfterTheQueueClosed(t *testing.T) {
 	h.eventually("the late run counted", func() bool { return obs.count("dropped") == 1 })
 	run := h.logs.records("probe run")[0]
 	if run["recorded"] != false || run["queued"] != false {
-		t.Errorf("the late run was logged as %v, want recorded=false queued=false", run)
+		h.Errorf("the late run was logged as %v, want recorded=false queued=false", run)
 	}
 	lost := h.logs.records("the run finished after the daemon stopped writing; it is lost")
 	if len(lost) != 1 || lost[0]["level"] != "ERROR" || lost[0]["operation_id"] != run["operation_id"] {
-		t.Errorf("the lost run was logged as %v, want one ERROR line with its operation id", lost)
+		h.Errorf("the lost run was logged as %v, want one ERROR line with its operation id", lost)
 	}
 	if got := h.d.Pending(); got != 0 {
-		t.Errorf("Pending = %d, want 0: nothing writes the queue any more", got)
+		h.Errorf("Pending = %d, want 0: nothing writes the queue any more", got)
 	}
 }

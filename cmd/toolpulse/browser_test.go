@@ -113,14 +113,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 		ctx, cancel := context.WithTimeout(tab, 15*time.Second)
 		defer cancel()
 		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v\ndaemon logs:\n%s", what, err, d.logs.String())
+			d.t.Fatalf("%s: %v", what, err)
 		}
 	}
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
 		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
+			d.t.Fatalf("text of %s: %v", sel, err)
 		}
 		return strings.TrimSpace(s)
 	}
@@ -128,7 +128,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		nodes, err := chromedp.Run(tab, chromedp.Nodes(chromedp.CSSAll(sel), chromedp.AtLeast(0)))
 		if err != nil {
-			t.Fatalf("nodes %s: %v", sel, err)
+			d.t.Fatalf("nodes %s: %v", sel, err)
 		}
 		return len(nodes)
 	}
@@ -136,7 +136,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		props, err := chromedp.Run(tab, chromedp.ComputedStyle(chromedp.CSS(sel)))
 		if err != nil {
-			t.Fatalf("style of %s: %v", sel, err)
+			d.t.Fatalf("style of %s: %v", sel, err)
 		}
 		for _, p := range props {
 			if p.Name == property {
@@ -149,7 +149,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		s, err := chromedp.Run(tab, chromedp.OuterHTML(chromedp.CSS("html")))
 		if err != nil {
-			t.Fatal(err)
+			d.t.Fatal(err)
 		}
 		return s
 	}
@@ -161,42 +161,42 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 		if err != nil {
-			t.Fatal(err)
+			d.t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-			t.Fatal(err)
+			d.t.Fatal(err)
 		}
 	}
 
 	// The overview, with the refresh off so that it holds still.
 	do("loading the overview", chromedp.Navigate(base+"/?refresh=0"), chromedp.WaitVisible(chromedp.CSS("table.probes")))
 	if title, _ := chromedp.Run(tab, chromedp.Title()); title != "toolpulse status" {
-		t.Errorf("title %q", title)
+		d.t.Errorf("title %q", title)
 	}
 	order, err := chromedp.Run(tab, chromedp.Nodes(chromedp.CSSAll("tr.probe")))
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	var names []string
 	for _, n := range order {
 		names = append(names, n.AttributeValue("data-probe"))
 	}
 	if got := strings.Join(names, " "); got != "dead strict healthy" {
-		t.Errorf("rows %q, want the failing first: dead strict healthy", got)
+		d.t.Errorf("rows %q, want the failing first: dead strict healthy", got)
 	}
 	colours := map[string]string{}
 	for probe, word := range map[string]string{"healthy": "✓ pass", "strict": "✗ contract_error", "dead": "! unavailable"} {
 		badge := fmt.Sprintf(`tr[data-probe=%q] .badge`, probe)
 		if got := text(badge); got != word {
-			t.Errorf("%s shows %q, want %q", probe, got, word)
+			d.t.Errorf("%s shows %q, want %q", probe, got, word)
 		}
 		colours[probe] = style(badge, "background-color")
 	}
 	if colours["healthy"] != "rgb(26, 127, 55)" {
-		t.Errorf("pass badge colour %q: the stylesheet did not apply (blocked by the Content-Security-Policy?)", colours["healthy"])
+		d.t.Errorf("pass badge colour %q: the stylesheet did not apply (blocked by the Content-Security-Policy?)", colours["healthy"])
 	}
 	if colours["healthy"] == colours["strict"] || colours["strict"] == colours["dead"] || colours["healthy"] == colours["dead"] {
-		t.Errorf("states share a colour: %v", colours)
+		d.t.Errorf("states share a colour: %v", colours)
 	}
 	for _, sel := range []string{
 		`tr[data-probe="strict"] svg.strip`, `tr[data-probe="strict"] svg.spark polyline`, `tr[data-probe="strict"] pre.diff`,
@@ -204,36 +204,36 @@ func TestStatusPageInBrowser(t *testing.T) {
 		do("seeing "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
 	}
 	if count(`tr[data-probe="strict"] svg.strip path.pass`) != 1 || count(`tr[data-probe="strict"] svg.strip path.contract_error`) != 1 {
-		t.Errorf("the strict strip does not show both its passes and its contract errors")
+		d.t.Errorf("the strict strip does not show both its passes and its contract errors")
 	}
 	if got := text(`tr[data-probe="strict"] pre.diff`); !strings.Contains(got, "results: list<object(3 keys)> -> object(1 keys)") {
-		t.Errorf("strict's drift shows %q, want the seed-000 diff line", got)
+		d.t.Errorf("strict's drift shows %q, want the seed-000 diff line", got)
 	}
 	if got := text(`tr[data-probe="dead"]`); !strings.Contains(got, "connection_refused") {
-		t.Errorf("dead's row says %q, want its code", got)
+		d.t.Errorf("dead's row says %q, want its code", got)
 	}
 	if strings.Contains(html(), testSecret) {
-		t.Errorf("the overview shows the probe's secret header")
+		d.t.Errorf("the overview shows the probe's secret header")
 	}
 	screenshot("overview.png")
 
 	// A click on a probe leads to its page.
 	if _, err := chromedp.Run(tab, chromedp.WaitEvent(cdppage.LoadEventFired, nil,
 		chromedp.Click(chromedp.CSS(`tr[data-probe="strict"] a.name`)))); err != nil {
-		t.Fatalf("following the link to strict: %v", err)
+		d.t.Fatalf("following the link to strict: %v", err)
 	}
 	do("loading strict's page", chromedp.WaitVisible(chromedp.CSS("table.runs")))
 	if got := text("h1"); got != "strict ✗ contract_error" {
-		t.Errorf("strict's heading %q", got)
+		d.t.Errorf("strict's heading %q", got)
 	}
 	if got := text("pre.sample"); !strings.Contains(got, `"items"`) {
-		t.Errorf("the last failure's sample %q, want the drifted body", got)
+		d.t.Errorf("the last failure's sample %q, want the drifted body", got)
 	}
 	if got := text(".failure"); !strings.Contains(got, "unsupported_results_container") {
-		t.Errorf("the last failure %q lacks its code", got)
+		d.t.Errorf("the last failure %q lacks its code", got)
 	}
 	if n := count("table.runs tbody tr"); n < 6 {
-		t.Errorf("strict's page lists %d runs, want its passes and failures", n)
+		d.t.Errorf("strict's page lists %d runs, want its passes and failures", n)
 	}
 	screenshot("probe.png")
 
@@ -243,9 +243,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 	wait, cancel := context.WithTimeout(tab, 20*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(wait, chromedp.WaitEvent(cdppage.LoadEventFired, nil, chromedp.Sleep(0))); err != nil {
-		t.Fatalf("waiting for the refresh: %v", err)
+		d.t.Fatalf("waiting for the refresh: %v", err)
 	}
 	if again := text("footer time"); again == first {
-		t.Errorf("the page did not refresh: generated at %s both times", first)
+		d.t.Errorf("the page did not refresh: generated at %s both times", first)
 	}
 }

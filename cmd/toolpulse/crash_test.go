@@ -141,13 +141,13 @@ func TestCrashSafety(t *testing.T) {
 	})
 	time.Sleep(time.Second) // room for a late repeat to show
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM: %v, want exit 0; logs:\n%s", err, d.logs.String())
+		d.t.Errorf("SIGTERM: %v, want exit 0", err)
 	}
 	h.add(t, kills+1, start, d.logs.String())
 	checkCrashStore(t, db, h, "at the end")
 	for _, state := range []string{"pending", "failed"} {
 		if n := countRows(t, db, "SELECT count(*) FROM alerts WHERE state = ?", state); n != 0 {
-			t.Errorf("%d alerts %s at the end, want 0 (Slack took every post)", n, state)
+			d.t.Errorf("%d alerts %s at the end, want 0 (Slack took every post)", n, state)
 		}
 	}
 	checkCrashSlack(t, db, slack, h)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the tests read the database as an operator would
 
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
 // These tests start the real binary, as an operator would, and talk to it
@@ -146,40 +146,27 @@ probes:
 	return b.String()
 }
 
-// daemon is one running toolpulse process.
+// daemon is one running toolpulse process. Its t holds the test's
+// failures back until the end, after the tail of the process's log; the
+// tests assert through it.
 type daemon struct {
-	t    *testing.T
+	t    *testkit.T
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testkit.Log
 	done chan error
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startDaemon(t *testing.T, config string) *daemon {
 	t.Helper()
 	cmd := exec.Command(toolpulseBinary(t), "-c", config, "run", "--grace", "2s")
-	logs := &syncBuffer{}
+	logs := &testkit.Log{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, cmd: cmd, logs: logs, done: make(chan error, 1)}
+	tk := testkit.New(t)
+	tk.Attach("toolpulse", logs)
+	d := &daemon{t: tk, cmd: cmd, logs: logs, done: make(chan error, 1)}
 	go func() { d.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
@@ -200,18 +187,20 @@ func (d *daemon) stop(sig syscall.Signal) error {
 	case err := <-d.done:
 		return err
 	case <-time.After(20 * time.Second):
-		d.t.Fatalf("toolpulse did not exit after %v; logs:\n%s", sig, d.logs.String())
+		d.t.Fatalf("toolpulse did not exit within 20s of %v", sig)
 		return nil
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or 15 seconds pass. The failure is
+// the daemon's: it comes after the tail of its log.
 func waitFor(t *testing.T, what string, d *daemon, cond func() bool) {
 	t.Helper()
+	d.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; logs:\n%s", what, d.logs.String())
+			d.t.Fatalf("timed out after 15s waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -277,19 +266,19 @@ func TestDaemonReloadAndStop(t *testing.T) {
 	} {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
+			d.t.Fatalf("GET %s: %v", path, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			t.Errorf("GET %s = %d, body lacks %s:\n%s", path, resp.StatusCode, want, body)
+			d.t.Errorf("GET %s = %d, body lacks %s:\n%s", path, resp.StatusCode, want, body)
 		}
 	}
 
 	// A broken config is refused with its position, and alpha keeps running.
 	write(withServer(strings.Replace(daemonConfig(prov.URL, slackSrv.URL, "alpha", "beta"), "interval: 200ms", "interval: soon", 1)))
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	waitFor(t, "the refused reload to be logged", d, func() bool {
 		return strings.Contains(d.logs.String(), "reload refused") && strings.Contains(d.logs.String(), "checks.yaml:5:13")
@@ -297,26 +286,26 @@ func TestDaemonReloadAndStop(t *testing.T) {
 	before := rows("alpha")
 	waitFor(t, "alpha to keep running", d, func() bool { return rows("alpha") >= before+2 })
 	if rows("beta") != 0 {
-		t.Fatalf("beta ran from a refused config")
+		d.t.Fatalf("beta ran from a refused config")
 	}
 
 	// A good config adds beta and removes alpha without a restart.
 	write(withServer(daemonConfig(prov.URL, slackSrv.URL, "beta")))
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	waitFor(t, "beta to run", d, func() bool { return rows("beta") >= 2 })
 	stopped := rows("alpha")
 	time.Sleep(600 * time.Millisecond) // three of alpha's intervals
 	if got := rows("alpha"); got > stopped+1 {
-		t.Errorf("alpha ran %d more times after it was removed", got-stopped)
+		d.t.Errorf("alpha ran %d more times after it was removed", got-stopped)
 	}
 
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM: %v, want exit 0; logs:\n%s", err, d.logs.String())
+		d.t.Errorf("SIGTERM: %v, want exit 0", err)
 	}
 	if !strings.Contains(d.logs.String(), `msg="probe run"`) || !strings.Contains(d.logs.String(), "outcome=pass") {
-		t.Errorf("no per-run log line with its outcome; logs:\n%s", d.logs.String())
+		d.t.Errorf("no per-run log line with its outcome")
 	}
 }
 
@@ -349,7 +338,7 @@ func TestDaemonRestartAlertsOnce(t *testing.T) {
 	n = runs()
 	waitFor(t, "failing runs after the restart", d, func() bool { return runs() >= n+3 })
 	if got := slack.count(":red_circle: search"); got != 1 {
-		t.Errorf("%d firing alerts after a restart during a known failure, want 1", got)
+		d.t.Errorf("%d firing alerts after a restart during a known failure, want 1", got)
 	}
 
 	// Slack goes down just as the probe recovers: the resolved message
@@ -359,7 +348,7 @@ func TestDaemonRestartAlertsOnce(t *testing.T) {
 	waitFor(t, "a refused delivery", d, func() bool { return slack.refused() >= 1 })
 	_ = d.stop(syscall.SIGKILL)
 	if got := countRows(t, db, "SELECT count(*) FROM alerts WHERE kind = 'resolved' AND state = 'pending'"); got != 1 {
-		t.Fatalf("%d pending resolved alerts in the outbox after the kill, want 1", got)
+		d.t.Fatalf("%d pending resolved alerts in the outbox after the kill, want 1", got)
 	}
 
 	slack.setDown(false)
@@ -368,12 +357,12 @@ func TestDaemonRestartAlertsOnce(t *testing.T) {
 	n = runs()
 	waitFor(t, "passing runs", d, func() bool { return runs() >= n+3 })
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM: %v, want exit 0", err)
+		d.t.Errorf("SIGTERM: %v, want exit 0", err)
 	}
 	if got := slack.count(":large_green_circle: search resolved"); got != 1 {
-		t.Errorf("%d resolved messages, want exactly 1", got)
+		d.t.Errorf("%d resolved messages, want exactly 1", got)
 	}
 	if got := slack.count(":red_circle: search"); got != 1 {
-		t.Errorf("%d firing alerts in all, want 1", got)
+		d.t.Errorf("%d firing alerts in all, want 1", got)
 	}
 }

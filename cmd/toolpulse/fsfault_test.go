@@ -97,10 +97,11 @@ func fsMount(t *testing.T, source, dir, fstype string, flags uintptr, data strin
 // own, for recoveries that go through the write queue's back-off.
 func fsWaitFor(t *testing.T, what string, d *daemon, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	d.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; logs:\n%s", timeout, what, d.logs.String())
+			d.t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -276,37 +277,37 @@ func TestFSDiskFullQueuesThenRecovers(t *testing.T) {
 		return strings.Contains(since(), "recorded=false queued=true")
 	})
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/healthz = %d %q while the disk is full, want 503", code, body)
+		d.t.Errorf("/healthz = %d %q while the disk is full, want 503", code, body)
 	}
 	reqs, runs := requests.Load(), len(fsLoggedRuns(d.logs.String()))
 	time.Sleep(2 * time.Second) // the fault lasts: probing, back-off and retries go on
 	if got := requests.Load(); got < reqs+4 {
-		t.Errorf("the provider got %d requests in 2s of full disk, want probing to go on (4 probes every 200ms)", got-reqs)
+		d.t.Errorf("the provider got %d requests in 2s of full disk, want probing to go on (4 probes every 200ms)", got-reqs)
 	}
 	if got := len(fsLoggedRuns(d.logs.String())); got < runs+4 {
-		t.Errorf("%d runs logged in 2s of full disk, want the log to go on", got-runs)
+		d.t.Errorf("%d runs logged in 2s of full disk, want the log to go on", got-runs)
 	}
 	if got := fsRecordErrors(t, addr); got <= errorsBefore {
-		t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
+		d.t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
 	}
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting to be written") {
-		t.Errorf("/healthz = %d %q after 2s of full disk, want 503 naming the runs waiting", code, body)
+		d.t.Errorf("/healthz = %d %q after 2s of full disk, want 503 naming the runs waiting", code, body)
 	}
 	failed := fsLogged(since(), "recording the run failed")
 	if len(failed) == 0 || !strings.Contains(failed[0]["error"], "database or disk is full") {
-		t.Errorf("the first failed write was logged as %v, want SQLite's \"database or disk is full\"", failed)
+		d.t.Errorf("the first failed write was logged as %v, want SQLite's \"database or disk is full\"", failed)
 	}
 
 	// The fault clears; nobody restarts anything.
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	fsWaitFor(t, "/healthz to answer 200 again", d, 60*time.Second, func() bool {
 		code, _ := fsGet(addr, "/healthz")
 		return code == http.StatusOK
 	})
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, d.logs.String())
+		d.t.Fatalf("SIGTERM: %v", err)
 	}
 
 	logs := d.logs.String()
@@ -318,22 +319,22 @@ func TestFSDiskFullQueuesThenRecovers(t *testing.T) {
 		}
 	}
 	if late := len(fsLogged(logs, "probe run recorded late")); queued == 0 || late != queued {
-		t.Errorf("%d runs queued during the fault, %d recorded late; want every queued run written late", queued, late)
+		d.t.Errorf("%d runs queued during the fault, %d recorded late; want every queued run written late", queued, late)
 	}
 	for _, msg := range []string{"they are lost", "dropped", "refuses the run"} {
 		if strings.Contains(logs, msg) {
-			t.Errorf("the log says %q: a run was lost", msg)
+			d.t.Errorf("the log says %q: a run was lost", msg)
 		}
 	}
 	fsIntegrity(t, db)
 	stored := fsStored(t, db)
 	for _, r := range logged {
 		if n := stored[r.operationID]; n != 1 {
-			t.Errorf("run %s (recorded=%v) is stored %d times, want once", r.operationID, r.recorded, n)
+			d.t.Errorf("run %s (recorded=%v) is stored %d times, want once", r.operationID, r.recorded, n)
 		}
 	}
 	if len(stored) != len(logged) {
-		t.Errorf("%d runs stored, %d logged", len(stored), len(logged))
+		d.t.Errorf("%d runs stored, %d logged", len(stored), len(logged))
 	}
 	t.Logf("%d runs logged, %d of them queued while the disk was full and written after", len(logged), queued)
 }
@@ -589,29 +590,29 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 		return strings.Contains(since(), "recorded=false queued=true")
 	})
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/healthz = %d %q on a read-only file system, want 503", code, body)
+		d.t.Errorf("/healthz = %d %q on a read-only file system, want 503", code, body)
 	}
 	reqs, runs := requests.Load(), len(fsLoggedRuns(d.logs.String()))
 	time.Sleep(2 * time.Second)
 	if got := requests.Load(); got < reqs+3 {
-		t.Errorf("the provider got %d requests in 2s of read-only file system, want probing to go on", got-reqs)
+		d.t.Errorf("the provider got %d requests in 2s of read-only file system, want probing to go on", got-reqs)
 	}
 	if got := len(fsLoggedRuns(d.logs.String())); got < runs+3 {
-		t.Errorf("%d runs logged in 2s of read-only file system, want the log to go on", got-runs)
+		d.t.Errorf("%d runs logged in 2s of read-only file system, want the log to go on", got-runs)
 	}
 	if got := fsRecordErrors(t, addr); got <= errorsBefore {
-		t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
+		d.t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
 	}
 	if code, _ := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		t.Errorf("/healthz = %d after 2s of read-only file system, want 503", code)
+		d.t.Errorf("/healthz = %d after 2s of read-only file system, want 503", code)
 	}
 	failed := fsLogged(since(), "recording the run failed")
 	if len(failed) == 0 || !strings.Contains(failed[0]["error"], "disk I/O error") {
-		t.Errorf("the first failed write was logged as %v, want SQLite's \"disk I/O error\"", failed)
+		d.t.Errorf("the first failed write was logged as %v, want SQLite's \"disk I/O error\"", failed)
 	}
 
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM on a read-only file system: %v, want exit 0; logs:\n%s", err, d.logs.String())
+		d.t.Fatalf("SIGTERM on a read-only file system: %v, want exit 0", err)
 	}
 	logs := d.logs.String()
 	var queued []string
@@ -623,10 +624,10 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 	late := len(fsLogged(logs, "probe run recorded late"))
 	lost := fsLogged(logs, "stopping with runs that could not be written; they are lost")
 	if want := strconv.Itoa(len(queued) - late); len(lost) != 1 || lost[0]["runs"] != want || lost[0]["level"] != "ERROR" {
-		t.Errorf("lost runs logged as %v, want one ERROR line with runs=%s (%d queued, %d written late)", lost, want, len(queued), late)
+		d.t.Errorf("lost runs logged as %v, want one ERROR line with runs=%s (%d queued, %d written late)", lost, want, len(queued), late)
 	}
 	if !strings.Contains(logs, `msg="toolpulse stopped"`) || strings.Contains(logs, "panic") {
-		t.Errorf("the daemon did not stop cleanly; logs:\n%s", logs)
+		d.t.Errorf("the daemon did not stop cleanly: no \"toolpulse stopped\" line, or a panic")
 	}
 
 	// The operator's side: unmount, check the file system, mount again.
@@ -634,7 +635,7 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 	if out, err := exec.Command(tools["e2fsck"], "-f", "-y", dev).CombinedOutput(); err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() > 2 { // 1 and 2: errors corrected
-			t.Fatalf("e2fsck: %v\n%s", err, out)
+			d.t.Fatalf("e2fsck: %v\n%s", err, out)
 		}
 	}
 	fsMount(t, dev, mnt, "ext4", 0, "")
@@ -645,18 +646,18 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 		n := stored[r.operationID]
 		switch {
 		case n > 1:
-			t.Errorf("run %s stored %d times", r.operationID, n)
+			d.t.Errorf("run %s stored %d times", r.operationID, n)
 		case durable[r.operationID] && n != 1:
-			t.Errorf("run %s was recorded before the fault but is not in the database", r.operationID)
+			d.t.Errorf("run %s was recorded before the fault but is not in the database", r.operationID)
 		case !r.recorded && n != 0 && !slices.Contains(queued, r.operationID):
-			t.Errorf("run %s was never written but is in the database", r.operationID)
+			d.t.Errorf("run %s was never written but is in the database", r.operationID)
 		case r.recorded && !durable[r.operationID] && n == 1:
 			survived++
 		}
 	}
 	for _, id := range queued {
 		if stored[id] != 0 {
-			t.Errorf("run %s, logged as lost, is in the database", id)
+			d.t.Errorf("run %s, logged as lost, is in the database", id)
 		}
 	}
 	t.Logf("%d runs recorded before the sync, all stored; %d runs queued and lost; %d recorded between the sync and the fault survived",

@@ -58,6 +58,9 @@ func TestImportGraph(t *testing.T) {
 					t.Errorf("%s imports %s: forbidden edge", pkg, imp)
 				}
 			}
+			if imp == module+"/internal/testkit" {
+				t.Errorf("%s imports %s: only tests may", pkg, imp)
+			}
 			if (pkg == module+"/results" || pkg == module+"/results/shape") && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s: the domain uses the standard library only", pkg, imp)
 			}

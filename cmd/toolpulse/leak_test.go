@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
 // TestRunLeaksNoGoroutines runs the whole daemon in this process (HTTP
@@ -66,7 +68,9 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testkit.Log{}
+	tk := testkit.New(t)
+	tk.Attach("toolpulse", logs)
 	done := make(chan int, 1)
 	go func() {
 		lookup := func(string) (string, bool) { return "", false }
@@ -79,7 +83,7 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, logs.String())
+				tk.Fatalf("timed out after 20s waiting for %s", what)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -123,10 +127,10 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 	select {
 	case code := <-done:
 		if code != exitOK {
-			t.Fatalf("run exited %d; logs:\n%s", code, logs.String())
+			tk.Fatalf("run exited %d", code)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("run did not stop; logs:\n%s", logs.String())
+		tk.Fatalf("run did not stop within 30s")
 	}
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, ignore)

@@ -124,7 +124,7 @@ probes:
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
+			d.t.Fatalf("GET %s: %v", path, err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
@@ -140,7 +140,7 @@ probes:
 	get("/", basic("x", tokenSecret))
 
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, d.logs.String())
+		d.t.Fatalf("SIGTERM: %v", err)
 	}
 	var stored strings.Builder
 	entries, _ := os.ReadDir(dir)
@@ -150,7 +150,7 @@ probes:
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			t.Fatal(err)
+			d.t.Fatal(err)
 		}
 		stored.Write(b)
 	}
@@ -165,17 +165,17 @@ probes:
 		for _, s := range secrets {
 			if strings.Contains(text, s) {
 				i := strings.Index(text, s)
-				t.Errorf("%s show the secret %q: …%s…", where, s, text[max(0, i-120):min(len(text), i+60)])
+				d.t.Errorf("%s show the secret %q: …%s…", where, s, text[max(0, i-120):min(len(text), i+60)])
 			}
 		}
 	}
 	// Controls: the echoes did reach what was searched, scrubbed.
 	for where, text := range map[string]string{"the pages": served.String(), "the database": stored.String()} {
 		if !strings.Contains(text, "redacted") {
-			t.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
+			d.t.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
 		}
 	}
 	if !strings.Contains(served.String(), "connection_refused") || !strings.Contains(served.String(), "server_error") {
-		t.Errorf("the pages do not show the failures the test drove")
+		d.t.Errorf("the pages do not show the failures the test drove")
 	}
 }

@@ -39,7 +39,7 @@ func TestOperatorLockLosesNothing(t *testing.T) {
 	healthz := func() int {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
-			t.Fatal(err)
+			d.t.Fatal(err)
 		}
 		resp.Body.Close()
 		return resp.StatusCode
@@ -48,50 +48,50 @@ func TestOperatorLockLosesNothing(t *testing.T) {
 	// The operator's session takes the write lock and keeps it.
 	conn, err := sql.Open("sqlite3", "file:"+db)
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	defer conn.Close()
 	ctx := context.Background()
 	lock, err := conn.Conn(ctx)
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	requests := func() int { return strings.Count(d.logs.String(), `msg="probe run"`) }
 	before := requests()
 	waitFor(t, "a run to be queued behind the lock", d, func() bool { return strings.Contains(d.logs.String(), "queued=true") })
 	if code := healthz(); code != http.StatusServiceUnavailable {
-		t.Errorf("/healthz = %d while the store cannot be written, want 503", code)
+		d.t.Errorf("/healthz = %d while the store cannot be written, want 503", code)
 	}
 	time.Sleep(time.Second)
 	if requests() <= before+2 {
-		t.Errorf("probing stopped while the store was locked (%d runs before, %d after)", before, requests())
+		d.t.Errorf("probing stopped while the store was locked (%d runs before, %d after)", before, requests())
 	}
 	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	lock.Close()
 
 	// Every run logged, recorded at once or queued, ends up in the database.
 	waitFor(t, "the queue to drain", d, func() bool { return healthz() == http.StatusOK })
 	if err := d.stop(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, d.logs.String())
+		d.t.Fatalf("SIGTERM: %v", err)
 	}
 	ids := regexp.MustCompile(`msg="probe run" .*operation_id=(\S+)`).FindAllStringSubmatch(d.logs.String(), -1)
 	if len(ids) < 6 {
-		t.Fatalf("only %d runs logged", len(ids))
+		d.t.Fatalf("only %d runs logged", len(ids))
 	}
 	for _, m := range ids {
 		if countRows(t, db, "SELECT count(*) FROM results WHERE operation_id = ?", m[1]) != 1 {
-			t.Errorf("run %s was logged but is not in the database", m[1])
+			d.t.Errorf("run %s was logged but is not in the database", m[1])
 		}
 	}
 	if !strings.Contains(d.logs.String(), `msg="probe run recorded late"`) {
-		t.Errorf("no queued run was written late; logs:\n%s", d.logs.String())
+		d.t.Errorf("no queued run was written late")
 	}
 	if strings.Contains(d.logs.String(), "they are lost") || strings.Contains(d.logs.String(), "dropped the oldest") {
-		t.Errorf("runs were lost; logs:\n%s", d.logs.String())
+		d.t.Errorf("runs were lost")
 	}
 }
