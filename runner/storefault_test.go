@@ -94,6 +94,7 @@ func TestDaemonQueuesRunsThroughStoreFault(t *testing.T) {
 		want := 2 * (i + 1)
 		h.eventually("the round's runs queued", func() bool { return h.d.Pending() == want })
 	}
+	h.idle() // a run is queued a moment before it is logged
 	if got := ok.requests.Load() + badRequests.Load(); got != 2*rounds {
 		h.Errorf("providers saw %d requests during the fault, want %d", got, 2*rounds)
 	}
@@ -375,6 +376,7 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 	h.idle()
 	h.tick(4, time.Minute)
 	h.eventually("the second round queued", func() bool { return h.d.Pending() == 5 })
+	h.idle() // a run is queued a moment before it is logged
 	if got := sfAllLoggedIDs(h); len(got) != 5 {
 		h.Fatalf("%d runs logged, want 5", len(got))
 	}

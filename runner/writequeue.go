@@ -270,10 +270,15 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 		item.refused++
 		refused = item.refused >= maxRefusals
 	}
+	failed := err != nil && !panicked && !refused
+	if err == nil && !panicked {
+		// Reported before it leaves the queue: once pending falls, every
+		// run that left it has been logged and handed on.
+		q.reportWritten(r, alerts)
+	}
 	q.mu.Lock()
 	// Nothing else removes items[0] while writing is set.
 	q.writing = false
-	failed := err != nil && !panicked && !refused
 	if failed {
 		q.lastErr = err
 	} else {
@@ -288,13 +293,16 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	}
 	q.trimLocked()
 	q.mu.Unlock()
-	switch {
-	case failed:
+	if failed {
 		return err
-	case panicked || refused:
-		return nil
 	}
+	return nil
+}
 
+// reportWritten logs a queued run that was recorded and hands it on. A
+// panic there (the logger, the callback) is logged and goes no further:
+// the run is recorded.
+func (q *writeQueue) reportWritten(r *results.Result, alerts []results.Alert) {
 	defer func() {
 		if v := recover(); v != nil {
 			q.logger.Error("panic after a queued run was recorded", "probe", r.Probe,
@@ -303,7 +311,6 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	}()
 	q.logger.Info("probe run recorded late", runAttrs(r)...)
 	q.written(r, alerts)
-	return nil
 }
 
 // drain tries once more, for at most grace on real time (q.clock may be a
