@@ -134,7 +134,7 @@ func BenchmarkDriftLookup(b *testing.B) {
 			ctx := context.Background()
 			store := newMemStore()
 			clock := newTestClock(alertT0)
-			p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Now: clock.Now})
+			p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now})
 			if err := p.Load(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -152,18 +152,19 @@ func BenchmarkDriftLookup(b *testing.B) {
 			clock.Advance(time.Minute)
 			now := clock.Now()
 			r := pipelineRun(b, "external_search", now, tt.body, "")
-			drift, err := p.detectDrift(ctx, r, now)
+			var d Decision
+			drift, err := p.detectDrift(ctx, r, now, &d)
 			switch {
 			case err != nil:
 				b.Fatal(err)
 			case (drift != nil) != tt.wantDrift:
 				b.Fatalf("drift event = %+v, want one: %t", drift, tt.wantDrift)
-			case (r.Shape.Baseline == seedBaselineFP) != (tt.body != seedBaselineBody):
-				b.Fatalf("Shape.Baseline = %q for the %s case", r.Shape.Baseline, tt.name)
+			case (d.Baseline == seedBaselineFP) != (tt.body != seedBaselineBody):
+				b.Fatalf("Decision.Baseline = %q for the %s case", d.Baseline, tt.name)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := p.detectDrift(ctx, r, now); err != nil {
+				if _, err := p.detectDrift(ctx, r, now, &d); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -25,10 +25,6 @@ import (
 const DefaultGracePeriod = 10 * time.Second
 
 const (
-	// recordTimeout bounds the recording of one run. Recording ignores the
-	// run's cancellation (a run cancelled by shutdown is still recorded),
-	// so it needs a bound of its own.
-	recordTimeout = 15 * time.Second
 	// drainTimeout is how long shutdown waits for cancelled runs to return
 	// and be recorded; a run returns promptly once cancelled, so only a
 	// stuck store can use it up.
@@ -43,7 +39,7 @@ const (
 // or has stopped.
 var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
 
-// DaemonOptions are a Daemon's dependencies. Executor and Pipeline are
+// DaemonOptions are a Daemon's dependencies. Executor and Store are
 // required.
 type DaemonOptions struct {
 	Logger *slog.Logger // nil: discard
@@ -55,7 +51,8 @@ type DaemonOptions struct {
 	// its jitter window. nil: math/rand/v2.
 	Rand     func() float64
 	Executor *Executor
-	Pipeline *Pipeline
+	// Store is where runs are recorded, through the daemon's Recorder.
+	Store Store
 	// Deliverer drains the alert outbox; the daemon runs it and wakes it
 	// when a run enqueues an alert. nil when no Slack is configured.
 	Deliverer *Deliverer
@@ -86,7 +83,7 @@ func (s daemonState) String() string {
 }
 
 // Daemon schedules every probe of a config with gocron and sends each run
-// through the Executor and the Pipeline: run, detect drift, apply the
+// through the Executor and the Recorder: run, detect drift, apply the
 // alert policy, record, wake the Deliverer. Runs are bounded by the
 // config's max_concurrency across all probes, and a probe never overlaps
 // itself. Shutdown drains: runs in flight get a grace period, are then
@@ -97,18 +94,18 @@ func (s daemonState) String() string {
 // its order and overflow rules) until the store takes it again. Pending
 // tells how many results wait.
 //
-// A Daemon runs once: call Run, and Reload and Status from any goroutine.
+// A Daemon runs once: call Run, and Reload, State and Pending from any
+// goroutine.
 type Daemon struct {
 	observer Observer
 	logger   *slog.Logger
 	clock    clockwork.Clock
 	rand     func() float64
 	exec     *Executor
-	pipe     *Pipeline
+	rec      *Recorder
 	deliv    *Deliverer
 	grace    time.Duration
 	limit    *limiter
-	queue    *writeQueue
 	// drainWait is how long shutdown waits for cancelled runs to return:
 	// drainTimeout, shorter in tests.
 	drainWait time.Duration
@@ -126,10 +123,8 @@ type Daemon struct {
 	// unchanged keeps the value its job was created with, the one its
 	// running task holds.
 	probes  map[string]*checks.Probe
-	last    map[string]lastRun // each probe's last recorded run
-	running map[string]bool    // a run in progress, waiting for a slot included
-	active  int                // tasks between begin and end
-	drained chan struct{}      // closed once active is 0 after shutdown began
+	active  int           // tasks between begin and end
+	drained chan struct{} // closed once active is 0 after shutdown began
 	// stopCtx ends when shutdown begins: runs waiting for a slot give up.
 	// hardCtx ends when the grace period is over: runs in flight are
 	// cancelled.
@@ -146,15 +141,14 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		return nil, errors.New("runner: NewDaemon: nil config")
 	case opts.Executor == nil:
 		return nil, errors.New("runner: NewDaemon: an Executor is required")
-	case opts.Pipeline == nil:
-		return nil, errors.New("runner: NewDaemon: a Pipeline is required")
+	case opts.Store == nil:
+		return nil, errors.New("runner: NewDaemon: a Store is required")
 	}
 	d := &Daemon{
 		logger:   opts.Logger,
 		clock:    opts.Clock,
 		rand:     opts.Rand,
 		exec:     opts.Executor,
-		pipe:     opts.Pipeline,
 		deliv:    opts.Deliverer,
 		grace:    opts.GracePeriod,
 		observer: observerOr(opts.Observer),
@@ -162,8 +156,6 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
-		last:     map[string]lastRun{},
-		running:  map[string]bool{},
 	}
 	d.drainWait = drainTimeout
 	if d.logger == nil {
@@ -184,7 +176,14 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
-	d.queue = newWriteQueue(opts.WriteQueue, d.pipe.Process, d.recorded, d.logger, d.observer, d.clock, d.rand, d.redact)
+	wake := func() {}
+	if d.deliv != nil {
+		wake = d.deliv.Wake
+	}
+	d.rec = NewRecorder(opts.Store, cfg.Notify, RecorderOptions{
+		Logger: d.logger, Deliver: cfg.Notify.Slack.Enabled(), Observer: d.observer, Wake: wake,
+		WriteQueue: opts.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
+	})
 	return d, nil
 }
 
@@ -194,8 +193,8 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 // grace period to write the results still queued (those it cannot write
 // are logged as lost), stops the Deliverer and the scheduler, and returns
 // nil. It returns an error only when it could not
-// start (called twice, or a probe gocron refuses). The caller loads the
-// Pipeline's alert state before Run.
+// start (called twice, the store's alert state unreadable, or a probe
+// gocron refuses).
 func (d *Daemon) Run(ctx context.Context) error {
 	d.jobsMu.Lock()
 	d.mu.Lock()
@@ -203,6 +202,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.mu.Unlock()
 		d.jobsMu.Unlock()
 		return errors.New("runner: Daemon.Run called more than once")
+	}
+	// The alert state a previous process left: a restart neither alerts
+	// again on a failure it announced nor forgets to resolve it.
+	if err := d.rec.Load(ctx); err != nil {
+		d.mu.Unlock()
+		d.jobsMu.Unlock()
+		return err
 	}
 	s, err := gocron.NewScheduler(
 		gocron.WithClock(d.clock),
@@ -229,12 +235,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
-		d.queue.run(qctx)
+		d.rec.Run(qctx)
 	}()
 	closeQueue := func() {
 		stopWriter()
 		<-written
-		d.queue.drain(qctx, d.grace)
+		d.rec.Drain(qctx, d.grace)
 	}
 
 	s.Start()
@@ -339,8 +345,8 @@ func (d *Daemon) shutdown() {
 // Reload applies a new config: probes removed from it stop, added ones
 // start after a fresh jitter, changed ones (any field) are rescheduled with
 // their new definition, and unchanged ones keep their job and schedule. It
-// also resizes the concurrency limit and updates the Pipeline's alerting;
-// history and alert state stay in the store and the Pipeline.
+// also resizes the concurrency limit and updates the Recorder's alerting;
+// history and alert state stay in the store and the Recorder.
 //
 // Runs in flight are not interrupted by a reload that shrinks the limit; a
 // run of a removed or changed probe may finish (within the grace period)
@@ -361,7 +367,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	}
 
 	d.limit.resize(cfg.MaxConcurrency)
-	d.pipe.SetNotify(cfg.Notify, cfg.Notify.Slack.Enabled())
+	d.rec.SetNotify(cfg.Notify, cfg.Notify.Slack.Enabled())
 
 	next := make(map[string]*checks.Probe, len(cfg.Probes))
 	var added, changed, removed []string
@@ -402,11 +408,6 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 
 	d.mu.Lock()
 	d.cfg, d.redactor, d.probes = cfg, cfg.Redactor(), next
-	for name := range d.last {
-		if _, ok := next[name]; !ok {
-			delete(d.last, name)
-		}
-	}
 	d.mu.Unlock()
 
 	if state == stateRunning && len(changed)+len(removed) > 0 {
@@ -419,91 +420,12 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	return errors.Join(errs...)
 }
 
-// DaemonStatus is a snapshot of the daemon, for /healthz and the status
-// page.
-type DaemonStatus struct {
-	State          string // idle, running, stopping or stopped
-	Scheduled      int    // probes with a job
-	MaxConcurrency int
-	InFlight       int // runs holding a concurrency slot
-	Waiting        int // runs waiting for a slot
-	Pending        int // results waiting to be written, see Daemon.Pending
-	Probes         []ProbeStatus
-}
-
-// ProbeStatus is one scheduled probe in a DaemonStatus.
-type ProbeStatus struct {
-	Name     string
-	Interval time.Duration
-	// NextRun is the next scheduled run, on the daemon's clock; zero when
-	// the scheduler is not running.
-	NextRun time.Time
-	// Running is true while a run is in progress, waiting for a slot
-	// included.
-	Running bool
-	// LastRun is when the last recorded run started, and zero before the
-	// first; LastOutcome and LastCode are how it ended.
-	LastRun         time.Time
-	LastDuration    time.Duration
-	LastOutcome     results.Outcome
-	LastCode        results.Code
-	LastOperationID string
-}
-
-// lastRun is what Status reports of a probe's last recorded run. It is
-// kept instead of the whole result, whose attempts and response sample
-// would cost kilobytes per probe for the life of the daemon.
-type lastRun struct {
-	startedAt   time.Time
-	duration    time.Duration
-	outcome     results.Outcome
-	code        results.Code
-	operationID string
-}
-
-// Status returns a snapshot of the daemon, its probes sorted by name.
-func (d *Daemon) Status() DaemonStatus {
+// State says where the daemon is in its life: idle, running, stopping or
+// stopped.
+func (d *Daemon) State() string {
 	d.mu.Lock()
-	st := DaemonStatus{State: d.state.String(), Scheduled: len(d.probes)}
-	for name, p := range d.probes {
-		ps := ProbeStatus{Name: name, Interval: p.Interval, Running: d.running[name]}
-		if r, ok := d.last[name]; ok {
-			ps.LastRun, ps.LastDuration = r.startedAt, r.duration
-			ps.LastOutcome, ps.LastCode, ps.LastOperationID = r.outcome, r.code, r.operationID
-		}
-		st.Probes = append(st.Probes, ps)
-	}
-	s, state := d.sched, d.state
-	d.mu.Unlock()
-	st.InFlight, st.Waiting, st.MaxConcurrency = d.limit.counts()
-	st.Pending = d.Pending()
-	sort.Slice(st.Probes, func(i, j int) bool { return st.Probes[i].Name < st.Probes[j].Name })
-
-	if state == stateRunning {
-		// Asked without d.mu: gocron answers from its own goroutine.
-		next := map[string]time.Time{}
-		for _, j := range s.Jobs() {
-			if t, err := j.NextRun(); err == nil {
-				next[j.Name()] = t
-			}
-		}
-		now := d.clock.Now()
-		for i := range st.Probes {
-			st.Probes[i].NextRun = nextRun(next[st.Probes[i].Name], st.Probes[i].Interval, now)
-		}
-	}
-	return st
-}
-
-// nextRun is the first run of a job strictly after now, given one of its
-// scheduled runs t. gocron's NextRun reports the oldest entry of its queue,
-// and a tick skipped because the probe was still running stays in it, in
-// the past, until a run completes.
-func nextRun(t time.Time, interval time.Duration, now time.Time) time.Time {
-	if t.IsZero() || interval <= 0 || t.After(now) {
-		return t
-	}
-	return t.Add((now.Sub(t)/interval + 1) * interval)
+	defer d.mu.Unlock()
+	return d.state.String()
 }
 
 func (d *Daemon) setState(s daemonState) {
@@ -525,7 +447,6 @@ func (d *Daemon) begin(probe string) (stop, hard context.Context, ok bool) {
 		return nil, nil, false
 	}
 	d.active++
-	d.running[probe] = true
 	return d.stopCtx, d.hardCtx, true
 }
 
@@ -534,7 +455,6 @@ func (d *Daemon) end(probe string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.active--
-	delete(d.running, probe)
 	if d.state == stateStopping && d.active == 0 {
 		close(d.drained)
 	}
@@ -598,7 +518,7 @@ func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, don
 }
 
 // runOnce runs p, records the result and reports it. A panic in any of it
-// (the Executor never panics, but the pipeline and the store are other
+// (the Executor never panics, but the recorder and the store are other
 // code) becomes a recorded internal_error rather than a lost run.
 func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 	var r results.Result
@@ -614,14 +534,13 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 		}
 	}()
 	r = d.exec.Run(ctx, p)
-	// A run cut short by shutdown is still recorded, as canceled.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	alerts, err := d.queue.record(rctx, &r)
+	// A run cut short by shutdown is still recorded, as canceled: Record
+	// ignores ctx's end.
+	dec, err := d.rec.Record(ctx, &r)
 	// Written or queued: either way a panic from here on must not record
 	// the run a second time.
 	recorded = true
-	d.report(&r, alerts, err)
+	d.report(&r, dec, err)
 }
 
 // recordPanic records an internal_error for the run of p that panicked
@@ -658,21 +577,18 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 				"operation_id", ir.OperationID, "panic", d.redact(fmt.Sprint(v)))
 		}
 	}()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	alerts, err := d.queue.record(rctx, &ir)
-	d.report(&ir, alerts, err)
+	dec, err := d.rec.Record(ctx, &ir)
+	d.report(&ir, dec, err)
 }
 
-// report logs a finished run. err is nil when the run was recorded: it is
-// then remembered for Status and the Deliverer woken when the run enqueued
-// alerts. Otherwise the run waits in the write queue, err says why, and
-// the line says recorded=false: whoever reads the log alone must not take
-// it as stored. writeHead reports it again once it is written. A run that
-// finished after the queue closed at shutdown, and could not be written at
-// once, is lost: logged and counted as such.
-func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
-	attrs := runAttrs(r)
+// report logs a finished run as Record left it. err is nil when the run
+// was recorded. Otherwise the run waits in the write queue, err says why,
+// and the line says recorded=false: whoever reads the log alone must not
+// take it as stored. The queue reports it again once it is written. A run
+// that finished after the queue closed at shutdown, and could not be
+// written at once, is lost: logged and counted as such.
+func (d *Daemon) report(r *results.Result, dec Decision, err error) {
+	attrs := runAttrs(r, dec)
 	if errors.Is(err, errQueueClosed) {
 		d.logger.Info("probe run", append(attrs, "recorded", false, "queued", false)...)
 		d.logger.Error("the run finished after the daemon stopped writing; it is lost", "probe", r.Probe,
@@ -687,40 +603,23 @@ func (d *Daemon) report(r *results.Result, alerts []results.Alert, err error) {
 		return
 	}
 	d.logger.Info("probe run", attrs...)
-	d.recorded(r, alerts)
 }
 
-// runAttrs are the log attributes of a finished run.
-func runAttrs(r *results.Result) []any {
+// runAttrs are the log attributes of a finished run and what the Recorder
+// decided about it.
+func runAttrs(r *results.Result, dec Decision) []any {
 	attrs := []any{"probe", r.Probe, "outcome", r.Outcome, "code", r.Code(), "attempts", r.AttemptCount(),
 		"duration_ms", r.Duration.Milliseconds(), "operation_id", r.OperationID}
-	if r.Shape != nil && len(r.Shape.Drift) > 0 {
+	if len(dec.Drift) > 0 {
 		attrs = append(attrs, "drift", true)
 	}
 	return attrs
 }
 
-// recorded remembers r for Status, counts it and wakes the Deliverer when
-// the run enqueued alerts. r has been committed.
-func (d *Daemon) recorded(r *results.Result, alerts []results.Alert) {
-	d.mu.Lock()
-	if _, ok := d.probes[r.Probe]; ok {
-		d.last[r.Probe] = lastRun{
-			startedAt: r.StartedAt, duration: r.Duration,
-			outcome: r.Outcome, code: r.Code(), operationID: r.OperationID,
-		}
-	}
-	d.mu.Unlock()
-	d.observer.RunFinished(r)
-	if d.deliv != nil && slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.State == results.DeliveryPending }) {
-		d.deliv.Wake()
-	}
-}
-
 // Pending returns how many results are waiting to be written because the
 // store failed. Anything above 0 means the store is not keeping up: the
 // caller may report itself unhealthy.
-func (d *Daemon) Pending() int { return d.queue.pending() }
+func (d *Daemon) Pending() int { return d.rec.Pending() }
 
 // escapedPanic is gocron's last resort, for a panic that got past runOnce's
 // own recovery (the logger panicking while reporting one, say). It must not

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -190,7 +189,7 @@ func schedConfig(maxConcurrency int, probes ...*checks.Probe) *checks.Config {
 }
 
 // schedHarness is a daemon on a fake clock with a real Executor and
-// Pipeline over an in-memory store.
+// Recorder over an in-memory store.
 type schedHarness struct {
 	*testkit.T
 	clock *clockwork.FakeClock
@@ -214,16 +213,12 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*DaemonOptions)) *sche
 	tt.Attach("daemon", &logs.Log)
 	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
 	h.start = h.clock.Now()
-	pipe := NewPipeline(h.store, cfg.Notify, PipelineOptions{Logger: logger})
-	if err := pipe.Load(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	o := DaemonOptions{
 		Logger:      logger,
 		Clock:       h.clock,
 		Rand:        func() float64 { return 0 },
 		Executor:    NewExecutor(Options{Logger: logger, Version: "test"}),
-		Pipeline:    pipe,
+		Store:       h.store,
 		GracePeriod: 200 * time.Millisecond,
 	}
 	if opts != nil {
@@ -338,25 +333,98 @@ func (h *schedHarness) state() string {
 	for _, r := range all {
 		perProbe[r.Probe]++
 	}
-	st := h.d.Status()
-	l := h.d.limit
-	l.mu.Lock()
-	going := slices.Sorted(maps.Keys(l.claimed))
-	l.mu.Unlock()
+	st := h.status()
+	var going []string
+	for _, p := range st.Probes {
+		if p.Running {
+			going = append(going, p.Name)
+		}
+	}
 	return fmt.Sprintf("runs recorded %v, runs going %v (%d in flight, %d waiting for a slot), %d results pending, %d probe run lines logged",
 		perProbe, going, st.InFlight, st.Waiting, st.Pending, len(h.logs.records("probe run")))
 }
 
+// daemonStatus is what the tests read of a daemon's insides.
+type daemonStatus struct {
+	State          string
+	Scheduled      int // probes with a job
+	MaxConcurrency int
+	InFlight       int // runs holding a concurrency slot
+	Waiting        int // runs waiting for a slot
+	Pending        int // results waiting to be written
+	Probes         []probeStatus
+}
+
+// probeStatus is one scheduled probe in a daemonStatus.
+type probeStatus struct {
+	Name string
+	// NextRun is the next scheduled run on the daemon's clock; zero when
+	// the scheduler is not running.
+	NextRun time.Time
+	Running bool // a run is going, waiting for a slot included
+	// LastOutcome is how the probe's last recorded run ended.
+	LastOutcome results.Outcome
+}
+
+// status reads the daemon's state, its probes sorted by name.
+func (h *schedHarness) status() daemonStatus {
+	d := h.d
+	d.mu.Lock()
+	st := daemonStatus{State: d.state.String(), Scheduled: len(d.probes)}
+	intervals := map[string]time.Duration{}
+	for name, p := range d.probes {
+		st.Probes = append(st.Probes, probeStatus{Name: name, Running: h.going(name)})
+		intervals[name] = p.Interval
+	}
+	s, state := d.sched, d.state
+	d.mu.Unlock()
+	st.InFlight, st.Waiting, st.MaxConcurrency = d.limit.counts()
+	st.Pending = d.Pending()
+	slices.SortFunc(st.Probes, func(a, b probeStatus) int { return strings.Compare(a.Name, b.Name) })
+	all, _, _, _ := h.store.snapshot()
+	for _, r := range all {
+		for i := range st.Probes {
+			if st.Probes[i].Name == r.Probe {
+				st.Probes[i].LastOutcome = r.Outcome
+			}
+		}
+	}
+	if state == stateRunning {
+		next := map[string]time.Time{}
+		for _, j := range s.Jobs() {
+			if t, err := j.NextRun(); err == nil {
+				next[j.Name()] = t
+			}
+		}
+		now := d.clock.Now()
+		for i := range st.Probes {
+			st.Probes[i].NextRun = nextRun(next[st.Probes[i].Name], intervals[st.Probes[i].Name], now)
+		}
+	}
+	return st
+}
+
+// nextRun is the first run of a job strictly after now, given one of its
+// scheduled runs t. gocron's NextRun reports the oldest entry of its queue,
+// and a tick skipped because the probe was still running stays in it, in
+// the past, until a run completes.
+func nextRun(t time.Time, interval time.Duration, now time.Time) time.Time {
+	if t.IsZero() || interval <= 0 || t.After(now) {
+		return t
+	}
+	return t.Add((now.Sub(t)/interval + 1) * interval)
+}
+
 // probeStatus returns the status of probe, failing the test without one.
-func (h *schedHarness) probeStatus(name string) ProbeStatus {
+func (h *schedHarness) probeStatus(name string) probeStatus {
 	h.Helper()
-	for _, p := range h.d.Status().Probes {
+	for _, p := range h.status().Probes {
 		if p.Name == name {
 			return p
 		}
 	}
 	h.Fatalf("no status for probe %s", name)
-	return ProbeStatus{}
+	return probeStatus{}
 }
 
 // schedSender is a Sender that accepts every alert.

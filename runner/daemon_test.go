@@ -63,7 +63,7 @@ func TestDaemonIntervals(t *testing.T) {
 			h.Errorf("log line %v says drift for a run that did not drift", l)
 		}
 	}
-	if st := h.d.Status(); st.State != "stopped" {
+	if st := h.status(); st.State != "stopped" {
 		h.Errorf("after Run returned, state %q, want stopped", st.State)
 	}
 }
@@ -190,7 +190,7 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 
 	h.tick(5, minStartLead+schedSkew) // all five fire together
 	h.eventually("2 runs in flight and 3 waiting", func() bool {
-		st := h.d.Status()
+		st := h.status()
 		return st.InFlight == 2 && st.Waiting == 3
 	})
 	time.Sleep(200 * time.Millisecond) // a third request would have arrived by now
@@ -203,7 +203,7 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	// and answers Status.
 	h.tick(5, time.Minute)
 	h.tick(5, 0)
-	st := h.d.Status()
+	st := h.status()
 	for _, p := range st.Probes {
 		if !p.Running || !p.NextRun.Equal(h.start.Add(minStartLead+2*time.Minute)) {
 			h.Errorf("probe %s: running %v, next run %v; want running, next at start+2m", p.Name, p.Running, p.NextRun)
@@ -294,7 +294,7 @@ func TestDaemonSurvivesEscapedPanic(t *testing.T) {
 			h.Errorf("run %d: %s", i+1, dump(r))
 		}
 	}
-	h.eventually("the runs to end", func() bool { return h.d.Status().InFlight == 0 })
+	h.eventually("the runs to end", func() bool { return h.status().InFlight == 0 })
 	if err := h.stop(); err != nil {
 		h.Errorf("Run = %v, want nil", err)
 	}
@@ -360,7 +360,7 @@ func TestDaemonShutdownDrains(t *testing.T) {
 	h.cancel()
 	// The slow provider answers once shutdown has begun: within the grace
 	// period.
-	h.eventually("shutdown to begin", func() bool { return h.d.Status().State != "running" })
+	h.eventually("shutdown to begin", func() bool { return h.status().State != "running" })
 	slow.release()
 	if err := h.stop(); err != nil {
 		h.Fatalf("Run = %v, want nil", err)
@@ -376,7 +376,7 @@ func TestDaemonShutdownDrains(t *testing.T) {
 	if len(runs) != 1 || runs[0].Outcome != results.Unavailable || runs[0].Code() != results.CodeCanceled {
 		h.Fatalf("hung run: %d recorded %v, want one unavailable/canceled", len(runs), runs)
 	}
-	if st := h.d.Status(); st.State != "stopped" || st.InFlight != 0 || st.Waiting != 0 {
+	if st := h.status(); st.State != "stopped" || st.InFlight != 0 || st.Waiting != 0 {
 		h.Errorf("status after Run returned: %+v", st)
 	}
 	if err := h.d.Reload(h.d.cfg); !errors.Is(err, ErrDaemonStopped) {
@@ -398,7 +398,7 @@ func TestDaemonShutdownDropsWaitingRuns(t *testing.T) {
 	h.run()
 	h.tick(2, minStartLead+schedSkew)
 	h.eventually("one run in flight and one waiting", func() bool {
-		st := h.d.Status()
+		st := h.status()
 		return st.InFlight == 1 && st.Waiting == 1
 	})
 	if err := h.stop(); err != nil {
@@ -448,7 +448,7 @@ func TestDaemonReload(t *testing.T) {
 		h.Fatalf("Reload: %v", err)
 	}
 
-	st := h.d.Status()
+	st := h.status()
 	var names []string
 	for _, p := range st.Probes {
 		names = append(names, p.Name)
@@ -532,7 +532,7 @@ func TestDaemonReloadInFlight(t *testing.T) {
 	}
 	h.tick(1, minStartLead+schedSkew)
 	h.waitRuns("other", 1)
-	if st := h.d.Status(); st.Scheduled != 1 || len(st.Probes) != 1 || st.Probes[0].Name != "other" {
+	if st := h.status(); st.Scheduled != 1 || len(st.Probes) != 1 || st.Probes[0].Name != "other" {
 		h.Errorf("status after the reload: %+v", st)
 	}
 }
@@ -546,9 +546,10 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	cfg := schedConfig(4, schedProbe(t, "search", url, time.Minute))
 	cfg.Notify.On = []string{"unavailable", "contract_error"}
 	sender := &schedSender{}
-	h := schedNew(t, cfg, nil)
-	h.d.pipe.SetNotify(cfg.Notify, true)
-	h.d.deliv = NewDeliverer(h.store, sender, DelivererOptions{PollInterval: time.Hour})
+	h := schedNew(t, cfg, func(o *DaemonOptions) {
+		o.Deliverer = NewDeliverer(o.Store, sender, DelivererOptions{PollInterval: time.Hour})
+	})
+	h.d.rec.SetNotify(cfg.Notify, true) // as a config with Slack would
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew)
@@ -563,7 +564,7 @@ func TestDaemonRunTwice(t *testing.T) {
 	schedCheckLeaks(t)
 	h := schedNew(t, schedConfig(1), nil)
 	h.run()
-	h.eventually("the daemon to run", func() bool { return h.d.Status().State == "running" })
+	h.eventually("the daemon to run", func() bool { return h.status().State == "running" })
 	if err := h.d.Run(context.Background()); err == nil {
 		h.Error("second Run = nil, want an error")
 	}
@@ -589,21 +590,21 @@ func TestDaemonReloadBeforeRun(t *testing.T) {
 // TestNewDaemonRequires names what NewDaemon refuses.
 func TestNewDaemonRequires(t *testing.T) {
 	cfg := schedConfig(1)
-	exec, pipe := NewExecutor(Options{}), NewPipeline(newMemStore(), checks.Notify{}, PipelineOptions{})
+	exec, store := NewExecutor(Options{}), newMemStore()
 	tests := map[string]struct {
 		cfg  *checks.Config
 		opts DaemonOptions
 	}{
-		"config":   {nil, DaemonOptions{Executor: exec, Pipeline: pipe}},
-		"executor": {cfg, DaemonOptions{Pipeline: pipe}},
-		"pipeline": {cfg, DaemonOptions{Executor: exec}},
+		"config":   {nil, DaemonOptions{Executor: exec, Store: store}},
+		"executor": {cfg, DaemonOptions{Store: store}},
+		"store":    {cfg, DaemonOptions{Executor: exec}},
 	}
 	for name, tt := range tests {
 		if _, err := NewDaemon(tt.cfg, tt.opts); err == nil || !strings.Contains(strings.ToLower(err.Error()), name) {
 			t.Errorf("without %s: err = %v, want one naming it", name, err)
 		}
 	}
-	d, err := NewDaemon(cfg, DaemonOptions{Executor: exec, Pipeline: pipe})
+	d, err := NewDaemon(cfg, DaemonOptions{Executor: exec, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,40 +101,39 @@ func (c *baselineCache) put(probe string, e baselineEntry) {
 }
 
 // detectDrift compares r's shape with the probe's dominant shape of the
-// previous 24 hours (SPEC §5). When the run drifted it sets r.Shape.Baseline
-// and r.Shape.Drift, on every drifted run, because the run's envelope shows
-// them; it returns a drift event only for the first drift to this
-// fingerprint in an hour, since that is what gets a row and an alert.
+// previous 24 hours (SPEC §5). When the run drifted it sets d.Baseline and
+// d.Drift, on every drifted run; it returns a drift event only for the
+// first drift to this fingerprint in an hour, since that is what gets a
+// row and an alert.
 //
 // The common path, a run with its probe's established shape, costs no store
 // call while the cached baseline is fresh, and one (DominantShape) otherwise. An error
-// means the store could not answer; r may then already carry the drift
+// means the store could not answer; d may then already carry the drift
 // lines, and the caller still records the run.
-func (p *Pipeline) detectDrift(ctx context.Context, r *results.Result, now time.Time) (*results.Drift, error) {
+func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time.Time, d *Decision) (*results.Drift, error) {
 	if r.Shape == nil || r.Shape.Fingerprint == "" {
 		return nil, nil
 	}
 	current := r.Shape.Fingerprint
-	if p.baselines.settled(r.Probe, current, now) {
+	if rc.baselines.settled(r.Probe, current, now) {
 		return nil, nil
 	}
-	baseline, n, err := p.store.DominantShape(ctx, r.Probe, now.Add(-driftWindow))
+	baseline, n, err := rc.store.DominantShape(ctx, r.Probe, now.Add(-driftWindow))
 	if err != nil {
 		return nil, fmt.Errorf("dominant shape of %s: %w", r.Probe, err)
 	}
-	p.baselines.put(r.Probe, baselineEntry{fingerprint: baseline, count: n, readAt: now})
+	rc.baselines.put(r.Probe, baselineEntry{fingerprint: baseline, count: n, readAt: now})
 	if n < driftMinObservations || baseline == "" || baseline == current {
 		return nil, nil
 	}
 
-	lines, err := p.diff(ctx, baseline, r.Shape)
+	lines, err := rc.diff(ctx, baseline, r.Shape)
 	if err != nil {
 		return nil, err
 	}
-	r.Shape.Baseline = baseline
-	r.Shape.Drift = lines
+	d.Baseline, d.Drift = baseline, lines
 
-	last, seen, err := p.store.LastDriftAt(ctx, r.Probe, current)
+	last, seen, err := rc.store.LastDriftAt(ctx, r.Probe, current)
 	if err != nil {
 		return nil, fmt.Errorf("last drift of %s to %s: %w", r.Probe, current, err)
 	}
@@ -156,31 +155,31 @@ func (p *Pipeline) detectDrift(ctx context.Context, r *results.Result, now time.
 // version, or keys changed by secret redaction) cannot be diffed, but the
 // fingerprints still differ, so the drift is reported with one line that
 // says so rather than lost.
-func (p *Pipeline) diff(ctx context.Context, baseline string, cur *results.Shape) ([]string, error) {
-	from, ok := p.shapes.get(baseline)
+func (rc *Recorder) diff(ctx context.Context, baseline string, cur *results.Shape) ([]string, error) {
+	from, ok := rc.shapes.get(baseline)
 	if !ok {
-		text, err := p.store.ShapeText(ctx, baseline)
+		text, err := rc.store.ShapeText(ctx, baseline)
 		if err != nil {
 			return nil, fmt.Errorf("shape text of %s: %w", baseline, err)
 		}
 		from, err = shape.Parse(text)
 		if err != nil {
-			p.logger.Warn("stored shape does not parse; drift reported without a diff",
+			rc.logger.Warn("stored shape does not parse; drift reported without a diff",
 				"fingerprint", baseline, "error", err)
 			return opaqueDrift(baseline, cur.Fingerprint), nil
 		}
-		p.shapes.put(baseline, from)
+		rc.shapes.put(baseline, from)
 	}
-	to, ok := p.shapes.get(cur.Fingerprint)
+	to, ok := rc.shapes.get(cur.Fingerprint)
 	if !ok {
 		var err error
 		to, err = shape.Parse(cur.Canonical)
 		if err != nil {
-			p.logger.Warn("run's shape does not parse; drift reported without a diff",
+			rc.logger.Warn("run's shape does not parse; drift reported without a diff",
 				"fingerprint", cur.Fingerprint, "error", err)
 			return opaqueDrift(baseline, cur.Fingerprint), nil
 		}
-		p.shapes.put(cur.Fingerprint, to)
+		rc.shapes.put(cur.Fingerprint, to)
 	}
 	if lines := shape.Diff(from, to); len(lines) > 0 {
 		return lines, nil

@@ -26,28 +26,32 @@ const (
 	seedWrappedCode = results.Code("unsupported_results_container")
 )
 
-// driftFixture is a pipeline over a memStore with a settable clock, for the
-// probe "external_search".
+// driftFixture is a recorder over a memStore with a settable clock, for
+// the probe "external_search".
 type driftFixture struct {
 	t      *testing.T
 	store  *memStore
 	clock  *testClock
-	p      *Pipeline
+	p      *Recorder
 	notify checks.Notify
+	last   *results.Result // the last run recorded
 }
 
 func newDriftFixture(t *testing.T, n checks.Notify) *driftFixture {
 	f := &driftFixture{t: t, store: newMemStore(), clock: newTestClock(alertT0), notify: n}
-	f.p = NewPipeline(f.store, n, PipelineOptions{Now: f.clock.Now, Deliver: true})
+	f.p = NewRecorder(f.store, n, RecorderOptions{Now: f.clock.Now, Deliver: true})
 	return f
 }
 
-// run processes one run of body, one minute after the previous one.
-func (f *driftFixture) run(body string, code results.Code) (*results.Result, []results.Alert) {
+// run records one run of body, one minute after the previous one, and
+// returns what the recorder decided and the alerts it recorded.
+func (f *driftFixture) run(body string, code results.Code) (Decision, []results.Alert) {
 	f.t.Helper()
 	f.clock.Advance(time.Minute)
 	r := pipelineRun(f.t, "external_search", f.clock.Now(), body, code)
-	return r, process(f.t, f.p, r)
+	d := record(f.t, f.p, r)
+	f.last = r
+	return d, d.Alerts
 }
 
 // baseline processes n passing runs of the baseline layout.
@@ -55,8 +59,8 @@ func (f *driftFixture) baseline(n int) {
 	f.t.Helper()
 	for range n {
 		r, alerts := f.run(seedBaselineBody, "")
-		if len(r.Shape.Drift) != 0 || len(alerts) != 0 {
-			f.t.Fatalf("baseline run drifted %v or alerted %v", r.Shape.Drift, alertKinds(alerts))
+		if len(r.Drift) != 0 || len(alerts) != 0 {
+			f.t.Fatalf("baseline run drifted %v or alerted %v", r.Drift, alertKinds(alerts))
 		}
 	}
 }
@@ -81,21 +85,25 @@ func TestDriftSeed000(t *testing.T) {
 	f.baseline(5)
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
 
-	if r.Shape.Fingerprint != seedWrappedFP {
-		t.Fatalf("wrapped layout fingerprint = %s, want %s (seed 000)", r.Shape.Fingerprint, seedWrappedFP)
+	runs, _, _, _ := f.store.snapshot()
+	if fp := runs[len(runs)-1].Shape.Fingerprint; fp != seedWrappedFP {
+		t.Fatalf("wrapped layout fingerprint = %s, want %s (seed 000)", fp, seedWrappedFP)
 	}
-	if r.Shape.Baseline != seedBaselineFP {
-		t.Errorf("Shape.Baseline = %q, want %s", r.Shape.Baseline, seedBaselineFP)
+	if f.last.Shape.Baseline != "" || len(f.last.Shape.Drift) != 0 {
+		t.Errorf("the recorder wrote its decision into the caller's result: %+v", f.last.Shape)
 	}
-	if want := []string{seedDiffLine}; !slices.Equal(r.Shape.Drift, want) {
-		t.Errorf("Shape.Drift = %q, want exactly %q", r.Shape.Drift, want)
+	if r.Baseline != seedBaselineFP {
+		t.Errorf("Decision.Baseline = %q, want %s", r.Baseline, seedBaselineFP)
+	}
+	if want := []string{seedDiffLine}; !slices.Equal(r.Drift, want) {
+		t.Errorf("Decision.Drift = %q, want exactly %q", r.Drift, want)
 	}
 
 	drifts := f.drifts()
 	if len(drifts) != 1 {
 		t.Fatalf("%d drift rows, want 1", len(drifts))
 	}
-	want := results.Drift{Probe: "external_search", OperationID: r.OperationID, DetectedAt: f.clock.Now(),
+	want := results.Drift{Probe: "external_search", OperationID: runs[len(runs)-1].OperationID, DetectedAt: f.clock.Now(),
 		Baseline: seedBaselineFP, Current: seedWrappedFP, Diff: []string{seedDiffLine}}
 	if d := drifts[0]; fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Errorf("drift row = %+v, want %+v", d, want)
@@ -117,8 +125,8 @@ func TestDriftNeedsFiveObservations(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(4)
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Shape.Drift) != 0 || r.Shape.Baseline != "" {
-		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Shape.Baseline, r.Shape.Drift)
+	if len(r.Drift) != 0 || r.Baseline != "" {
+		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Baseline, r.Drift)
 	}
 	if len(f.drifts()) != 0 || len(driftAlerts(alerts)) != 0 {
 		t.Errorf("with 4 baseline observations: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
@@ -131,15 +139,16 @@ func TestDriftBaselineWindow(t *testing.T) {
 	f.baseline(5)
 	f.clock.Advance(24 * time.Hour)
 	r, _ := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Shape.Drift) != 0 {
-		t.Errorf("drifted %q against a baseline last seen more than 24h ago", r.Shape.Drift)
+	if len(r.Drift) != 0 {
+		t.Errorf("drifted %q against a baseline last seen more than 24h ago", r.Drift)
 	}
 }
 
 func TestDriftDeduplicatedForAnHour(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(10)
-	first, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	_, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	first := f.last
 	if len(driftAlerts(alerts)) != 1 {
 		t.Fatalf("first drifted run made alerts %v", alertKinds(alerts))
 	}
@@ -147,8 +156,8 @@ func TestDriftDeduplicatedForAnHour(t *testing.T) {
 
 	f.store.resetCalls()
 	second, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	if !slices.Equal(second.Shape.Drift, []string{seedDiffLine}) || second.Shape.Baseline != seedBaselineFP {
-		t.Errorf("second drifted run: baseline %q, drift %q; every drifted run must show its drift", second.Shape.Baseline, second.Shape.Drift)
+	if !slices.Equal(second.Drift, []string{seedDiffLine}) || second.Baseline != seedBaselineFP {
+		t.Errorf("second drifted run: baseline %q, drift %q; every drifted run must show its drift", second.Baseline, second.Drift)
 	}
 	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
 		t.Errorf("second drifted run within the hour: %d drift rows, alerts %v; want 1 row, no drift alert",
@@ -165,7 +174,8 @@ func TestDriftDeduplicatedForAnHour(t *testing.T) {
 		t.Errorf("drifted run 1ms before the hour: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
 	}
 	f.clock.Set(firstAt.Add(time.Hour - time.Minute))
-	third, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
+	third := f.last
 	if len(f.drifts()) != 2 || len(driftAlerts(alerts)) != 1 {
 		t.Fatalf("drifted run an hour later: %d drift rows, alerts %v; want 2 rows and a drift alert",
 			len(f.drifts()), alertKinds(alerts))
@@ -181,8 +191,8 @@ func TestDriftOfPassingRun(t *testing.T) {
 	// A consumer that supports both layouts passes; the contract still
 	// changed.
 	r, alerts := f.run(seedWrappedBody, "")
-	if !slices.Equal(r.Shape.Drift, []string{seedDiffLine}) {
-		t.Errorf("passing drifted run: drift %q, want %q", r.Shape.Drift, seedDiffLine)
+	if !slices.Equal(r.Drift, []string{seedDiffLine}) {
+		t.Errorf("passing drifted run: drift %q, want %q", r.Drift, seedDiffLine)
 	}
 	if got := alertKinds(alerts); fmt.Sprint(got) != "[shape_drift]" {
 		t.Fatalf("passing drifted run made alerts %v, want [shape_drift]", got)
@@ -199,7 +209,7 @@ func TestDriftNotInNotifyOn(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true, "contract_error", "unavailable"))
 	f.baseline(5)
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Shape.Drift) == 0 {
+	if len(r.Drift) == 0 {
 		t.Error("the run's drift was not reported without shape_drift in notify.on")
 	}
 	if len(f.drifts()) != 1 {
@@ -249,7 +259,7 @@ func TestDriftCachedBaselineStillSeesDrift(t *testing.T) {
 	f.baseline(6)
 	for i := range 3 {
 		r, _ := f.run(seedWrappedBody, seedWrappedCode)
-		if len(r.Shape.Drift) == 0 {
+		if len(r.Drift) == 0 {
 			t.Fatalf("drifted run %d: no drift reported", i+1)
 		}
 	}
@@ -259,7 +269,7 @@ func TestDriftCachedBaselineStillSeesDrift(t *testing.T) {
 		f.run(seedWrappedBody, seedWrappedCode)
 	}
 	r, _ := f.run(seedBaselineBody, "")
-	if len(r.Shape.Drift) == 0 {
+	if len(r.Drift) == 0 {
 		t.Fatal("a run back on the old layout after the new one took over reported no drift")
 	}
 }
@@ -290,9 +300,9 @@ func TestDriftStoreErrors(t *testing.T) {
 
 			f.store.setFail(nil)
 			r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-			if len(r.Shape.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
+			if len(r.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
 				t.Errorf("the next drifted run: drift %q, %d rows, alerts %v; want the drift detected",
-					r.Shape.Drift, len(f.drifts()), alertKinds(alerts))
+					r.Drift, len(f.drifts()), alertKinds(alerts))
 			}
 		})
 	}
@@ -308,7 +318,7 @@ func TestDriftUnparsableShape(t *testing.T) {
 	f.store.mu.Unlock()
 	r, alerts := f.run(seedWrappedBody, "")
 	want := []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", seedBaselineFP, seedWrappedFP)}
-	if !slices.Equal(r.Shape.Drift, want) || len(driftAlerts(alerts)) != 1 {
-		t.Errorf("drift %q, alerts %v; want %q and a drift alert", r.Shape.Drift, alertKinds(alerts), want)
+	if !slices.Equal(r.Drift, want) || len(driftAlerts(alerts)) != 1 {
+		t.Errorf("drift %q, alerts %v; want %q and a drift alert", r.Drift, alertKinds(alerts), want)
 	}
 }

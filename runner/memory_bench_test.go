@@ -201,12 +201,11 @@ func memDaemonRound(b *testing.B, provider *memProvider, probes []*checks.Probe)
 	obs := &memRunCounter{}
 	clock := clockwork.NewFakeClock()
 	exec := NewExecutor(Options{Version: "test"})
-	pipe := NewPipeline(store, cfg.Notify, PipelineOptions{Observer: obs})
 	d, err := NewDaemon(cfg, DaemonOptions{
 		Clock:       clock,
 		Rand:        func() float64 { return 0 },
 		Executor:    exec,
-		Pipeline:    pipe,
+		Store:       store,
 		Observer:    obs,
 		GracePeriod: time.Second,
 	})

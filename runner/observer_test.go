@@ -48,7 +48,7 @@ func (o *countingObserver) ResultsDropped(n int) {
 func TestPipelineObserver(t *testing.T) {
 	obs := &countingObserver{}
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
-	f.p = NewPipeline(f.store, f.notify, PipelineOptions{Now: f.clock.Now, Deliver: true, Observer: obs})
+	f.p = NewRecorder(f.store, f.notify, RecorderOptions{Now: f.clock.Now, Deliver: true, Observer: obs})
 	f.baseline(5)
 	f.run(seedWrappedBody, seedWrappedCode)
 	f.run(seedWrappedBody, seedWrappedCode) // the same drift within the hour: no new event
@@ -63,8 +63,8 @@ func TestPipelineObserver(t *testing.T) {
 		return nil
 	})
 	r := pipelineRun(t, "external_search", f.clock.Now().Add(time.Minute), seedBaselineBody, "")
-	if _, err := f.p.Process(t.Context(), r); err == nil {
-		t.Fatal("Process succeeded with a failing store")
+	if _, err := f.p.recordNow(t.Context(), r); err == nil {
+		t.Fatal("recordNow succeeded with a failing store")
 	}
 	if got := obs.count("store:record_run"); got != 1 {
 		t.Errorf("StoreError(record_run) called %d times, want 1", got)

@@ -256,7 +256,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	h.eventually("a run", func() bool { return prov.requests.Load() == 1 })
 	for i := 1; i <= 3; i++ {
 		h.eventually("the run queued", func() bool { return h.d.Pending() == i })
-		if got := h.d.Status().Pending; got != i {
+		if got := h.status().Pending; got != i {
 			h.Errorf("Status().Pending = %d, want %d", got, i)
 		}
 		if i < 3 {
@@ -267,7 +267,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	failing.Store(false)
 	h.tick(1, writeRetryMax)
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
-	if got := h.d.Status().Pending; got != 0 {
+	if got := h.status().Pending; got != 0 {
 		h.Errorf("Status().Pending = %d once written, want 0", got)
 	}
 }
@@ -292,10 +292,7 @@ func (s *sfHookStore) RecordRun(ctx context.Context, rec *results.RunRecord) err
 func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*DaemonOptions)) *schedHarness {
 	t.Helper()
 	h := schedNew(t, cfg, func(o *DaemonOptions) {
-		o.Pipeline = NewPipeline(store, cfg.Notify, PipelineOptions{Logger: o.Logger})
-		if err := o.Pipeline.Load(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		o.Store = store
 		if opts != nil {
 			opts(o)
 		}

@@ -39,9 +39,9 @@ const maxRefusals = 3
 // taking results, at the end of shutdown.
 var errQueueClosed = errors.New("the daemon has stopped writing queued runs")
 
-// writeFunc writes one finished run through the Pipeline and returns the
-// alerts it enqueued; see Pipeline.Process.
-type writeFunc func(ctx context.Context, r *results.Result) ([]results.Alert, error)
+// writeFunc records one finished run and returns what was decided; see
+// Recorder.recordNow.
+type writeFunc func(ctx context.Context, r *results.Result) (Decision, error)
 
 // writeQueue is where a finished run waits when the store cannot record it
 // (read-only file, full disk, a lock held too long): a bounded FIFO in
@@ -68,7 +68,7 @@ type writeFunc func(ctx context.Context, r *results.Result) ([]results.Alert, er
 // the rest; so is one whose write panics, which would panic again.
 type writeQueue struct {
 	write    writeFunc
-	written  func(r *results.Result, alerts []results.Alert) // a queued run was recorded
+	written  func(r *results.Result, d Decision) // a queued run was recorded
 	logger   *slog.Logger
 	observer Observer
 	clock    clockwork.Clock // the back-off waits; tests pass a fake one
@@ -103,7 +103,7 @@ type queued struct {
 // newWriteQueue returns an empty queue of capacity runs (0 or less:
 // DefaultWriteQueue) that writes with write and calls written for every
 // queued run once it is recorded.
-func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, []results.Alert),
+func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, Decision),
 	logger *slog.Logger, observer Observer, clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
 	if capacity <= 0 {
 		capacity = DefaultWriteQueue
@@ -121,24 +121,24 @@ func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, 
 // written, and says why it was not otherwise. Once the queue has closed at
 // shutdown, r is written at once or not at all: err then wraps
 // errQueueClosed.
-func (q *writeQueue) record(ctx context.Context, r *results.Result) (alerts []results.Alert, err error) {
+func (q *writeQueue) record(ctx context.Context, r *results.Result) (Decision, error) {
 	q.mu.Lock()
 	if n := len(q.items); n > 0 {
 		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, q.lastErr)
 		q.enqueueLocked(&queued{r: r})
 		q.mu.Unlock()
-		return nil, err
+		return Decision{}, err
 	}
 	q.mu.Unlock()
 
-	alerts, err = q.write(ctx, r)
+	d, err := q.writeOne(ctx, r)
 	if err == nil {
-		return alerts, nil
+		return d, nil
 	}
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		return nil, fmt.Errorf("%w; writing the run failed: %w", errQueueClosed, err)
+		return Decision{}, fmt.Errorf("%w; writing the run failed: %w", errQueueClosed, err)
 	}
 	q.lastErr = err
 	item := &queued{r: r}
@@ -151,7 +151,17 @@ func (q *writeQueue) record(ctx context.Context, r *results.Result) (alerts []re
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return nil, err
+	return Decision{}, err
+}
+
+// writeOne writes r under ctx's values but not its cancellation, within
+// recordTimeout: the one place where recording detaches from the run (a
+// run cancelled by shutdown is still recorded, as canceled) and from the
+// writer's own end at shutdown, which must not cut a write short.
+func (q *writeQueue) writeOne(ctx context.Context, r *results.Result) (Decision, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return q.write(ctx, r)
 }
 
 // pending returns how many runs are waiting to be written, the one being
@@ -250,7 +260,7 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	q.mu.Unlock()
 	r := item.r
 
-	var alerts []results.Alert
+	var d Decision
 	panicked := false
 	func() {
 		defer func() {
@@ -260,9 +270,7 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 					"operation_id", r.OperationID, "panic", q.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
 			}
 		}()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		defer cancel()
-		alerts, err = q.write(rctx, r)
+		d, err = q.writeOne(ctx, r)
 	}()
 
 	refused := false
@@ -274,7 +282,7 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	if err == nil && !panicked {
 		// Reported before it leaves the queue: once pending falls, every
 		// run that left it has been logged and handed on.
-		q.reportWritten(r, alerts)
+		q.reportWritten(r, d)
 	}
 	q.mu.Lock()
 	// Nothing else removes items[0] while writing is set.
@@ -302,15 +310,15 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 // reportWritten logs a queued run that was recorded and hands it on. A
 // panic there (the logger, the callback) is logged and goes no further:
 // the run is recorded.
-func (q *writeQueue) reportWritten(r *results.Result, alerts []results.Alert) {
+func (q *writeQueue) reportWritten(r *results.Result, d Decision) {
 	defer func() {
 		if v := recover(); v != nil {
 			q.logger.Error("panic after a queued run was recorded", "probe", r.Probe,
 				"operation_id", r.OperationID, "panic", q.redact(fmt.Sprint(v)))
 		}
 	}()
-	q.logger.Info("probe run recorded late", runAttrs(r)...)
-	q.written(r, alerts)
+	q.logger.Info("probe run recorded late", runAttrs(r, d)...)
+	q.written(r, d)
 }
 
 // drain tries once more, for at most grace on real time (q.clock may be a

@@ -72,14 +72,14 @@ type wqStore struct {
 	writes  atomic.Int64
 }
 
-func (s *wqStore) write(_ context.Context, r *results.Result) ([]results.Alert, error) {
+func (s *wqStore) write(_ context.Context, r *results.Result) (Decision, error) {
 	s.writes.Add(1)
 	time.Sleep(50 * time.Microsecond)
 	if s.failing() {
-		return nil, errors.New("attempt to write a readonly database")
+		return Decision{}, errors.New("attempt to write a readonly database")
 	}
 	s.tl.add(r.OperationID, true)
-	return nil, nil
+	return Decision{}, nil
 }
 
 // wqQueue is a queue of capacity over store, with back-off short enough
@@ -88,7 +88,7 @@ func wqQueue(t *testing.T, capacity int, store *wqStore) (q *writeQueue, obs *co
 	t.Helper()
 	obs = &countingObserver{}
 	logger := slog.New(slog.NewJSONHandler(store.tl, nil))
-	q = newWriteQueue(capacity, store.write, func(*results.Result, []results.Alert) {}, logger, obs,
+	q = newWriteQueue(capacity, store.write, func(*results.Result, Decision) {}, logger, obs,
 		clockwork.NewRealClock(), rand.Float64, func(s string) string { return s })
 	q.retryBase, q.retryMax = 100*time.Microsecond, time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

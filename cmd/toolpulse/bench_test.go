@@ -11,20 +11,20 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner"
 )
 
 // BenchmarkOperationAllIn is one whole operation as the daemon runs it,
 // on the daemon's own wiring (newStack): the executor sends the probe's
 // request to a loopback provider answering 20 search results, decodes,
 // fingerprints and judges them with the repository's select_results
-// consumer; the pipeline looks up drift and records the run in a SQLite
-// file; the metrics count it. What the daemon adds around it (gocron, the
-// concurrency limiter, its "probe run" log line, its status map) is left
-// out: runner keeps that path unexported.
+// consumer; the daemon's Recorder looks up drift and records the run in a
+// SQLite file, and the metrics count it. What the daemon adds around it
+// (gocron, the concurrency limiter, its "probe run" log line) is left out:
+// runner keeps that path unexported.
 //
 // "steady" is the common case, the same shape on every run. "drifting"
 // serves every other run in the items-wrapped layout (the consumer accepts
@@ -64,19 +64,15 @@ func BenchmarkOperationAllIn(b *testing.B) {
 				w.Write(tt.body(requests.Add(1)))
 			}))
 			defer prov.Close()
-			s, p := allInStack(b, prov.URL)
+			s, rec, p := allInStack(b, prov.URL)
 			ctx := context.Background()
-			once := func() results.Result {
+			once := func() (results.Result, runner.Decision) {
 				r := s.exec.Run(ctx, p)
-				// As the daemon's runOnce: the run is recorded even if its
-				// context has ended, within a bound of its own.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), allInRecordTimeout)
-				defer cancel()
-				if _, err := s.pipeline.Process(rctx, &r); err != nil {
+				d, err := rec.Record(ctx, &r)
+				if err != nil {
 					b.Fatal(err)
 				}
-				s.metrics.RunFinished(&r)
-				return r
+				return r, d
 			}
 
 			// Enough runs for a baseline (drift needs five observations),
@@ -84,11 +80,11 @@ func BenchmarkOperationAllIn(b *testing.B) {
 			// drifting case runs 8, 10 and 12 drift, and every wrapped one after.
 			drifted := 0
 			for range 12 {
-				r := once()
+				r, d := once()
 				if r.Outcome != results.Pass || r.ValidatedCount != 20 {
 					b.Fatalf("warm-up run: %s %s, %d validated", r.Outcome, r.Code(), r.ValidatedCount)
 				}
-				if r.Shape != nil && r.Shape.Baseline != "" {
+				if d.Baseline != "" {
 					drifted++
 				}
 			}
@@ -98,26 +94,22 @@ func BenchmarkOperationAllIn(b *testing.B) {
 
 			b.ReportAllocs()
 			for b.Loop() {
-				r := once()
+				r, d := once()
 				wantDrift := tt.drifted > 0 && requests.Load()%2 == 0
-				if r.Outcome != results.Pass || (r.Shape.Baseline != "") != wantDrift {
-					b.Fatalf("run: %s %s, drifted from %q", r.Outcome, r.Code(), r.Shape.Baseline)
+				if r.Outcome != results.Pass || (d.Baseline != "") != wantDrift {
+					b.Fatalf("run: %s %s, drifted from %q", r.Outcome, r.Code(), d.Baseline)
 				}
 			}
 		})
 	}
 }
 
-// allInRecordTimeout bounds the recording of one run, as the daemon's own
-// bound does.
-const allInRecordTimeout = time.Minute
-
 // allInStack loads a one-probe config for providerURL from a temporary
 // directory, as `toolpulse run` would, and builds the daemon's stack on a
 // SQLite file there. The probe sends a secret header, a query parameter
 // and a JSON fixture, and is judged by the repository's select_results
 // consumer.
-func allInStack(b *testing.B, providerURL string) (*stack, *checks.Probe) {
+func allInStack(b *testing.B, providerURL string) (*stack, *runner.Recorder, *checks.Probe) {
 	b.Helper()
 	consumer, err := filepath.Abs(filepath.Join("..", "..", "consumers", "select_results.yaml"))
 	if err != nil {
@@ -159,7 +151,12 @@ probes:
 			b.Error(err)
 		}
 	})
-	return s, cfg.Probe("external_search")
+	// The daemon's own Recorder, wired as it wires it.
+	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled()})
+	if err := rec.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s, rec, cfg.Probe("external_search")
 }
 
 // allInBody is a seed-000 search answer with n results the consumer keeps,

@@ -17,13 +17,12 @@ import (
 )
 
 // stack is the daemon with everything it is built from: the store, the
-// executor, the pipeline (drift, alerts, recording), the outbox deliverer
-// and the Slack sender. `run` and `demo` both use it.
+// executor, the outbox deliverer and the Slack sender. `run` and `demo`
+// both use it.
 type stack struct {
 	logger    *slog.Logger
 	store     *sqlite.Store
 	exec      *runner.Executor
-	pipeline  *runner.Pipeline
 	sender    *switchSender
 	deliverer *runner.Deliverer
 	daemon    *runner.Daemon
@@ -64,18 +63,11 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	}
 	s.sender.set(sender)
 	s.exec = runner.NewExecutor(runner.Options{Logger: logger, Redactor: cfg.Redactor()})
-	s.pipeline = runner.NewPipeline(store, cfg.Notify, runner.PipelineOptions{
-		Logger: logger, Deliver: sender != nil, Observer: s.metrics,
-	})
-	if err := s.pipeline.Load(ctx); err != nil {
-		store.Close()
-		return nil, fmt.Errorf("loading alert state: %w", err)
-	}
 	s.deliverer = runner.NewDeliverer(store, s.sender, runner.DelivererOptions{Logger: logger, Observer: s.metrics})
 	s.daemon, err = runner.NewDaemon(cfg, runner.DaemonOptions{
 		Logger:      logger,
 		Executor:    s.exec,
-		Pipeline:    s.pipeline,
+		Store:       store,
 		Deliverer:   s.deliverer,
 		GracePeriod: opts.grace,
 		Observer:    s.metrics,
@@ -105,7 +97,7 @@ func (s *stack) run(ctx context.Context, retention time.Duration) error {
 // healthy says why the stack cannot do its job, or nil: the scheduler must
 // be running and the store must answer.
 func (s *stack) healthy(ctx context.Context) error {
-	if st := s.daemon.Status().State; st != "running" {
+	if st := s.daemon.State(); st != "running" {
 		return fmt.Errorf("scheduler is %s", st)
 	}
 	if err := s.store.Ping(ctx); err != nil {
@@ -129,7 +121,7 @@ func (s *stack) reload(cfg *checks.Config) error {
 	s.exec.SetRedactor(cfg.Redactor())
 	// Before the reload, so that the first runs of added probes count.
 	s.metrics.SetProbes(probeNames(cfg))
-	// Daemon.Reload also hands the new notify settings to the pipeline.
+	// Daemon.Reload also hands the new notify settings to its recorder.
 	return s.daemon.Reload(cfg)
 }
 

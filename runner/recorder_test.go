@@ -70,14 +70,21 @@ func pipelineRun(t testing.TB, probe string, at time.Time, body string, code res
 	return r
 }
 
-// process runs p.Process and fails the test on an error.
-func process(t testing.TB, p *Pipeline, r *results.Result) []results.Alert {
+// record has rc record r in one store transaction, as the write queue
+// does, and fails the test on an error.
+func record(t testing.TB, rc *Recorder, r *results.Result) Decision {
 	t.Helper()
-	alerts, err := p.Process(context.Background(), r)
+	d, err := rc.recordNow(context.Background(), r)
 	if err != nil {
-		t.Fatalf("Process(%s): %v", r.OperationID, err)
+		t.Fatalf("recordNow(%s): %v", r.OperationID, err)
 	}
-	return alerts
+	return d
+}
+
+// process records r and returns the alerts it recorded.
+func process(t testing.TB, rc *Recorder, r *results.Result) []results.Alert {
+	t.Helper()
+	return record(t, rc, r).Alerts
 }
 
 func alertKinds(alerts []results.Alert) []results.AlertKind {
@@ -88,10 +95,10 @@ func alertKinds(alerts []results.Alert) []results.AlertKind {
 	return kinds
 }
 
-func TestPipelineRecordFailureDoesNotAdvanceState(t *testing.T) {
+func TestRecorderRecordFailureDoesNotAdvanceState(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
-	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Now: clock.Now, Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -103,17 +110,17 @@ func TestPipelineRecordFailureDoesNotAdvanceState(t *testing.T) {
 		return nil
 	})
 
-	alerts, err := p.Process(context.Background(), pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	d, err := p.recordNow(context.Background(), pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 	if !errors.Is(err, diskFull) {
-		t.Fatalf("Process error = %v, want one wrapping %v", err, diskFull)
+		t.Fatalf("recordNow error = %v, want one wrapping %v", err, diskFull)
 	}
-	if alerts != nil {
-		t.Errorf("Process returned alerts %v although nothing was recorded", alertKinds(alerts))
+	if d.Alerts != nil {
+		t.Errorf("recordNow returned alerts %v although nothing was recorded", alertKinds(d.Alerts))
 	}
 
 	store.setFail(nil)
 	clock.Advance(time.Minute)
-	alerts = process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 	if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" {
 		t.Fatalf("after a failed record, the next failing run made alerts %v, want [firing]: the state advanced without being stored", got)
 	}
@@ -126,11 +133,11 @@ func TestPipelineRecordFailureDoesNotAdvanceState(t *testing.T) {
 	}
 }
 
-func TestPipelineDeliverFlag(t *testing.T) {
+func TestRecorderDeliverFlag(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
 	n := notifyOn(1, time.Hour, true)
-	p := NewPipeline(store, n, PipelineOptions{Now: clock.Now, Deliver: false})
+	p := NewRecorder(store, n, RecorderOptions{Now: clock.Now, Deliver: false})
 
 	alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 	if len(alerts) != 1 || alerts[0].State != results.DeliverySkipped {
@@ -146,12 +153,12 @@ func TestPipelineDeliverFlag(t *testing.T) {
 	}
 }
 
-func TestPipelineLoadRestoresState(t *testing.T) {
+func TestRecorderLoadRestoresState(t *testing.T) {
 	store := newMemStore()
 	store.states["search"] = results.AlertState{Probe: "search", ConsecutiveFailures: 3,
 		FailingSince: alertT0.Add(-time.Hour), Firing: true, LastNotifiedAt: alertT0.Add(-10 * time.Minute)}
 	clock := newTestClock(alertT0)
-	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Now: clock.Now, Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -165,15 +172,15 @@ func TestPipelineLoadRestoresState(t *testing.T) {
 	}
 
 	store.setFail(func(string) error { return errors.New("locked") })
-	if err := NewPipeline(store, checks.Notify{}, PipelineOptions{}).Load(context.Background()); err == nil {
+	if err := NewRecorder(store, checks.Notify{}, RecorderOptions{}).Load(context.Background()); err == nil {
 		t.Error("Load hid a store error")
 	}
 }
 
-// TestPipelineSerializesProbe processes runs of one probe from many
+// TestRecorderSerializesProbe processes runs of one probe from many
 // goroutines: without the per-probe lock, two of them read the same state
 // and one failure is lost.
-func TestPipelineSerializesProbe(t *testing.T) {
+func TestRecorderSerializesProbe(t *testing.T) {
 	store := newMemStore()
 	store.setFail(func(m string) error {
 		if m == "RecordRun" {
@@ -181,14 +188,14 @@ func TestPipelineSerializesProbe(t *testing.T) {
 		}
 		return nil
 	})
-	p := NewPipeline(store, notifyOn(1000, time.Hour, true), PipelineOptions{Deliver: true})
+	p := NewRecorder(store, notifyOn(1000, time.Hour, true), RecorderOptions{Deliver: true})
 	const runs = 40
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
 			for _, probe := range []string{"a", "b"} {
 				r := pipelineRun(t, probe, alertT0.Add(time.Duration(i)*time.Second), "", results.CodeTimeout)
-				if _, err := p.Process(context.Background(), r); err != nil {
+				if _, err := p.recordNow(context.Background(), r); err != nil {
 					t.Error(err)
 				}
 			}
@@ -204,26 +211,26 @@ func TestPipelineSerializesProbe(t *testing.T) {
 	}
 }
 
-// TestPipelineIgnoresCancellation: a run that finished while shutdown began
+// TestRecorderIgnoresCancellation: a run that finished while shutdown began
 // is still recorded.
-func TestPipelineIgnoresCancellation(t *testing.T) {
+func TestRecorderIgnoresCancellation(t *testing.T) {
 	store := newMemStore()
-	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Deliver: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := p.Process(ctx, pipelineRun(t, "search", alertT0, "", "")); err != nil {
-		t.Fatalf("Process with a cancelled context: %v", err)
+	if _, err := p.Record(ctx, pipelineRun(t, "search", alertT0, "", "")); err != nil {
+		t.Fatalf("Record with a cancelled context: %v", err)
 	}
 	if runs, _, _, _ := store.snapshot(); len(runs) != 1 {
 		t.Errorf("%d runs recorded, want 1", len(runs))
 	}
 }
 
-func TestPipelineLogsEachAlert(t *testing.T) {
+func TestRecorderLogsEachAlert(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	store := newMemStore()
-	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Logger: logger, Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Logger: logger, Deliver: true})
 	r := pipelineRun(t, "search", alertT0, "", results.CodeServerError)
 	r.Error.Message = "server said secret-token-123"
 	alerts := process(t, p, r)
@@ -252,9 +259,9 @@ func TestPipelineLogsEachAlert(t *testing.T) {
 	}
 }
 
-// TestPipelineNotBlockedBySlowDelivery: with the receiver hanging, runs are
-// still processed at once; Process and the Deliverer share only the store.
-func TestPipelineNotBlockedBySlowDelivery(t *testing.T) {
+// TestRecorderNotBlockedBySlowDelivery: with the receiver hanging, runs are
+// still recorded at once; the Recorder and the Deliverer share only the store.
+func TestRecorderNotBlockedBySlowDelivery(t *testing.T) {
 	defer verifyNoLeaks(t)()
 	store := newMemStore()
 	sender := &fakeSender{block: true}
@@ -265,7 +272,7 @@ func TestPipelineNotBlockedBySlowDelivery(t *testing.T) {
 	go func() { defer close(done); d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	p := NewPipeline(store, notifyOn(1, time.Hour, true), PipelineOptions{Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Deliver: true})
 	start := time.Now()
 	for i := range 20 {
 		code := results.CodeTimeout

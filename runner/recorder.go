@@ -1,0 +1,296 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// RecorderOptions are a Recorder's dependencies. Every field is optional.
+type RecorderOptions struct {
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
+	// Deliver says whether alerts go to a receiver. false (no Slack
+	// configured): alerts are still recorded, in the skipped state, so
+	// that the alerts table tells what would have been sent.
+	Deliver bool
+	// Observer is told of every recorded run, drift event, store failure
+	// and dropped run; nil: none.
+	Observer Observer
+	// Wake is called when a recorded run enqueued alerts to deliver (the
+	// Deliverer's Wake); nil: none.
+	Wake func()
+	// WriteQueue is how many runs may wait in memory to be written while
+	// the store fails. 0 or less: DefaultWriteQueue.
+	WriteQueue int
+	// Clock times the write queue's back-off; nil: the real clock.
+	Clock clockwork.Clock
+	// Rand returns a number in [0,1) that jitters the write queue's
+	// back-off; nil: math/rand/v2.
+	Rand func() float64
+	// Redact scrubs secrets from a panic's text before it is logged; nil:
+	// nothing to scrub.
+	Redact func(string) string
+}
+
+// recordTimeout bounds the recording of one run. A run is over when it is
+// recorded, and a shutdown that drains the runs in flight must not lose
+// them, so recording ignores the run's cancellation (see Record); it needs
+// a bound of its own.
+const recordTimeout = 15 * time.Second
+
+// Recorder owns what happens to a finished run: drift detection, the
+// alert policy and recording, in that order, in one store transaction,
+// with the probe's alert state kept in memory between runs and persisted
+// with each of them; and, when the store cannot take a run, the write
+// queue (see writeQueue), which keeps the runs in order and writes them
+// once it can. It never talks to the alert receiver: alerts go to the
+// store's outbox, which a Deliverer drains, so a slow or dead Slack never
+// holds up a run.
+//
+// Record is the one entry point. Run writes the queue and must be running
+// for queued runs to be written; Drain empties it at shutdown. A Recorder
+// is safe for concurrent use by runs of different probes.
+type Recorder struct {
+	observer  Observer
+	store     Store
+	logger    *slog.Logger
+	now       func() time.Time
+	wake      func()
+	shapes    shapeCache
+	baselines baselineCache
+	queue     *writeQueue
+
+	mu      sync.RWMutex // guards notify, deliver and states
+	notify  checks.Notify
+	deliver bool
+	states  map[string]results.AlertState
+
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex // one per probe, see lockProbe
+}
+
+// Decision is what the Recorder decided about a recorded run.
+type Decision struct {
+	// Baseline is the fingerprint of the shape the run drifted from, and
+	// Drift its diff lines (SPEC §5 wording), on every drifted run and not
+	// only on the one that is alerted; both are empty when it did not
+	// drift.
+	Baseline string
+	Drift    []string
+	// Alerts are the alerts recorded with the run, with their IDs.
+	Alerts []results.Alert
+}
+
+// NewRecorder returns a Recorder that records into store and alerts as
+// notify says. Call Load before the first Record.
+func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recorder {
+	rc := &Recorder{
+		store:    store,
+		logger:   opts.Logger,
+		now:      opts.Now,
+		wake:     opts.Wake,
+		notify:   notify,
+		deliver:  opts.Deliver,
+		observer: observerOr(opts.Observer),
+		states:   map[string]results.AlertState{},
+		locks:    map[string]*sync.Mutex{},
+	}
+	if rc.logger == nil {
+		rc.logger = slog.New(slog.DiscardHandler)
+	}
+	if rc.now == nil {
+		rc.now = time.Now
+	}
+	if rc.wake == nil {
+		rc.wake = func() {}
+	}
+	clock, random, redact := opts.Clock, opts.Rand, opts.Redact
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	if random == nil {
+		random = rand.Float64
+	}
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	rc.queue = newWriteQueue(opts.WriteQueue, rc.recordNow, rc.recorded, rc.logger, rc.observer, clock, random, redact)
+	return rc
+}
+
+// Load reads the persisted alert state of every probe, so that a restart
+// neither alerts again on a failure it already announced nor forgets to
+// resolve it. Call it once, before the first Record; a probe that Record
+// has already seen keeps its in-memory state, which is newer.
+func (rc *Recorder) Load(ctx context.Context) error {
+	states, err := rc.store.AlertStates(ctx)
+	if err != nil {
+		return fmt.Errorf("runner: load alert states: %w", err)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for probe, st := range states {
+		if _, ok := rc.states[probe]; !ok {
+			rc.states[probe] = st
+		}
+	}
+	return nil
+}
+
+// SetNotify replaces the alerting configuration after a config reload;
+// deliver is false when no receiver is configured. Runs already being
+// recorded finish with the configuration they started with. Alert states
+// are kept: a failure announced before the reload is not announced again.
+func (rc *Recorder) SetNotify(n checks.Notify, deliver bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.notify, rc.deliver = n, deliver
+}
+
+// Record takes a finished run and records it with what it calls for: its
+// drift event, the probe's new alert state and its alerts, in one store
+// transaction. It returns what it decided; the caller's r is left as it
+// is. A recorded run is counted (Observer.RunFinished) and wakes the
+// Deliverer when it enqueued alerts.
+//
+// Record ignores ctx's cancellation, within recordTimeout: the run is
+// over, and a shutdown that drains in-flight runs must not lose their
+// results. ctx's values still reach the store.
+//
+// err is nil when r was recorded. Otherwise it says why not: r then waits
+// in the write queue and is recorded (and counted) later, unless err wraps
+// errQueueClosed, which says it finished after the queue closed at
+// shutdown and is lost. While runs wait in the queue, r joins them without
+// a write, so that each probe's runs reach the alert policy in order.
+func (rc *Recorder) Record(ctx context.Context, r *results.Result) (Decision, error) {
+	if r == nil {
+		return Decision{}, errors.New("runner: record: nil result")
+	}
+	d, err := rc.queue.record(ctx, r)
+	if err == nil {
+		rc.recorded(r, d)
+	}
+	return d, err
+}
+
+// Run writes the runs that wait in the write queue until ctx ends.
+func (rc *Recorder) Run(ctx context.Context) { rc.queue.run(ctx) }
+
+// Drain tries once more, for at most grace, to write the queued runs, and
+// logs and counts the rest as lost; Run must have returned. Record then
+// writes a run at once or not at all.
+func (rc *Recorder) Drain(ctx context.Context, grace time.Duration) { rc.queue.drain(ctx, grace) }
+
+// Pending returns how many runs wait in the write queue because the store
+// failed. Anything above 0 means the store is not keeping up.
+func (rc *Recorder) Pending() int { return rc.queue.pending() }
+
+// recorded counts a recorded run and wakes the Deliverer for its alerts.
+func (rc *Recorder) recorded(r *results.Result, d Decision) {
+	rc.observer.RunFinished(r)
+	if slices.ContainsFunc(d.Alerts, func(a results.Alert) bool { return a.State == results.DeliveryPending }) {
+		rc.wake()
+	}
+}
+
+// recordNow detects drift in r, applies the alert policy and records r in
+// one store transaction; the write queue calls it, under a context whose
+// cancellation it has already detached.
+//
+// A store failure during drift detection is logged and the run recorded
+// without a drift event; the next drifted run tries again. If recording
+// fails, recordNow returns the error and the probe's alert state does not
+// advance, so that the next run decides again instead of believing an
+// alert went out. Calls for the same probe are serialized.
+func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision, error) {
+	defer rc.lockProbe(r.Probe)()
+
+	rc.mu.RLock()
+	notify, deliver := rc.notify, rc.deliver
+	st, known := rc.states[r.Probe]
+	rc.mu.RUnlock()
+	now := rc.now()
+
+	var rec results.RunRecord
+	var d Decision
+	drift, err := rc.detectDrift(ctx, r, now, &d)
+	if err != nil {
+		rc.logger.Error("drift detection failed; recording the run without a drift event",
+			"probe", r.Probe, "operation_id", r.OperationID, "error", err)
+		rc.observer.StoreError("drift_lookup")
+	}
+	if drift != nil {
+		rec.Drift = drift
+		if notifies(notify, notifyShapeDrift) {
+			a := results.NewAlert(results.AlertDrift, r, now)
+			a.Drift = drift
+			rec.Alerts = append(rec.Alerts, a)
+		}
+	}
+	next, alerts := decide(notify, st, r, now)
+	rec.Alerts = append(rec.Alerts, alerts...)
+	for i := range rec.Alerts {
+		a := &rec.Alerts[i]
+		if deliver {
+			a.State, a.NextAttemptAt = results.DeliveryPending, now
+		} else {
+			a.State = results.DeliverySkipped
+		}
+	}
+	if !known || !sameState(next, st) {
+		rec.AlertState = &next
+	}
+	rec.Result = *r
+
+	if err := rc.store.RecordRun(ctx, &rec); err != nil {
+		rc.observer.StoreError("record_run")
+		return Decision{}, fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
+	}
+	rc.mu.Lock()
+	rc.states[r.Probe] = next
+	rc.mu.Unlock()
+	if rec.Drift != nil {
+		rc.observer.DriftDetected(rec.Drift)
+	}
+
+	for _, a := range rec.Alerts {
+		attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "state", a.State,
+			"operation_id", a.OperationID, "outcome", a.Outcome}
+		if a.Code != "" {
+			attrs = append(attrs, "code", a.Code)
+		}
+		if a.Drift != nil {
+			attrs = append(attrs, "baseline", a.Drift.Baseline, "current", a.Drift.Current)
+		}
+		rc.logger.Info("alert enqueued", attrs...)
+	}
+	d.Alerts = rec.Alerts
+	return d, nil
+}
+
+// lockProbe locks probe's mutex and returns its unlock. The scheduler never
+// overlaps runs of one probe, but the alert state is read at the start of
+// Process and written at its end, so an overlap would lose an update; the
+// lock makes that impossible rather than merely unlikely.
+func (rc *Recorder) lockProbe(probe string) (unlock func()) {
+	rc.locksMu.Lock()
+	m, ok := rc.locks[probe]
+	if !ok {
+		m = new(sync.Mutex)
+		rc.locks[probe] = m
+	}
+	rc.locksMu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
