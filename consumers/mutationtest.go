@@ -1,0 +1,248 @@
+package consumers
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/toolpulse/toolpulse/results/shape"
+)
+
+// MutationBase is a passing response a consumer is mutation-tested on.
+type MutationBase struct {
+	Name       string // the fixture's name, or "db: <probe>" for a recorded sample
+	Response   any
+	Status     int // 0 means 200
+	Headers    map[string]string
+	MinResults int // as the probe or fixture requires
+}
+
+// SurvivorClass says whether a surviving mutation is a problem.
+type SurvivorClass string
+
+// The classes, in the order MutationTest tries them.
+const (
+	// PositiveControl is add_field: it must survive.
+	PositiveControl SurvivorClass = "positive_control"
+	// ByDesign is empty_list under min_results 0: an empty answer is valid
+	// by the probe's own contract (seed 003).
+	ByDesign SurvivorClass = "by_design"
+	// UnreadField is a change below a key the rule demonstrably never
+	// reads (see Mutations): harmless to it.
+	UnreadField SurvivorClass = "unread_field"
+	// BlindSpot is a contract change the rule still passes and should
+	// notice.
+	BlindSpot SurvivorClass = "blind_spot"
+)
+
+// Survivor is a mutation the consumer still passed.
+type Survivor struct {
+	Base     string
+	Mutation Mutation // Response is dropped (nil): the diff shows the change
+	Class    SurvivorClass
+	Diff     []string // shape.Diff(shape.Of(base), shape.Of(mutated)), SPEC §5 wording
+	Why      string   // one sentence a person can act on, naming the path
+	Accepted string   // the accept_mutations reason when the consumer acknowledges it; "" otherwise
+}
+
+// MutationReport is the result of mutation-testing one consumer.
+type MutationReport struct {
+	Consumer string
+	Bases    []string          // names of the bases that passed and were mutated
+	Skipped  map[string]string // base name -> why it was not used: "it does not pass: <code>: <message>"
+	Total    int               // mutations run
+	Killed   int               // mutations the consumer rejected (any non-pass verdict), positive controls included
+	// Survivors lists every survivor, all classes, in base order and then
+	// in the order of Mutations.
+	Survivors []Survivor
+	// KilledControls names the positive-control mutations the rule
+	// rejected and the consumer does not accept, one entry per base it was
+	// rejected on: a rule that rejects an unrelated added field breaks on
+	// harmless additive changes, so this fails CI too.
+	KilledControls []string
+}
+
+// Score is killed / (killed + blind spots), in [0, 1]; 1 when there is
+// nothing to kill. Blind spots are the unaccepted ones: an accepted
+// survivor is acknowledged as the rule's contract, not missed by it.
+func (r MutationReport) Score() float64 {
+	blind := len(r.BlindSpots())
+	if r.Killed+blind == 0 {
+		return 1
+	}
+	return float64(r.Killed) / float64(r.Killed+blind)
+}
+
+// Failed reports whether the report should fail CI: an unaccepted blind
+// spot, or a killed positive control that is not accepted.
+func (r MutationReport) Failed() bool {
+	return len(r.KilledControls) > 0 || len(r.BlindSpots()) > 0
+}
+
+// BlindSpots returns the unaccepted blind-spot survivors.
+func (r MutationReport) BlindSpots() []Survivor {
+	var out []Survivor
+	for _, s := range r.Survivors {
+		if s.Class == BlindSpot && s.Accepted == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// MutationTest mutates every base that passes and runs the consumer on each
+// mutation (same Status, Headers and MinResults as the base). A survivor is
+// a mutation that still yields pass. Survivors, and rejected positive
+// controls, whose Name, or whose Kind alone (e.g. "empty_list"), appears in
+// c.AcceptMutations are accepted with its reason; the name wins over the
+// kind.
+//
+// A survivor is classified in this order: add_field is a PositiveControl;
+// empty_list under MinResults 0 is ByDesign; a mutation below a key the rule
+// demonstrably never reads is UnreadField (see Mutations: the key may be
+// the mutation's Field or one on the way to it); everything else is a
+// BlindSpot. A mutation with no key on its path ("$", "$[]") is never
+// UnreadField: wrapping, emptying or retyping the whole answer always
+// matters. A list-level mutation is about the last key of its path, so
+// wrapping a tags list the rule skips is harmless, while wrapping the list
+// the rule selects is a blind spot.
+func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
+	r := MutationReport{Skipped: map[string]string{}}
+	if c != nil {
+		r.Consumer = c.Name
+	}
+	reads := c.ReadFields()
+	var accepted map[string]string
+	if c != nil {
+		accepted = make(map[string]string, len(c.AcceptMutations))
+		for _, a := range c.AcceptMutations {
+			if _, dup := accepted[a.Mutation]; !dup {
+				accepted[a.Mutation] = a.Reason
+			}
+		}
+	}
+	acceptance := func(m Mutation) string {
+		if reason, ok := accepted[m.Name]; ok {
+			return reason
+		}
+		return accepted[string(m.Kind)]
+	}
+	for _, b := range bases {
+		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers}
+		if in.Status == 0 {
+			in.Status = 200
+		}
+		if v := c.Apply(in, b.MinResults); v.Err != nil {
+			r.Skipped[b.Name] = fmt.Sprintf("it does not pass: %s: %s", v.Err.Code, v.Err.Message)
+			continue
+		}
+		r.Bases = append(r.Bases, b.Name)
+		var baseShape shape.Shape // only needed once something survives
+		eachMutation(b.Response, reads, func(m Mutation) bool {
+			r.Total++
+			in.Response = m.Response
+			v := c.Apply(in, b.MinResults)
+			if v.Err != nil {
+				r.Killed++
+				if m.Kind == MutAddField && acceptance(m) == "" {
+					r.KilledControls = append(r.KilledControls, m.Name)
+				}
+				return true
+			}
+			if baseShape.String() == "" {
+				baseShape = shape.Of(b.Response)
+			}
+			class := classify(m, b.MinResults)
+			s := Survivor{
+				Base: b.Name, Mutation: m, Class: class,
+				Diff:     shape.Diff(baseShape, shape.Of(m.Response)),
+				Why:      why(m, class),
+				Accepted: acceptance(m),
+			}
+			s.Mutation.Response = nil
+			r.Survivors = append(r.Survivors, s)
+			return true
+		})
+	}
+	return r
+}
+
+func classify(m Mutation, minResults int) SurvivorClass {
+	switch {
+	case m.Kind == MutAddField:
+		return PositiveControl
+	case m.Kind == MutEmptyList && minResults <= 0:
+		return ByDesign
+	case m.unread != "":
+		return UnreadField
+	}
+	return BlindSpot
+}
+
+// why is the Survivor's sentence: what changed, then why that matters or
+// does not.
+func why(m Mutation, class SurvivorClass) string {
+	field := subject(m)
+	var what, risk string
+	switch m.Kind {
+	case MutWrapList:
+		what = fmt.Sprintf("the list at %s was wrapped in an object", m.Path)
+		risk = fmt.Sprintf("it never checks that %s is a list, so code iterating it would get the object's keys instead of its items", m.Path)
+	case MutUnwrapObject:
+		what = fmt.Sprintf("the object at %s was replaced by its list %s", m.Path, m.Field)
+		risk = fmt.Sprintf("it never checks that %s is an object, so code reading %s from it would break", m.Path, m.Field)
+	case MutRemoveField:
+		what = fmt.Sprintf("%s was removed", m.Path)
+		risk = fmt.Sprintf("it never requires %s, so code reading it would get nothing", field)
+	case MutRetype:
+		what = fmt.Sprintf("%s turned from %s into %s", m.Path, m.from, m.to)
+		switch {
+		case m.to == "null":
+			risk = fmt.Sprintf("it never checks that %s is not null, so code using it would break", field)
+		case m.from == "number":
+			risk = fmt.Sprintf("it never checks the type of %s, so code doing arithmetic on it would break", field)
+		default:
+			risk = fmt.Sprintf("it never checks the type of %s, so code treating it as text would break", field)
+		}
+	case MutEmptyList:
+		what = fmt.Sprintf("the list at %s was emptied", m.Path)
+		risk = "an empty answer counts as a success, so a provider that lost its results would look like one that found nothing"
+	case MutNonObjectItems:
+		what = fmt.Sprintf("the items of %s turned from objects into strings", m.Path)
+		risk = "it never checks that each item is an object, so code reading their fields would break"
+	case MutNestField:
+		what = fmt.Sprintf("%s was moved into an object under %q", m.Path, nestKey)
+		risk = fmt.Sprintf("it never checks what %s holds, so code using it directly would break", field)
+	case MutRenameKey:
+		what = fmt.Sprintf("%s was renamed to %s", m.Path, m.to)
+		risk = fmt.Sprintf("it never requires %s, so code reading it by its old name would get nothing", field)
+	case MutAddField:
+		return "an unrelated field was added and the rule still passes, as it must"
+	default:
+		what = fmt.Sprintf("%s changed (%s)", m.Path, m.Kind)
+		risk = "it never checks this part of the contract"
+	}
+	switch class {
+	case ByDesign:
+		return what + " and the rule still passes, as min_results 0 allows: an empty answer is valid by the probe's own contract"
+	case UnreadField:
+		return fmt.Sprintf("%s and the rule still passes: harmless, the rule never reads %s", what, m.unread)
+	}
+	return what + " and the rule still passes: " + risk
+}
+
+// subject names what a retype, removal or rename is about in a sentence:
+// the key ("score"), each item of a list ("each item of results"), or the
+// response itself.
+func subject(m Mutation) string {
+	switch {
+	case strings.HasSuffix(m.Path, "[]"):
+		list := strings.TrimSuffix(m.Path, "[]")
+		if list == "$" {
+			list = "the response"
+		}
+		return "each item of " + list
+	case m.Field != "":
+		return m.Field
+	}
+	return "the response"
+}
