@@ -39,33 +39,38 @@ const (
 // or has stopped.
 var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
 
-// DaemonOptions are a Daemon's dependencies. Executor and Store are
-// required.
-type DaemonOptions struct {
-	Logger *slog.Logger // nil: discard
-	// Clock drives the schedule. nil: the real clock; tests pass a
-	// clockwork.FakeClock. Runs themselves, and the grace period, use real
-	// time: they bound real network I/O.
+// Deps are what New builds a Daemon from. Store is required; every other
+// field has a default.
+type Deps struct {
+	// Store is where runs are recorded and alerts wait to be delivered.
+	Store Store
+	// Senders returns the alert receiver a config asks for, or nil when it
+	// configures none (alerts are then recorded, not sent). New and Reload
+	// call it; nil: no config has a receiver.
+	Senders func(*checks.Config) (Sender, error)
+	// Observer is told of every finished run, drift event, delivery and
+	// store failure, for metrics; nil: none.
+	Observer Observer
+	Logger   *slog.Logger // nil: discard
+	// Clock drives the schedule and the write queue's back-off. nil: the
+	// real clock; tests pass a clockwork.FakeClock. Runs themselves, and
+	// the grace period, use real time: they bound real network I/O.
 	Clock clockwork.Clock
 	// Rand returns a number in [0,1) that places each probe's first run in
-	// its jitter window. nil: math/rand/v2.
-	Rand     func() float64
-	Executor *Executor
-	// Store is where runs are recorded, through the daemon's Recorder.
-	Store Store
-	// Deliverer drains the alert outbox; the daemon runs it and wakes it
-	// when a run enqueues an alert. nil when no Slack is configured.
-	Deliverer *Deliverer
+	// its jitter window and jitters the write queue's back-off. nil:
+	// math/rand/v2. Attempts and deliveries draw their own jitter.
+	Rand func() float64
 	// GracePeriod is how long in-flight runs may finish on shutdown before
 	// their context is cancelled, and how long a run of a probe that a
 	// reload removed or changed may go on. 0: DefaultGracePeriod; negative:
 	// cancel at once.
 	GracePeriod time.Duration
-	// Observer is told of every finished run and store failure; nil: none.
-	Observer Observer
 	// WriteQueue is how many results may wait in memory to be written
 	// while the store fails. 0 or less: DefaultWriteQueue.
 	WriteQueue int
+	// Delivery tunes the outbox's Deliverer; its Logger and Observer are
+	// the Daemon's. The zero value: the defaults.
+	Delivery DelivererOptions
 }
 
 // daemonState is where a Daemon is in its life.
@@ -104,6 +109,8 @@ type Daemon struct {
 	exec     *Executor
 	rec      *Recorder
 	deliv    *Deliverer
+	senders  func(*checks.Config) (Sender, error)
+	sender   *switchSender
 	grace    time.Duration
 	limit    *limiter
 	// drainWait is how long shutdown waits for cancelled runs to return:
@@ -134,24 +141,25 @@ type Daemon struct {
 	hardCancel context.CancelFunc
 }
 
-// NewDaemon returns a Daemon for cfg. It schedules nothing until Run.
-func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
+// New returns a Daemon for cfg, with everything a run goes through: the
+// Executor, the Recorder (drift, alerts, recording, the write queue) and
+// the outbox's Deliverer with cfg's receiver. It schedules nothing until
+// Run.
+func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	switch {
 	case cfg == nil:
-		return nil, errors.New("runner: NewDaemon: nil config")
-	case opts.Executor == nil:
-		return nil, errors.New("runner: NewDaemon: an Executor is required")
-	case opts.Store == nil:
-		return nil, errors.New("runner: NewDaemon: a Store is required")
+		return nil, errors.New("runner: New: nil config")
+	case deps.Store == nil:
+		return nil, errors.New("runner: New: a Store is required")
 	}
 	d := &Daemon{
-		logger:   opts.Logger,
-		clock:    opts.Clock,
-		rand:     opts.Rand,
-		exec:     opts.Executor,
-		deliv:    opts.Deliverer,
-		grace:    opts.GracePeriod,
-		observer: observerOr(opts.Observer),
+		logger:   deps.Logger,
+		clock:    deps.Clock,
+		rand:     deps.Rand,
+		senders:  deps.Senders,
+		sender:   &switchSender{},
+		grace:    deps.GracePeriod,
+		observer: observerOr(deps.Observer),
 		limit:    newLimiter(cfg.MaxConcurrency),
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
@@ -167,24 +175,42 @@ func NewDaemon(cfg *checks.Config, opts DaemonOptions) (*Daemon, error) {
 	if d.rand == nil {
 		d.rand = rand.Float64
 	}
+	if d.senders == nil {
+		d.senders = func(*checks.Config) (Sender, error) { return nil, nil }
+	}
 	switch {
 	case d.grace == 0:
 		d.grace = DefaultGracePeriod
 	case d.grace < 0:
 		d.grace = 0
 	}
+	sender, err := d.senders(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("runner: New: %w", err)
+	}
+	d.sender.set(sender)
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
-	wake := func() {}
-	if d.deliv != nil {
-		wake = d.deliv.Wake
-	}
-	d.rec = NewRecorder(opts.Store, cfg.Notify, RecorderOptions{
-		Logger: d.logger, Deliver: cfg.Notify.Slack.Enabled(), Observer: d.observer, Wake: wake,
-		WriteQueue: opts.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
+	d.exec = NewExecutor(Options{Logger: d.logger, Redactor: d.redactor})
+	delivery := deps.Delivery
+	delivery.Logger, delivery.Observer = d.logger, d.observer
+	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
+	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
+		Logger: d.logger, Deliver: sender != nil, Observer: d.observer, Wake: d.deliv.Wake,
+		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
 	})
+	d.observer.SetProbes(probeNames(cfg))
 	return d, nil
+}
+
+// probeNames are the names of cfg's probes, in config order.
+func probeNames(cfg *checks.Config) []string {
+	names := make([]string, len(cfg.Probes))
+	for i, p := range cfg.Probes {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // Run schedules every probe and runs until ctx ends. It then stops
@@ -259,27 +285,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.logger.Info("scheduler started", "probes", len(probes), "max_concurrency", d.maxConcurrency())
 
-	var delivered chan struct{}
-	stopDeliverer := func() {}
-	if d.deliv != nil {
-		// The deliverer outlives the drain, so that alerts of the last runs
-		// still go out; what it cannot send stays in the outbox.
-		dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopDeliverer = cancel
-		delivered = make(chan struct{})
-		go func() {
-			defer close(delivered)
-			d.deliv.Run(dctx)
-		}()
-	}
+	// The deliverer outlives the drain, so that alerts of the last runs
+	// still go out; what it cannot send stays in the outbox.
+	dctx, stopDeliverer := context.WithCancel(context.WithoutCancel(ctx))
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		d.deliv.Run(dctx)
+	}()
 
 	<-ctx.Done()
 	d.shutdown()
 	closeQueue()
 	stopDeliverer()
-	if delivered != nil {
-		<-delivered
-	}
+	<-delivered
 	d.exec.CloseIdleConnections()
 	d.setState(stateStopped)
 	d.logger.Info("scheduler stopped")
@@ -345,14 +364,19 @@ func (d *Daemon) shutdown() {
 // Reload applies a new config: probes removed from it stop, added ones
 // start after a fresh jitter, changed ones (any field) are rescheduled with
 // their new definition, and unchanged ones keep their job and schedule. It
-// also resizes the concurrency limit and updates the Recorder's alerting;
-// history and alert state stay in the store and the Recorder.
+// is everything a SIGHUP needs: it also switches alerts to the new
+// config's receiver, hands its secrets to the redactors, resizes the
+// concurrency limit, updates the Recorder's alerting and tells the
+// Observer the new set of probes; history and alert state stay in the
+// store and the Recorder.
 //
 // Runs in flight are not interrupted by a reload that shrinks the limit; a
 // run of a removed or changed probe may finish (within the grace period)
 // and is recorded. Reload may be called before Run; it returns
-// ErrDaemonStopped once shutdown has begun. On an error, the probes named
-// in it are not scheduled; the rest of the reload is applied.
+// ErrDaemonStopped once shutdown has begun. A receiver the new config
+// cannot build fails the reload before anything changes. On an error
+// from the schedule, the probes named in it are not scheduled; the rest of
+// the reload is applied.
 func (d *Daemon) Reload(cfg *checks.Config) error {
 	if cfg == nil {
 		return errors.New("runner: Reload: nil config")
@@ -365,9 +389,18 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	if state >= stateStopping {
 		return ErrDaemonStopped
 	}
+	sender, err := d.senders(cfg)
+	if err != nil {
+		return fmt.Errorf("runner: Reload: %w", err)
+	}
 
+	d.sender.set(sender)
+	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)
-	d.rec.SetNotify(cfg.Notify, cfg.Notify.Slack.Enabled())
+	d.rec.SetNotify(cfg.Notify, sender != nil)
+	// Before the schedule changes, so that the first runs of added probes
+	// count.
+	d.observer.SetProbes(probeNames(cfg))
 
 	next := make(map[string]*checks.Probe, len(cfg.Probes))
 	var added, changed, removed []string

@@ -203,9 +203,9 @@ type schedHarness struct {
 	stopped bool
 }
 
-// schedNew builds a daemon for cfg; opts may adjust its options (the
-// defaults: a fake clock, Rand 0, a 200ms grace period, no deliverer).
-func schedNew(t *testing.T, cfg *checks.Config, opts func(*DaemonOptions)) *schedHarness {
+// schedNew builds a daemon for cfg; opts may adjust its dependencies (the
+// defaults: a fake clock, Rand 0, a 200ms grace period, no receiver).
+func schedNew(t *testing.T, cfg *checks.Config, opts func(*Deps)) *schedHarness {
 	t.Helper()
 	logs := &schedLog{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -213,18 +213,17 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*DaemonOptions)) *sche
 	tt.Attach("daemon", &logs.Log)
 	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
 	h.start = h.clock.Now()
-	o := DaemonOptions{
+	o := Deps{
 		Logger:      logger,
 		Clock:       h.clock,
 		Rand:        func() float64 { return 0 },
-		Executor:    NewExecutor(Options{Logger: logger, Version: "test"}),
 		Store:       h.store,
 		GracePeriod: 200 * time.Millisecond,
 	}
 	if opts != nil {
 		opts(&o)
 	}
-	d, err := NewDaemon(cfg, o)
+	d, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}

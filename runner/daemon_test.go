@@ -118,7 +118,7 @@ func TestDaemonJitterBounds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			schedCheckLeaks(t)
 			prov := schedServe(t, nil, false)
-			h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Hour)), func(o *DaemonOptions) {
+			h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Hour)), func(o *Deps) {
 				o.Rand = func() float64 { return tt.rand }
 			})
 			h.run()
@@ -278,7 +278,7 @@ func TestDaemonPanicBecomesInternalError(t *testing.T) {
 func TestDaemonSurvivesEscapedPanic(t *testing.T) {
 	schedCheckLeaks(t)
 	prov := schedServe(t, nil, false)
-	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *DaemonOptions) {
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *Deps) {
 		o.Logger = slog.New(schedPanicHandler{o.Logger.Handler(), func(r slog.Record) bool {
 			return r.Message == "probe run" || r.Level >= slog.LevelError
 		}})
@@ -351,7 +351,7 @@ func TestDaemonShutdownDrains(t *testing.T) {
 	h := schedNew(t, schedConfig(4,
 		schedProbe(t, "slow", slow.URL, time.Minute),
 		schedProbe(t, "hung", hung.URL, time.Minute),
-	), func(o *DaemonOptions) { o.GracePeriod = grace })
+	), func(o *Deps) { o.GracePeriod = grace })
 	h.run()
 
 	h.tick(2, minStartLead+schedSkew)
@@ -426,7 +426,7 @@ func TestDaemonReload(t *testing.T) {
 		schedProbe(t, "keep", keep.URL, interval),
 		schedProbe(t, "change", change.URL, interval),
 		schedProbe(t, "remove", remove.URL, interval),
-	), func(o *DaemonOptions) { o.Rand = func() float64 { return 0.5 } }) // first runs 1s after (re)scheduling
+	), func(o *Deps) { o.Rand = func() float64 { return 0.5 } }) // first runs 1s after (re)scheduling
 	h.run()
 
 	h.tick(3, time.Second+schedSkew) // t=1s: the three run
@@ -515,7 +515,7 @@ func TestDaemonReloadInFlight(t *testing.T) {
 	h := schedNew(t, schedConfig(4,
 		schedProbe(t, "finishing", finishing.URL, time.Minute),
 		schedProbe(t, "hung", hung.URL, time.Minute),
-	), func(o *DaemonOptions) { o.GracePeriod = 2 * time.Second })
+	), func(o *Deps) { o.GracePeriod = 2 * time.Second })
 	h.run()
 	h.tick(2, minStartLead+schedSkew)
 	h.eventually("both requests", func() bool { return finishing.requests.Load() == 1 && hung.requests.Load() == 1 })
@@ -546,10 +546,10 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	cfg := schedConfig(4, schedProbe(t, "search", url, time.Minute))
 	cfg.Notify.On = []string{"unavailable", "contract_error"}
 	sender := &schedSender{}
-	h := schedNew(t, cfg, func(o *DaemonOptions) {
-		o.Deliverer = NewDeliverer(o.Store, sender, DelivererOptions{PollInterval: time.Hour})
+	h := schedNew(t, cfg, func(o *Deps) {
+		o.Senders = func(*checks.Config) (Sender, error) { return sender, nil }
+		o.Delivery = DelivererOptions{PollInterval: time.Hour}
 	})
-	h.d.rec.SetNotify(cfg.Notify, true) // as a config with Slack would
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew)
@@ -587,28 +587,68 @@ func TestDaemonReloadBeforeRun(t *testing.T) {
 	}
 }
 
-// TestNewDaemonRequires names what NewDaemon refuses.
-func TestNewDaemonRequires(t *testing.T) {
+// TestNewRequires names what New refuses.
+func TestNewRequires(t *testing.T) {
 	cfg := schedConfig(1)
-	exec, store := NewExecutor(Options{}), newMemStore()
+	store := newMemStore()
 	tests := map[string]struct {
 		cfg  *checks.Config
-		opts DaemonOptions
+		deps Deps
 	}{
-		"config":   {nil, DaemonOptions{Executor: exec, Store: store}},
-		"executor": {cfg, DaemonOptions{Store: store}},
-		"store":    {cfg, DaemonOptions{Executor: exec}},
+		"config": {nil, Deps{Store: store}},
+		"store":  {cfg, Deps{}},
 	}
 	for name, tt := range tests {
-		if _, err := NewDaemon(tt.cfg, tt.opts); err == nil || !strings.Contains(strings.ToLower(err.Error()), name) {
+		if _, err := New(tt.cfg, tt.deps); err == nil || !strings.Contains(strings.ToLower(err.Error()), name) {
 			t.Errorf("without %s: err = %v, want one naming it", name, err)
 		}
 	}
-	d, err := NewDaemon(cfg, DaemonOptions{Executor: exec, Store: store})
+	refused := errors.New("webhook URL is not https")
+	if _, err := New(cfg, Deps{Store: store, Senders: func(*checks.Config) (Sender, error) { return nil, refused }}); !errors.Is(err, refused) {
+		t.Errorf("with a receiver the config cannot build: err = %v, want %v", err, refused)
+	}
+	d, err := New(cfg, Deps{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.grace != DefaultGracePeriod {
 		t.Errorf("default grace period %v, want %v", d.grace, DefaultGracePeriod)
+	}
+}
+
+// TestReloadRefusesReceiverFirst: a reload whose receiver cannot be built
+// fails before anything changes; a good one switches where alerts go and
+// tells the Observer the new probes.
+func TestReloadRefusesReceiverFirst(t *testing.T) {
+	schedCheckLeaks(t)
+	refused := errors.New("webhook URL is not https")
+	obs := &countingObserver{}
+	first, second := &schedSender{}, &schedSender{}
+	h := schedNew(t, schedConfig(2), func(o *Deps) {
+		o.Observer = obs
+		o.Senders = func(cfg *checks.Config) (Sender, error) {
+			switch cfg.MaxConcurrency {
+			case 2:
+				return first, nil
+			case 3:
+				return second, nil
+			}
+			return nil, refused
+		}
+	})
+	if err := h.d.Reload(schedConfig(9)); !errors.Is(err, refused) {
+		h.Fatalf("Reload = %v, want %v", err, refused)
+	}
+	if _, _, limit := h.d.limit.counts(); limit != 2 || obs.count("probes") != 1 {
+		h.Errorf("a refused reload changed the daemon: limit %d, SetProbes called %d times", limit, obs.count("probes"))
+	}
+	if err := h.d.Reload(schedConfig(3, schedProbe(t, "a", "http://127.0.0.1:1", time.Hour))); err != nil {
+		h.Fatal(err)
+	}
+	if _, _, limit := h.d.limit.counts(); limit != 3 || obs.count("probes") != 2 {
+		h.Errorf("after the reload: limit %d, SetProbes called %d times; want 3 and 2", limit, obs.count("probes"))
+	}
+	if _, _, err := h.d.sender.Send(t.Context(), results.Alert{Probe: "a"}); err != nil || len(second.alerts()) != 1 || len(first.alerts()) != 0 {
+		h.Errorf("alerts go to the old receiver after the reload (err %v)", err)
 	}
 }

@@ -71,6 +71,9 @@ type Observer interface {
 	// the store for good, still waiting when the daemon stopped, or
 	// finished after the queue closed and not written then.
 	ResultsDropped(n int)
+	// SetProbes is called with the names of the configured probes when
+	// the daemon is built and on every reload, before their runs.
+	SetProbes(names []string)
 }
 
 // nopObserver is the Observer of a daemon without metrics.
@@ -82,6 +85,7 @@ func (nopObserver) AlertDelivered(*results.Alert)    {}
 func (nopObserver) AlertFailed(*results.Alert, bool) {}
 func (nopObserver) StoreError(string)                {}
 func (nopObserver) ResultsDropped(int)               {}
+func (nopObserver) SetProbes([]string)               {}
 
 // observerOr returns o, or an Observer that does nothing when o is nil.
 func observerOr(o Observer) Observer {

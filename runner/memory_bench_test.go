@@ -200,11 +200,9 @@ func memDaemonRound(b *testing.B, provider *memProvider, probes []*checks.Probe)
 	store := &memNullStore{}
 	obs := &memRunCounter{}
 	clock := clockwork.NewFakeClock()
-	exec := NewExecutor(Options{Version: "test"})
-	d, err := NewDaemon(cfg, DaemonOptions{
+	d, err := New(cfg, Deps{
 		Clock:       clock,
 		Rand:        func() float64 { return 0 },
-		Executor:    exec,
 		Store:       store,
 		Observer:    obs,
 		GracePeriod: time.Second,
@@ -369,7 +367,7 @@ func TestReloadedProbeDoesNotOverlapItsOldRun(t *testing.T) {
 	schedCheckLeaks(t)
 	old, moved := schedServe(t, nil, true), schedServe(t, nil, false)
 	h := schedNew(t, schedConfig(4, schedProbe(t, "search", old.URL, time.Minute)),
-		func(o *DaemonOptions) { o.GracePeriod = schedWait })
+		func(o *Deps) { o.GracePeriod = schedWait })
 	h.run()
 	h.tick(1, minStartLead+schedSkew)
 	h.eventually("the first request", func() bool { return old.requests.Load() == 1 })

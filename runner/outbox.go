@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -377,4 +378,30 @@ func lastError(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// switchSender lets a reload change where alerts go without restarting the
+// Deliverer. With no receiver configured it refuses for good, which the
+// Deliverer records as a failed delivery: it only sees alerts recorded
+// while a receiver existed (others are recorded as skipped).
+type switchSender struct {
+	mu     sync.RWMutex
+	sender Sender
+}
+
+func (s *switchSender) set(sender Sender) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sender = sender
+}
+
+// Send implements Sender.
+func (s *switchSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
+	s.mu.RLock()
+	sender := s.sender
+	s.mu.RUnlock()
+	if sender == nil {
+		return false, 0, errors.New("no alert receiver is configured any more")
+	}
+	return sender.Send(ctx, a)
 }

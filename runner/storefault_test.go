@@ -140,7 +140,7 @@ func TestDaemonWriteQueueDropsOldest(t *testing.T) {
 	schedCheckLeaks(t)
 	prov := schedServe(t, nil, false)
 	obs := &countingObserver{}
-	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *DaemonOptions) {
+	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *Deps) {
 		o.WriteQueue = 3
 		o.Observer = obs
 	})
@@ -201,7 +201,7 @@ func TestDaemonShutdownWithQueuedRuns(t *testing.T) {
 			schedCheckLeaks(t)
 			prov := schedServe(t, nil, false)
 			obs := &countingObserver{}
-			h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *DaemonOptions) {
+			h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), func(o *Deps) {
 				o.Observer = obs
 			})
 			var failing atomic.Bool
@@ -289,9 +289,9 @@ func (s *sfHookStore) RecordRun(ctx context.Context, rec *results.RunRecord) err
 
 // sfOver builds the harness's daemon on a Pipeline over store instead of
 // the harness's own memStore; the harness then reads what store keeps.
-func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*DaemonOptions)) *schedHarness {
+func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*Deps)) *schedHarness {
 	t.Helper()
-	h := schedNew(t, cfg, func(o *DaemonOptions) {
+	h := schedNew(t, cfg, func(o *Deps) {
 		o.Store = store
 		if opts != nil {
 			opts(o)
@@ -359,7 +359,7 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 		}
 		return nil
 	}}
-	h := sfOver(t, cfg, store, func(o *DaemonOptions) {
+	h := sfOver(t, cfg, store, func(o *Deps) {
 		o.Rand = sfRand(0, 0.5, 0.5) // old at the start, a and b a second later
 	})
 	h.run()
@@ -465,7 +465,7 @@ func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
 			h := sfOver(t, schedConfig(1,
 				schedProbe(t, "a", prov.URL, time.Hour),
 				schedProbe(t, "b", prov.URL, time.Hour),
-			), store, func(o *DaemonOptions) {
+			), store, func(o *Deps) {
 				o.Clock = clockwork.NewRealClock()
 				o.Rand = sfRand(0, 0.05)
 				o.Observer = obs
@@ -522,7 +522,7 @@ func TestDaemonCountsRunFinishingAfterTheQueueClosed(t *testing.T) {
 		<-release // ignores the context, as a stuck store would
 		return errors.New("sql: database is closed")
 	}}
-	h := sfOver(t, schedConfig(4, schedProbe(t, "stuck", prov.URL, time.Hour)), store, func(o *DaemonOptions) {
+	h := sfOver(t, schedConfig(4, schedProbe(t, "stuck", prov.URL, time.Hour)), store, func(o *Deps) {
 		o.Observer = obs
 	})
 	h.d.drainWait = 300 * time.Millisecond

@@ -64,10 +64,10 @@ func BenchmarkOperationAllIn(b *testing.B) {
 				w.Write(tt.body(requests.Add(1)))
 			}))
 			defer prov.Close()
-			s, rec, p := allInStack(b, prov.URL)
+			exec, rec, p := allInStack(b, prov.URL)
 			ctx := context.Background()
 			once := func() (results.Result, runner.Decision) {
-				r := s.exec.Run(ctx, p)
+				r := exec.Run(ctx, p)
 				d, err := rec.Record(ctx, &r)
 				if err != nil {
 					b.Fatal(err)
@@ -109,7 +109,7 @@ func BenchmarkOperationAllIn(b *testing.B) {
 // SQLite file there. The probe sends a secret header, a query parameter
 // and a JSON fixture, and is judged by the repository's select_results
 // consumer.
-func allInStack(b *testing.B, providerURL string) (*stack, *runner.Recorder, *checks.Probe) {
+func allInStack(b *testing.B, providerURL string) (*runner.Executor, *runner.Recorder, *checks.Probe) {
 	b.Helper()
 	consumer, err := filepath.Abs(filepath.Join("..", "..", "consumers", "select_results.yaml"))
 	if err != nil {
@@ -145,18 +145,20 @@ probes:
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The daemon's own Executor and Recorder, wired as runner.New wires
+	// them.
+	exec := runner.NewExecutor(runner.Options{Logger: s.logger, Redactor: cfg.Redactor()})
+	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Logger: s.logger, Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled()})
+	if err := rec.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
-		s.exec.CloseIdleConnections()
+		exec.CloseIdleConnections()
 		if err := s.store.Close(); err != nil {
 			b.Error(err)
 		}
 	})
-	// The daemon's own Recorder, wired as it wires it.
-	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled()})
-	if err := rec.Load(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	return s, rec, cfg.Probe("external_search")
+	return exec, rec, cfg.Probe("external_search")
 }
 
 // allInBody is a seed-000 search answer with n results the consumer keeps,

@@ -5,28 +5,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
-	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner"
 )
 
-// stack is the daemon with everything it is built from: the store, the
-// executor, the outbox deliverer and the Slack sender. `run` and `demo`
-// both use it.
+// stack is the daemon with the store and the metrics it is built on.
+// `run` and `demo` both use it.
 type stack struct {
-	logger    *slog.Logger
-	store     *sqlite.Store
-	exec      *runner.Executor
-	sender    *switchSender
-	deliverer *runner.Deliverer
-	daemon    *runner.Daemon
-	metrics   *prometheus.Metrics
+	logger  *slog.Logger
+	store   *sqlite.Store
+	daemon  *runner.Daemon
+	metrics *prometheus.Metrics
 	// metricsHandler serves the metrics in Prometheus text format.
 	metricsHandler http.Handler
 }
@@ -48,29 +42,19 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{logger: logger, store: store, sender: &switchSender{}}
+	s := &stack{logger: logger, store: store}
 	reg := prometheus.NewRegistry()
 	if s.metrics, err = prometheus.New(reg); err != nil {
 		store.Close()
 		return nil, err
 	}
 	s.metricsHandler = prometheus.Handler(reg)
-	s.metrics.SetProbes(probeNames(cfg))
-	sender, err := newSender(cfg)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	s.sender.set(sender)
-	s.exec = runner.NewExecutor(runner.Options{Logger: logger, Redactor: cfg.Redactor()})
-	s.deliverer = runner.NewDeliverer(store, s.sender, runner.DelivererOptions{Logger: logger, Observer: s.metrics})
-	s.daemon, err = runner.NewDaemon(cfg, runner.DaemonOptions{
-		Logger:      logger,
-		Executor:    s.exec,
+	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
-		Deliverer:   s.deliverer,
-		GracePeriod: opts.grace,
+		Senders:     newSender,
 		Observer:    s.metrics,
+		Logger:      logger,
+		GracePeriod: opts.grace,
 	})
 	if err != nil {
 		store.Close()
@@ -83,7 +67,6 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 // drains and closes the store.
 func (s *stack) run(ctx context.Context, retention time.Duration) error {
 	defer s.store.Close()
-	defer s.exec.CloseIdleConnections()
 	pctx, stopPruning := context.WithCancel(ctx)
 	pruned := make(chan struct{})
 	go func() {
@@ -112,26 +95,7 @@ func (s *stack) healthy(ctx context.Context) error {
 }
 
 // reload applies a new, already validated config to the running daemon.
-func (s *stack) reload(cfg *checks.Config) error {
-	sender, err := newSender(cfg)
-	if err != nil {
-		return err
-	}
-	s.sender.set(sender)
-	s.exec.SetRedactor(cfg.Redactor())
-	// Before the reload, so that the first runs of added probes count.
-	s.metrics.SetProbes(probeNames(cfg))
-	// Daemon.Reload also hands the new notify settings to its recorder.
-	return s.daemon.Reload(cfg)
-}
-
-func probeNames(cfg *checks.Config) []string {
-	names := make([]string, len(cfg.Probes))
-	for i, p := range cfg.Probes {
-		names[i] = p.Name
-	}
-	return names
-}
+func (s *stack) reload(cfg *checks.Config) error { return s.daemon.Reload(cfg) }
 
 // newSender returns the Slack sender the config asks for, or nil when
 // alerts are only recorded.
@@ -147,30 +111,4 @@ func newSender(cfg *checks.Config) (runner.Sender, error) {
 		APIURL:     sl.APIURL,
 		Redactor:   cfg.Redactor(),
 	})
-}
-
-// switchSender lets a reload change where alerts go without restarting the
-// deliverer; with no sender configured it refuses for good, which the
-// deliverer records as a failed delivery (it only sees alerts recorded
-// while a sender existed).
-type switchSender struct {
-	mu     sync.RWMutex
-	sender runner.Sender
-}
-
-func (s *switchSender) set(sender runner.Sender) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sender = sender
-}
-
-// Send implements runner.Sender.
-func (s *switchSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
-	s.mu.RLock()
-	sender := s.sender
-	s.mu.RUnlock()
-	if sender == nil {
-		return false, 0, fmt.Errorf("no Slack receiver is configured any more")
-	}
-	return sender.Send(ctx, a)
 }
