@@ -2,49 +2,17 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strings"
+
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
-//go:embed queries.sql
-var explainedQueries string
-
-const queryMarker = "-- query: "
-
-// namedQuery is one query of queries.sql.
-type namedQuery struct {
-	Name, SQL string
-}
-
-// parseQueries splits queries.sql at its "-- query:" lines; what comes
-// before the first is its header.
-func parseQueries(text string) ([]namedQuery, error) {
-	var out []namedQuery
-	for i, part := range strings.Split(text, "\n"+queryMarker) {
-		if i == 0 {
-			continue
-		}
-		name, body, _ := strings.Cut(part, "\n")
-		sql := strings.TrimSuffix(strings.TrimSpace(body), ";")
-		if name == "" || sql == "" {
-			return nil, fmt.Errorf("queries.sql: query %d has no name or no SQL", i)
-		}
-		out = append(out, namedQuery{Name: strings.TrimSpace(name), SQL: sql})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("queries.sql holds no query")
-	}
-	return out, nil
-}
-
-// explainPlans has the sqlite3 shell explain every query of queries.sql
-// on db.
+// explainPlans has the sqlite3 shell explain, on db, every query the
+// store runs behind stats, history and the probes API: the store's own SQL
+// (sqlite.OperatorQueries), not a copy.
 func explainPlans(ctx context.Context, db string) ([]plan, error) {
-	queries, err := parseQueries(explainedQueries)
-	if err != nil {
-		return nil, err
-	}
+	queries := sqlite.OperatorQueries()
 	out := make([]plan, 0, len(queries))
 	for _, q := range queries {
 		text, err := querySQLite(ctx, db, nil, "EXPLAIN QUERY PLAN "+q.SQL+";\n")

@@ -155,6 +155,9 @@ type fillPlan struct {
 	Indexes     []index
 	Chunks      []chunk
 	Consumer    results.ConsumerRef
+	// Rollups fill the rollup tables from the results, see
+	// sqlite.RollupStatements.
+	Rollups []string
 }
 
 // driftSlot is a slot at which every probe's run (shifted per probe, see
@@ -183,6 +186,10 @@ func newFillPlan(ctx context.Context, path string, spec dataSpec, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	rollups, err := sqlite.RollupStatements()
+	if err != nil {
+		return nil, err
+	}
 	n, probes := int64(spec.Results), int64(spec.Probes)
 	slots := (n + probes - 1) / probes
 	end := now.Truncate(time.Millisecond)
@@ -203,6 +210,7 @@ func newFillPlan(ctx context.Context, path string, spec dataSpec, now time.Time)
 		Baseline:  shapes[shapeList].Fingerprint,
 		Indexes:   idx,
 		Consumer:  consumer.Ref(),
+		Rollups:   rollups,
 	}
 	for _, k := range kinds() {
 		p.Kinds = append(p.Kinds, newKindRow(k, shapes))

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 const (
@@ -136,13 +138,10 @@ func checkReport(t *testing.T, path string) {
 		}
 	}
 
-	queries, err := parseQueries(explainedQueries)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queries := sqlite.OperatorQueries()
 	plans, _ := rep["plans"].([]any)
 	if len(plans) != len(queries) {
-		t.Errorf("%d plans, want one per query of queries.sql (%d)", len(plans), len(queries))
+		t.Errorf("%d plans, want one per query of the store's (%d)", len(plans), len(queries))
 	}
 	for _, v := range plans {
 		p := object(t, v)
@@ -191,8 +190,9 @@ func checkData(t *testing.T, db string) {
 		{"results per probe", "SELECT count(DISTINCT n) FROM (SELECT count(*) AS n FROM results GROUP BY probe)", 1},
 		{"failures without a message", "SELECT count(*) FROM results WHERE outcome <> 'pass' AND message IS NULL", 0},
 		{"foreign keys", "SELECT count(*) FROM pragma_foreign_key_check", 0},
-		// fill.sql keeps a copy of migration 0005's backfill: these catch
-		// the copy drifting from what the store maintains.
+		// fill.sql fills the rollups with the store's own statements
+		// (sqlite.RollupStatements): these catch them not matching what
+		// the results hold.
 		{"probe_hours runs against results", "SELECT (SELECT count(*) FROM results) - (SELECT sum(runs) FROM probe_hours)", 0},
 		{"probe_hours per hour against results", "SELECT count(*) FROM (SELECT probe, substr(started_at, 1, 13), count(*) FROM results GROUP BY 1, 2 EXCEPT SELECT probe, hour, runs FROM probe_hours)", 0},
 		{"duration buckets against runs", "SELECT count(*) FROM probe_hours WHERE runs <> (SELECT sum(value) FROM json_each(duration_buckets))", 0},

@@ -128,6 +128,14 @@ func (s *Store) readResults(ctx context.Context, query string, args ...any) ([]r
 // SQLite's limit on bound parameters (32766).
 const attemptsChunk = 500
 
+// attemptsOf reads the attempts of n results, ordered by result and
+// number.
+func attemptsOf(n int) string {
+	return `SELECT operation_id, ` + attemptColumns + `
+FROM attempts WHERE operation_id IN (` + placeholders(n) + `)
+ORDER BY operation_id, number`
+}
+
 // loadAttempts fills the Attempts of every result of rs, with one query
 // per attemptsChunk results rather than one per result.
 func loadAttempts(ctx context.Context, tx *sql.Tx, rs []results.Result) error {
@@ -141,9 +149,7 @@ func loadAttempts(ctx context.Context, tx *sql.Tx, rs []results.Result) error {
 		for i := range chunk {
 			ids[i] = chunk[i].OperationID
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT operation_id, `+attemptColumns+`
-FROM attempts WHERE operation_id IN (`+placeholders(len(ids))+`)
-ORDER BY operation_id, number`, ids...)
+		rows, err := tx.QueryContext(ctx, attemptsOf(len(ids)), ids...)
 		if err != nil {
 			return err
 		}
