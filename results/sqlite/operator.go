@@ -70,4 +70,3 @@ func RollupStatements() ([]string, error) {
 	}
 	return out, nil
 }
-
