@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"go.uber.org/goleak"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/internal/testkit"
@@ -79,8 +78,7 @@ func waitWithin(t testing.TB, within time.Duration, what string, cond func() boo
 // daemon stopped). Call it first. Goroutines alive at the start (earlier
 // tests' idle connections) are not this test's leaks.
 func schedCheckLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(testkit.NoLeaks(t))
 }
 
 // schedLog collects a JSON slog stream; safe for concurrent use. It is

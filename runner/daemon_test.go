@@ -317,7 +317,7 @@ func TestDaemonStoreErrorIsLogged(t *testing.T) {
 	h.tick(1, minStartLead+schedSkew)
 	h.eventually("a logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 1 })
 	h.idle()
-	h.tick(1, time.Minute)
+	h.tick(2, time.Minute) // the job and the write queue's back-off
 	h.eventually("a second logged store error", func() bool { return len(h.logs.records("recording the run failed")) == 2 })
 	for _, l := range h.logs.records("recording the run failed") {
 		if l["level"] != "ERROR" || l["probe"] != "search" || l["operation_id"] == "" ||

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results"
-	"go.uber.org/goleak"
 )
 
 // verifyNoLeaks returns a check, to defer, that fails the test if a
@@ -22,11 +22,7 @@ import (
 // tests' leftovers) do not count.
 func verifyNoLeaks(t *testing.T) func() {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	return func() {
-		t.Helper()
-		goleak.VerifyNone(t, ignore)
-	}
+	return testkit.NoLeaks(t)
 }
 
 // fakeSender is a Sender that records every alert it is given and answers

@@ -103,7 +103,10 @@ func TestDaemonQueuesRunsThroughStoreFault(t *testing.T) {
 	}
 
 	failing.Store(false)
-	h.tick(1, writeRetryMax) // past any back-off
+	// Both jobs' timers and the queue's back-off timer: waiting for fewer
+	// could advance the clock before the back-off is armed, and a timer
+	// armed after the advance waits on a clock that no longer moves.
+	h.tick(3, writeRetryMax) // past any back-off
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 
 	for _, probe := range []string{"ok", "bad"} {
@@ -174,7 +177,7 @@ func TestDaemonWriteQueueDropsOldest(t *testing.T) {
 	}
 
 	failing.Store(false)
-	h.tick(1, writeRetryMax)
+	h.tick(2, writeRetryMax) // the job and the queue's back-off, see above
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 	if got := sfIDs(h.runs("search")); !slices.Equal(got, ids[2:]) {
 		h.Errorf("recorded %v, want the three newest runs %v", got, ids[2:])
@@ -265,7 +268,7 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 		}
 	}
 	failing.Store(false)
-	h.tick(1, writeRetryMax)
+	h.tick(2, writeRetryMax) // the job and the queue's back-off
 	h.eventually("the queue written", func() bool { return h.d.Pending() == 0 })
 	if got := h.status().Pending; got != 0 {
 		h.Errorf("Status().Pending = %d once written, want 0", got)
@@ -467,7 +470,10 @@ func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
 				schedProbe(t, "b", prov.URL, time.Hour),
 			), store, func(o *Deps) {
 				o.Clock = clockwork.NewRealClock()
-				o.Rand = sfRand(0, 0.05)
+				// a at 0.5 s, b at 1 s: a first start close to now could be
+				// overtaken on a busy machine before gocron arms it, and
+				// gocron then pushes it a whole interval (an hour) later.
+				o.Rand = sfRand(0.25, 0.5)
 				o.Observer = obs
 			})
 			h.run()

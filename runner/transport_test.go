@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -220,7 +219,7 @@ func TestTransportFailureKeepsOthersConnections(t *testing.T) {
 // leave no transport behind.
 func TestTransportCloseIdleConnections(t *testing.T) {
 	s := serveConns(t, originalList)
-	ignore := goleak.IgnoreCurrent()
+	checkLeaks := testkit.NoLeaks(t)
 	e := NewExecutor(Options{Version: "test"})
 	now := time.Now()
 	ca := newCert(t, nil, true, "", now, now.Add(time.Hour))
@@ -245,7 +244,7 @@ func TestTransportCloseIdleConnections(t *testing.T) {
 		}
 		waitFor(t, "the provider sees the connections closed", func() bool { return s.open.Load() == 0 })
 	}
-	goleak.VerifyNone(t, ignore)
+	checkLeaks()
 }
 
 // TestTransportCloseDuringRun: a transport in use by a run when
@@ -262,7 +261,7 @@ func TestTransportCloseDuringRun(t *testing.T) {
 		<-gate
 		originalList(w, r)
 	})
-	ignore := goleak.IgnoreCurrent()
+	checkLeaks := testkit.NoLeaks(t)
 	e := NewExecutor(Options{Version: "test"})
 	done := make(chan results.Result, 1)
 	go func() { done <- e.Run(t.Context(), testProbe(t, s.URL)) }()
@@ -280,7 +279,7 @@ func TestTransportCloseDuringRun(t *testing.T) {
 	if n := e.transports.size(); n != 0 {
 		t.Errorf("%d transports after the second CloseIdleConnections, want 0", n)
 	}
-	goleak.VerifyNone(t, ignore)
+	checkLeaks()
 }
 
 // TestTransportHTTP2: a provider that speaks HTTP/2 is still spoken to in

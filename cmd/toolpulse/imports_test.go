@@ -8,22 +8,27 @@ import (
 
 const module = "github.com/toolpulse/toolpulse"
 
-// owners says which package alone may import each third-party module: a
-// swap of one dependency touches one folder.
+// owners says which package alone may import each third-party module, in
+// its code or its tests: a swap of one dependency touches one folder.
+// Every module go.mod requires directly needs an owner here.
 var owners = map[string]string{
 	"github.com/goccy/go-yaml":              module + "/checks",
 	"github.com/expr-lang/expr":             module + "/consumers",
 	"github.com/hashicorp/go-retryablehttp": module + "/runner",
 	"github.com/go-co-op/gocron":            module + "/runner",
 	"github.com/google/uuid":                module + "/runner",
+	"github.com/jonboulle/clockwork":        module + "/runner",
 	"github.com/mattn/go-sqlite3":           module + "/results/sqlite",
 	"github.com/slack-go/slack":             module + "/results/slack",
 	"github.com/prometheus/client_golang":   module + "/results/prometheus",
 	"github.com/prometheus/client_model":    module + "/results/prometheus",
+	"github.com/prometheus/common":          module + "/results/prometheus", // its tests parse the exposition
 	"google.golang.org/protobuf":            module + "/results/prometheus",
 	"github.com/alecthomas/kong":            module + "/cmd/toolpulse",
 	"github.com/KimMachineGun/automemlimit": module + "/cmd/toolpulse",
+	"golang.org/x/time":                     module + "/cmd/toolpulse",
 	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
+	"go.uber.org/goleak":                    module + "/internal/testkit",
 }
 
 // forbidden lists edges between our own packages that would turn siblings
@@ -38,20 +43,26 @@ var forbidden = map[string][]string{
 }
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
-// domain at the bottom, one owner per dependency, siblings apart.
+// domain at the bottom, one owner per dependency (tests included), siblings
+// apart, and the test kit for tests only.
 func TestImportGraph(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").CombinedOutput()
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg, imports := fields[0], fields[1:]
-		for _, imp := range imports {
+		fields := strings.Split(line, "|")
+		pkg, code, tests := fields[0], strings.Fields(fields[1]), strings.Fields(fields[2])
+		for i, imp := range append(code, tests...) {
+			inTest := i >= len(code)
 			for dep, owner := range owners {
 				if (imp == dep || strings.HasPrefix(imp, dep+"/")) && pkg != owner {
 					t.Errorf("%s imports %s; only %s may", pkg, imp, owner)
 				}
+			}
+			if inTest {
+				continue
 			}
 			for _, prefix := range forbidden[pkg] {
 				if strings.HasPrefix(imp, prefix) && imp != pkg {
@@ -64,6 +75,24 @@ func TestImportGraph(t *testing.T) {
 			if (pkg == module+"/results" || pkg == module+"/results/shape") && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s: the domain uses the standard library only", pkg, imp)
 			}
+		}
+	}
+}
+
+// TestEveryModuleHasAnOwner: a module go.mod requires directly, with no
+// owner in owners, would be importable from anywhere.
+func TestEveryModuleHasAnOwner(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", `{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}`, "all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m: %v\n%s", err, out)
+	}
+	for _, mod := range strings.Fields(string(out)) {
+		owned := false
+		for dep := range owners {
+			owned = owned || mod == dep || strings.HasPrefix(mod, dep+"/")
+		}
+		if !owned {
+			t.Errorf("go.mod requires %s, which has no owner in owners", mod)
 		}
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
@@ -64,7 +62,7 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 	}
 	write("steady", "broken")
 
-	ignore := goleak.IgnoreCurrent()
+	checkLeaks := testkit.NoLeaks(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -133,5 +131,5 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 		tk.Fatalf("run did not stop within 30s")
 	}
 	http.DefaultClient.CloseIdleConnections()
-	goleak.VerifyNone(t, ignore)
+	checkLeaks()
 }

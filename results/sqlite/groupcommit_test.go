@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
@@ -446,7 +445,7 @@ func TestCloseCommitsQueuedRuns(t *testing.T) {
 // TestOpenCloseLeavesNoGoroutine checks that Close waits for the writer
 // goroutine, after concurrent recording, and after a failed Open.
 func TestOpenCloseLeavesNoGoroutine(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	checkLeaks := testkit.NoLeaks(t)
 	ctx := context.Background()
 	path := t.TempDir() + "/toolpulse.db"
 	s, err := sqlite.Open(ctx, path)
@@ -470,7 +469,7 @@ func TestOpenCloseLeavesNoGoroutine(t *testing.T) {
 	if _, err := sqlite.Open(ctx, t.TempDir()); err == nil {
 		t.Fatal("Open of a directory: no error")
 	}
-	goleak.VerifyNone(t, ignore)
+	checkLeaks()
 }
 
 // TestSequentialRecordingNeverWaits checks the adaptive commit delay: a
