@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/internal/testkit"
 )
