@@ -3,20 +3,16 @@ package consumers
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/shape"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/mutate/*.golden from the current output")
 
 // seed000Body is the drill's baseline response (seed 000).
 const seed000Body = `{"results":[{"id":"doc_784","title":"API migration guide","score":0.93}],"next_cursor":null}`
@@ -24,22 +20,7 @@ const seed000Body = `{"results":[{"id":"doc_784","title":"API migration guide","
 // checkGolden compares got with the golden file, or rewrites it with -update.
 func checkGolden(t *testing.T, golden string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./consumers -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s:\ngot:\n%s\nwant:\n%s", golden, got, want)
-	}
+	testkit.Golden(t, golden, got)
 }
 
 func jsonText(t testing.TB, v any) string {

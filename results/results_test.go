@@ -3,14 +3,12 @@ package results
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+	"github.com/toolpulse/toolpulse/internal/testkit"
+)
 
 func TestCodeOutcome(t *testing.T) {
 	for _, c := range UnavailableCodes {
@@ -125,19 +123,7 @@ func TestEnvelopeGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := buf.Bytes()
-			golden := filepath.Join("testdata", "envelope-"+tt.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("envelope mismatch\ngot:\n%s\nwant:\n%s", got, want)
-			}
+			testkit.Golden(t, filepath.Join("testdata", "envelope-"+tt.name+".golden"), got)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package prometheus_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/toolpulse/toolpulse/results"
 	metrics "github.com/toolpulse/toolpulse/results/prometheus"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/toolpulse/toolpulse/internal/testkit"
+)
 
 // goldenNames are the metrics the golden exposition covers: everything New
 // registers except toolpulse_build_info, whose version label depends on
@@ -168,7 +167,7 @@ func TestExpositionGolden(t *testing.T) {
 	checkpoint("after epsilon came back")
 
 	golden := filepath.Join("testdata", "exposition.golden")
-	if *update {
+	if testkit.Update() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package shape_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/results/shape"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata .golden files from the current output")
 
 // decode unmarshals a JSON body the way toolpulse does, into any.
 func decode(t testing.TB, body []byte) any {
@@ -51,19 +49,7 @@ func readFile(t testing.TB, name string) []byte {
 // checkGolden compares got with the golden file, or rewrites it with -update.
 func checkGolden(t *testing.T, golden string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./results/shape -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s:\ngot:\n%s\nwant:\n%s", golden, got, want)
-	}
+	testkit.Golden(t, golden, got)
 }
 
 // goldenText is the content of a shape golden file.
