@@ -646,8 +646,12 @@ func maxOverlap(runs []results.Result) int {
 func TestFaultFleetClosedPort(t *testing.T) {
 	const limit = 64
 	const window = 200 * time.Millisecond
-	probes := fleetProbes(t, closedPort(t), time.Second,
-		checks.Retries{MaxAttempts: 2, BaseDelay: window, MaxDelay: window, Budget: 5 * time.Second})
+	// A refused connection comes back at once; the timeout and budget are
+	// only there for a machine so busy that it does not run the dial's
+	// goroutine for seconds, which must not turn a refusal into a timeout
+	// or cost the run its second attempt.
+	probes := fleetProbes(t, closedPort(t), 20*time.Second,
+		checks.Retries{MaxAttempts: 2, BaseDelay: window, MaxDelay: window, Budget: time.Minute})
 	start := time.Now()
 	_, runs := runFleet(t, limit, probes)
 	t.Logf("%d runs in %v", len(runs), time.Since(start))
@@ -763,8 +767,11 @@ func TestFaultFleetHangingPort(t *testing.T) {
 	const limit = 100
 	const timeout = 150 * time.Millisecond
 	g := newConnGauge(t)
+	// The budget is far above two attempts' worth: on a machine so busy that
+	// an attempt's timer fires seconds late, the run must still get its
+	// second attempt.
 	probes := fleetProbes(t, "http://"+g.ln.Addr().String(), timeout,
-		checks.Retries{MaxAttempts: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: 50 * time.Millisecond, Budget: 5 * time.Second})
+		checks.Retries{MaxAttempts: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: 50 * time.Millisecond, Budget: time.Minute})
 
 	stop := make(chan struct{})
 	var (
