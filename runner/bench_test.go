@@ -109,7 +109,7 @@ func benchTLSError(b *testing.B) error {
 	return benchGet(b, c, s.URL)
 }
 
-// BenchmarkDriftLookup is the pipeline's drift detection for one run,
+// BenchmarkDriftLookup is the recorder's drift detection for one run,
 // over the in-memory store holding a baseline of the seed-000 list
 // layout: "same shape" is the common case (one DominantShape call);
 // "drifted/first" is a run in the wrapped layout whose drift is new

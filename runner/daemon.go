@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultGracePeriod is how long in-flight runs may finish on shutdown when
-// DaemonOptions.GracePeriod is zero.
+// Deps.GracePeriod is zero.
 const DefaultGracePeriod = 10 * time.Second
 
 const (

@@ -23,7 +23,7 @@ import (
 )
 
 // The daemon tests' helpers. Every name starts with sched so that they
-// cannot clash with the pipeline's and outbox's test helpers.
+// cannot clash with the recorder's and outbox's test helpers.
 
 // schedWait bounds the daemon tests' waits for a reaction: a run after a
 // tick of a loopback provider that answers at once, a write after the

@@ -44,9 +44,9 @@ func (o *countingObserver) ResultsDropped(n int) {
 	}
 }
 
-// TestPipelineObserver: metrics see each recorded drift event once and
+// TestRecorderObserver: metrics see each recorded drift event once and
 // every failed record, or a dashboard would miss what the store shows.
-func TestPipelineObserver(t *testing.T) {
+func TestRecorderObserver(t *testing.T) {
 	obs := &countingObserver{}
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.p = NewRecorder(f.store, f.notify, RecorderOptions{Now: f.clock.Now, Deliver: true, Observer: obs})

@@ -16,7 +16,7 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// testClock is a settable clock for the pipeline and the deliverer.
+// testClock is a settable clock for the recorder and the deliverer.
 type testClock struct {
 	mu sync.Mutex
 	t  time.Time

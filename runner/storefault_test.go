@@ -290,7 +290,7 @@ func (s *sfHookStore) RecordRun(ctx context.Context, rec *results.RunRecord) err
 	return s.memStore.RecordRun(ctx, rec)
 }
 
-// sfOver builds the harness's daemon on a Pipeline over store instead of
+// sfOver builds the harness's daemon over store instead of
 // the harness's own memStore; the harness then reads what store keeps.
 func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*Deps)) *schedHarness {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultWriteQueue is how many results the daemon holds in memory while
-// the store cannot be written, when DaemonOptions.WriteQueue is zero. A
+// the store cannot be written, when Deps.WriteQueue is zero. A
 // queued result is typically 2 to 8 KB (its attempts, the canonical shape
 // text, a response sample of at most 4 KB on a failure), so a full queue
 // takes some 20 to 80 MB; the rare result that carries a shape sample (a
