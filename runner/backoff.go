@@ -13,14 +13,15 @@ import (
 // backoff returns how long to wait before the retry that follows retry
 // number n (0 after the first attempt). It is full jitter, rnd() *
 // min(max_delay, base_delay * 2^n), because a fleet of probes retrying
-// against the same recovering provider must not retry in lockstep. A
-// Retry-After on a 429 or 503 replaces it: the provider said when it will
-// take another request. Either way the wait never exceeds remaining, the
-// time left in the run's budget; the caller decides whether a wait that
-// long still leaves room for an attempt.
-func backoff(policy checks.Retries, n int, resp *http.Response, now time.Time, remaining time.Duration, rnd func() float64) time.Duration {
-	wait, ok := retryAfter(resp, now)
-	if !ok {
+// against the same recovering provider must not retry in lockstep. A wait
+// the provider asked for (asked, when asks: a Retry-After on a 429 or 503,
+// see retryAfter) replaces it: the provider said when it will take another
+// request. Either way the wait never exceeds remaining, the time left in
+// the run's budget; the caller decides whether a wait that long still
+// leaves room for an attempt.
+func backoff(policy checks.Retries, n int, asked time.Duration, asks bool, remaining time.Duration, rnd func() float64) time.Duration {
+	wait := asked
+	if !asks {
 		wait = time.Duration(rnd() * float64(backoffCeiling(policy.BaseDelay, policy.MaxDelay, n)))
 	}
 	return min(wait, max(remaining, 0))

@@ -49,7 +49,8 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := backoff(policy, tt.n, tt.resp, now, tt.remaining, func() float64 { return tt.rnd })
+			asked, asks := retryAfter(tt.resp, now)
+			got := backoff(policy, tt.n, asked, asks, tt.remaining, func() float64 { return tt.rnd })
 			if got != tt.want {
 				t.Errorf("backoff = %v, want %v", got, tt.want)
 			}
@@ -65,7 +66,7 @@ func TestBackoffJitterSpread(t *testing.T) {
 	for _, rnd := range []float64{0, 0.25, 0.5, 0.75, 0.999999} {
 		for n := range 8 {
 			ceiling := min(policy.MaxDelay, policy.BaseDelay<<n)
-			got := backoff(policy, n, nil, time.Time{}, time.Hour, func() float64 { return rnd })
+			got := backoff(policy, n, 0, false, time.Hour, func() float64 { return rnd })
 			want := time.Duration(rnd * float64(ceiling))
 			if got != want || got < 0 || got >= ceiling {
 				t.Errorf("n=%d rnd=%v: backoff = %v, want %v in [0, %v)", n, rnd, got, want, ceiling)

@@ -23,8 +23,7 @@ import (
 func BenchmarkRequestBuild(b *testing.B) {
 	e := NewExecutor(Options{Version: "test"})
 	p := testProbe(b, "http://127.0.0.1:9/api")
-	op := &operation{e: e, p: p, parent: b.Context(), ctx: b.Context()}
-	req, err := op.newRequest()
+	req, err := newRequest(p, e.userAgent)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func BenchmarkRequestBuild(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := op.newRequest(); err != nil {
+		if _, err := newRequest(p, e.userAgent); err != nil {
 			b.Fatal(err)
 		}
 	}

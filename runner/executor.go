@@ -1,5 +1,6 @@
 // Package runner runs probes. One operation sends a probe's known fixture
-// with bounded retries (go-retryablehttp), classifies every failure into a
+// with bounded retries (the attempt loop, around an exchange such as an
+// HTTP request through go-retryablehttp), classifies every failure into a
 // stable code, runs the consumer's own rules on the answer and returns a
 // typed results.Result: a provider that fails is data, never a Go error.
 package runner
@@ -172,12 +173,12 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 		res.Fail(results.NewError(results.CodeInternalError, "operation ended without an outcome"))
 	}
 	res.Duration = e.now().Sub(res.StartedAt)
-	res.Attempts = op.attempts
-	if n := len(op.attempts); n > 0 {
-		res.HTTPStatus = op.attempts[n-1].HTTPStatus
+	res.Attempts = op.attempts()
+	if n := len(res.Attempts); n > 0 {
+		res.HTTPStatus = res.Attempts[n-1].HTTPStatus
 	}
-	if res.Outcome != results.Pass && op.body != nil {
-		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.body)))
+	if res.Outcome != results.Pass && op.payload != nil {
+		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.payload)))
 	}
 	e.redactor.Load().RedactResult(res)
 	if res.Shape != nil {
@@ -197,7 +198,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	// Only a pass: `toolpulse test --mutate --from-db` mutates the sample and
 	// needs a body the consumer accepted.
 	if res.Shape != nil && res.Outcome == results.Pass && e.newShape(op.p, res.Shape.Fingerprint) {
-		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.body)))
+		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.payload)))
 	}
 }
 
@@ -231,7 +232,8 @@ func shapeSample(body string) string {
 }
 
 // recovered turns a panic inside Run into a recorded internal_error. The
-// attempt in flight, if any, is recorded with it, and an open body closed.
+// attempt in flight, if any, is recorded with it; an exchange closes what
+// it opened in its own defers.
 func (op *operation) recovered(res *results.Result, v any) {
 	err := &panicError{value: v}
 	msg := err.Error()
@@ -242,11 +244,8 @@ func (op *operation) recovered(res *results.Result, v any) {
 			res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
 		}
 	}()
-	if op.inAttempt {
-		op.record(classify(err, 0, nil), msg, 0)
-	}
-	if op.resp != nil {
-		op.resp.Body.Close()
+	if op.loop != nil {
+		op.loop.recordPanic(classify(err, 0, nil), msg)
 	}
 	res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
 	op.e.logger.Error("panic in probe run", "probe", res.Probe, "operation_id", res.OperationID,
