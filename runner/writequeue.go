@@ -185,10 +185,26 @@ func (q *writeQueue) trimLocked() {
 	for len(q.items) > q.capacity && !q.writing {
 		r := q.items[0].r
 		q.popLocked()
-		q.logger.Error("write queue full; dropped the oldest waiting run", "probe", r.Probe,
+		q.reportDropLocked("write queue full; dropped the oldest waiting run", "probe", r.Probe,
 			"operation_id", r.OperationID, "capacity", q.capacity)
-		q.observer.ResultsDropped(1)
 	}
+}
+
+// reportDropLocked logs and counts one dropped run. It runs under q.mu, so
+// that drops are reported in the order they happen; a logger or observer
+// that panics here must therefore not unwind through the caller, which
+// would leave the lock held and stop every recording for good. Such a
+// panic is contained: the run is gone either way, and the next drop is
+// reported as usual. q.mu must be held.
+func (q *writeQueue) reportDropLocked(msg string, args ...any) {
+	contain(func() { q.logger.Error(msg, args...) })
+	contain(func() { q.observer.ResultsDropped(1) })
+}
+
+// contain runs f and stops a panic in it from going further.
+func contain(f func()) {
+	defer func() { _ = recover() }()
+	f()
 }
 
 // popLocked removes the oldest run. q.mu must be held.
@@ -292,12 +308,12 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	} else {
 		q.popLocked()
 	}
-	if refused {
-		q.logger.Error("the store refuses the run for good; dropped", "probe", r.Probe,
+	switch {
+	case refused:
+		q.reportDropLocked("the store refuses the run for good; dropped", "probe", r.Probe,
 			"operation_id", r.OperationID, "refusals", item.refused, "error", err)
-	}
-	if panicked || refused {
-		q.observer.ResultsDropped(1)
+	case panicked:
+		contain(func() { q.observer.ResultsDropped(1) }) // logged when the panic was caught
 	}
 	q.trimLocked()
 	q.mu.Unlock()

@@ -218,3 +218,70 @@ func TestWriteQueueFlappingStore(t *testing.T) {
 		t.Logf("no run was dropped: this run of the test did not overflow the queue")
 	}
 }
+
+// panickyWriter panics on every log line that reports a drop, as a broken
+// log sink might.
+type panickyWriter struct{ panics atomic.Int64 }
+
+func (w *panickyWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "dropped") {
+		w.panics.Add(1)
+		panic("log sink broke")
+	}
+	return len(p), nil
+}
+
+// TestWriteQueueDropReportPanics: drops are reported under the queue's
+// lock, so a logger that panics there must not leave the lock held. With
+// such a logger the queue overflows during an outage; every drop is still
+// counted, and after the store recovers the queue writes what it holds and
+// takes new runs.
+func TestWriteQueueDropReportPanics(t *testing.T) {
+	const capacity, runs = 4, 12
+	var failing atomic.Bool
+	failing.Store(true)
+	store := &wqStore{tl: &wqTimeline{}, failing: failing.Load}
+	logs := &panickyWriter{}
+	obs := &countingObserver{}
+	q := newWriteQueue(capacity, store.write, func(*results.Result, Decision) {}, slog.New(slog.NewJSONHandler(logs, nil)), obs,
+		clockwork.NewRealClock(), rand.Float64, func(s string) string { return s })
+	q.retryBase, q.retryMax = 100*time.Microsecond, time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	for i := range runs {
+		recorded := make(chan struct{})
+		go func() {
+			defer close(recorded)
+			q.record(t.Context(), &results.Result{Probe: "p", OperationID: fmt.Sprintf("run-%02d", i)})
+		}()
+		waitFor(t, fmt.Sprintf("run %d recorded while the logger panics", i), func() bool {
+			select {
+			case <-recorded:
+				return true
+			default:
+				return false
+			}
+		})
+	}
+	if got := obs.count("dropped"); got != runs-capacity {
+		t.Errorf("ResultsDropped counted %d, want %d", got, runs-capacity)
+	}
+	if logs.panics.Load() == 0 {
+		t.Fatal("the logger never panicked: the test did not test its subject")
+	}
+	failing.Store(false)
+	waitUntil(t, "the queue written after the store recovered", func() bool { return q.pending() == 0 },
+		func() string { return fmt.Sprintf("%d pending", q.pending()) })
+	if _, err := q.record(t.Context(), &results.Result{Probe: "p", OperationID: "after"}); err != nil {
+		t.Errorf("a run after the recovery: %v", err)
+	}
+}
