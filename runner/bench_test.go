@@ -133,7 +133,7 @@ func BenchmarkDriftLookup(b *testing.B) {
 			ctx := context.Background()
 			store := newMemStore()
 			clock := newTestClock(alertT0)
-			p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now})
+			p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock})
 			if err := p.Load(ctx); err != nil {
 				b.Fatal(err)
 			}

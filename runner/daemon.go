@@ -52,9 +52,12 @@ type Deps struct {
 	// store failure, for metrics; nil: none.
 	Observer Observer
 	Logger   *slog.Logger // nil: discard
-	// Clock drives the schedule and the write queue's back-off. nil: the
-	// real clock; tests pass a clockwork.FakeClock. Runs themselves, and
-	// the grace period, use real time: they bound real network I/O.
+	// Clock drives the schedule, dates the alert policy's decisions and
+	// the outbox's due times, and times the write queue's back-off. nil:
+	// the real clock; tests pass a clockwork.FakeClock. Runs are real time
+	// whatever it is: their stamps and durations measure, and their
+	// timeouts and back-off bound, real network I/O; so is the grace
+	// period.
 	Clock clockwork.Clock
 	// Rand returns a number in [0,1) that places each probe's first run in
 	// its jitter window and jitters the write queue's back-off. nil:
@@ -68,7 +71,7 @@ type Deps struct {
 	// WriteQueue is how many results may wait in memory to be written
 	// while the store fails. 0 or less: DefaultWriteQueue.
 	WriteQueue int
-	// Delivery tunes the outbox's Deliverer; its Logger and Observer are
+	// Delivery tunes the outbox's Deliverer; its Logger, Observer and Clock are
 	// the Daemon's. The zero value: the defaults.
 	Delivery DelivererOptions
 }
@@ -194,7 +197,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	}
 	d.exec = NewExecutor(Options{Logger: d.logger, Redactor: d.redactor})
 	delivery := deps.Delivery
-	delivery.Logger, delivery.Observer = d.logger, d.observer
+	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: sender != nil, Observer: d.observer, Wake: d.deliv.Wake,

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -31,7 +33,7 @@ const (
 type driftFixture struct {
 	t      *testing.T
 	store  *memStore
-	clock  *testClock
+	clock  *clockwork.FakeClock
 	p      *Recorder
 	notify checks.Notify
 	last   *results.Result // the last run recorded
@@ -39,7 +41,7 @@ type driftFixture struct {
 
 func newDriftFixture(t *testing.T, n checks.Notify) *driftFixture {
 	f := &driftFixture{t: t, store: newMemStore(), clock: newTestClock(alertT0), notify: n}
-	f.p = NewRecorder(f.store, n, RecorderOptions{Now: f.clock.Now, Deliver: true})
+	f.p = NewRecorder(f.store, n, RecorderOptions{Clock: f.clock, Deliver: true})
 	return f
 }
 
@@ -168,12 +170,12 @@ func TestDriftDeduplicatedForAnHour(t *testing.T) {
 	}
 
 	// Just before the hour: still quiet. At the hour: again.
-	f.clock.Set(firstAt.Add(time.Hour - time.Minute - time.Millisecond))
+	setClock(f.clock, firstAt.Add(time.Hour-time.Minute-time.Millisecond))
 	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
 	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
 		t.Errorf("drifted run 1ms before the hour: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
 	}
-	f.clock.Set(firstAt.Add(time.Hour - time.Minute))
+	setClock(f.clock, firstAt.Add(time.Hour-time.Minute))
 	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
 	third := f.last
 	if len(f.drifts()) != 2 || len(driftAlerts(alerts)) != 1 {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
@@ -25,8 +26,11 @@ import (
 
 // Options are an Executor's dependencies. Every field is optional.
 type Options struct {
-	Logger *slog.Logger     // nil: discard
-	Now    func() time.Time // nil: time.Now
+	Logger *slog.Logger // nil: discard
+	// Clock stamps runs and attempts; nil: the real clock. The waits and
+	// timeouts of an attempt are real time whatever it is: they bound real
+	// network I/O.
+	Clock clockwork.Clock
 	// Rand returns a number in [0,1) for back-off jitter. Runs call it
 	// concurrently, so it must be safe for concurrent use. nil: math/rand/v2.
 	Rand     func() float64
@@ -73,7 +77,6 @@ func (e *Executor) SetRedactor(r *results.Redactor) { e.redactor.Store(r) }
 func NewExecutor(opts Options) *Executor {
 	e := &Executor{
 		logger: opts.Logger,
-		now:    opts.Now,
 		rand:   opts.Rand,
 		newID:  opts.NewID,
 		shapes: map[*checks.Probe]string{},
@@ -82,8 +85,9 @@ func NewExecutor(opts Options) *Executor {
 	if e.logger == nil {
 		e.logger = slog.New(slog.DiscardHandler)
 	}
-	if e.now == nil {
-		e.now = time.Now
+	e.now = time.Now
+	if opts.Clock != nil {
+		e.now = opts.Clock.Now
 	}
 	if e.rand == nil {
 		e.rand = rand.Float64

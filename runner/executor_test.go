@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -67,19 +69,27 @@ func TestRunConcurrently(t *testing.T) {
 	}
 }
 
+// explodingClock is the real clock but for its Now.
+type explodingClock struct {
+	clockwork.Clock
+	now func() time.Time
+}
+
+func (c explodingClock) Now() time.Time { return c.now() }
+
 // TestRunNeverPanics injects dependencies that panic at every step: Run
 // must still return a recorded internal_error.
 func TestRunNeverPanics(t *testing.T) {
 	url := jsonBody(500, `{}`)(t)
 	var calls atomic.Int32
 	tests := map[string]Options{
-		"clock": {Now: func() time.Time { panic("clock exploded") }},
-		"clock mid-run": {Now: func() time.Time {
+		"clock": {Clock: explodingClock{clockwork.NewRealClock(), func() time.Time { panic("clock exploded") }}},
+		"clock mid-run": {Clock: explodingClock{clockwork.NewRealClock(), func() time.Time {
 			if calls.Add(1) > 3 {
 				panic("clock exploded")
 			}
 			return time.Now()
-		}},
+		}}},
 		"ids":       {NewID: func() string { panic("ids exploded") }},
 		"nil probe": {},
 	}

@@ -49,7 +49,7 @@ func (o *countingObserver) ResultsDropped(n int) {
 func TestRecorderObserver(t *testing.T) {
 	obs := &countingObserver{}
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
-	f.p = NewRecorder(f.store, f.notify, RecorderOptions{Now: f.clock.Now, Deliver: true, Observer: obs})
+	f.p = NewRecorder(f.store, f.notify, RecorderOptions{Clock: f.clock, Deliver: true, Observer: obs})
 	f.baseline(5)
 	f.run(seedWrappedBody, seedWrappedCode)
 	f.run(seedWrappedBody, seedWrappedCode) // the same drift within the hour: no new event
@@ -90,7 +90,7 @@ func TestDelivererObserver(t *testing.T) {
 	retry, refused := testAlert(alertT0), testAlert(alertT0)
 	retry.OperationID, refused.OperationID = "op-retry", "op-refused"
 	retryID, refusedID := store.enqueue(retry), store.enqueue(refused)
-	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Rand: fixedRand(0), Observer: obs})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0), Observer: obs})
 	stop := runDeliverer(t, d, time.Second)
 	waitFor(t, "both alerts settled", func() bool {
 		return store.storedAlert(retryID).State == results.DeliveryDelivered &&

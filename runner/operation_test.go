@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -117,8 +119,7 @@ func rows() []row {
 				p.Timeout, p.Retries.Budget, p.Retries.BaseDelay, p.Retries.MaxDelay = 0, shortTimeout, time.Second, time.Second
 			},
 			opts: func(o *Options) {
-				frozen := time.Now()
-				o.Now = func() time.Time { return frozen }
+				o.Clock = clockwork.NewFakeClock() // its time never moves, so the budget never seems spent
 			},
 			want: want{
 				outcome: results.Unavailable, code: results.CodeServerError, retryable: true, attempts: 1, status: 500,

@@ -10,15 +10,17 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/toolpulse/toolpulse/results"
 )
 
 // DelivererOptions are a Deliverer's dependencies and limits. Every field
 // is optional; zero means the default.
 type DelivererOptions struct {
-	Logger *slog.Logger     // nil: discard
-	Now    func() time.Time // nil: time.Now
-	Rand   func() float64   // in [0,1), for back-off jitter; nil: math/rand/v2
+	Logger *slog.Logger    // nil: discard
+	Clock  clockwork.Clock // decides what is due; nil: the real clock
+	Rand   func() float64  // in [0,1), for back-off jitter; nil: math/rand/v2
 	// MaxTries is how many delivery attempts an alert gets. Default 10.
 	MaxTries int
 	// BaseDelay and MaxDelay shape the back-off between attempts:
@@ -106,7 +108,6 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 		sender:      sender,
 		logger:      opts.Logger,
 		observer:    observerOr(opts.Observer),
-		now:         opts.Now,
 		rand:        opts.Rand,
 		maxTries:    opts.MaxTries,
 		baseDelay:   opts.BaseDelay,
@@ -121,8 +122,9 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
-	if d.now == nil {
-		d.now = time.Now
+	d.now = time.Now
+	if opts.Clock != nil {
+		d.now = opts.Clock.Now
 	}
 	if d.rand == nil {
 		d.rand = rand.Float64

@@ -108,7 +108,7 @@ func TestDeliverSuccess(t *testing.T) {
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
 	id := store.enqueue(testAlert(alertT0))
-	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	stop := runDeliverer(t, d, time.Second)
 	waitFor(t, "the alert delivered", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
 	stop()
@@ -139,7 +139,7 @@ func TestDeliverRetryBackoff(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{reply: retryable("slack: 503 Service Unavailable")}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Rand: fixedRand(0.5),
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0.5),
 		BaseDelay: time.Second, MaxDelay: 5 * time.Second})
 	id := store.enqueue(testAlert(alertT0))
 	ctx := context.Background()
@@ -187,7 +187,7 @@ func TestDeliverRetryAfter(t *testing.T) {
 			sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 				return true, c.retryAfter, errors.New("slack: rate limited")
 			}}
-			d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Rand: fixedRand(c.rand), MaxTries: 100})
+			d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(c.rand), MaxTries: 100})
 			a := testAlert(alertT0)
 			a.DeliveryTries = c.triesDone
 			id := store.enqueue(a)
@@ -208,7 +208,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 		return false, 0, errors.New("slack: invalid_blocks")
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 	id := store.enqueue(testAlert(alertT0))
 	d.pass(context.Background())
 	d.pass(context.Background())
@@ -224,7 +224,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 func TestDeliverMaxTries(t *testing.T) {
 	store := newMemStore()
 	sender := &fakeSender{reply: retryable("slack: 500")}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now, Rand: fixedRand(0), MaxTries: 3})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0), MaxTries: 3})
 	id := store.enqueue(testAlert(alertT0))
 	for range 5 {
 		d.pass(context.Background())
@@ -252,7 +252,7 @@ func TestDeliverMaxAge(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock})
 	old := store.enqueue(testAlert(alertT0.Add(-24*time.Hour - time.Millisecond)))
 	edge := store.enqueue(testAlert(alertT0.Add(-24 * time.Hour)))
 	d.pass(context.Background())
@@ -278,7 +278,7 @@ func TestDeliverOnePassDrainsBatches(t *testing.T) {
 		}
 		return false, 0, nil
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now, Rand: fixedRand(0)})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0)})
 	const total = 3*deliveryBatch + 1
 	for range total {
 		store.enqueue(testAlert(alertT0))
@@ -383,7 +383,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	t.Run("MarkAlertDelivered fails, the alert is not sent twice", func(t *testing.T) {
 		store := newMemStore()
 		sender := &fakeSender{}
-		d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now})
+		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 		id := store.enqueue(testAlert(alertT0))
 		store.setFail(func(m string) error {
 			if m == "MarkAlertDelivered" {
@@ -425,7 +425,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	t.Run("MarkAlertRetry fails, the pass ends", func(t *testing.T) {
 		store := newMemStore()
 		sender := &fakeSender{reply: retryable("slack: 502")}
-		d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now})
+		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 		store.enqueue(testAlert(alertT0))
 		store.enqueue(testAlert(alertT0))
 		store.setFail(func(m string) error {
@@ -444,7 +444,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 func TestDeliverSenderPanic(t *testing.T) {
 	store := newMemStore()
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) { panic("nil map") }}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: newTestClock(alertT0).Now})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 	id := store.enqueue(testAlert(alertT0))
 	d.pass(context.Background())
 	if a := store.storedAlert(id); a.State != results.DeliveryFailed || !strings.Contains(a.LastError, "panicked") {
@@ -471,7 +471,7 @@ func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
 		}
 		return false, 0, nil
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Now: clock.Now, Rand: fixedRand(0)})
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0)})
 	first, second := testAlert(alertT0), testAlert(alertT0)
 	second.OperationID = "op-2"
 	store.enqueue(first)

@@ -18,8 +18,7 @@ import (
 
 // RecorderOptions are a Recorder's dependencies. Every field is optional.
 type RecorderOptions struct {
-	Logger *slog.Logger     // nil: discard
-	Now    func() time.Time // nil: time.Now
+	Logger *slog.Logger // nil: discard
 	// Deliver says whether alerts go to a receiver. false (no Slack
 	// configured): alerts are still recorded, in the skipped state, so
 	// that the alerts table tells what would have been sent.
@@ -33,7 +32,8 @@ type RecorderOptions struct {
 	// WriteQueue is how many runs may wait in memory to be written while
 	// the store fails. 0 or less: DefaultWriteQueue.
 	WriteQueue int
-	// Clock times the write queue's back-off; nil: the real clock.
+	// Clock dates the alert policy's decisions (repeat intervals, drift
+	// windows) and times the write queue's back-off; nil: the real clock.
 	Clock clockwork.Clock
 	// Rand returns a number in [0,1) that jitters the write queue's
 	// back-off; nil: math/rand/v2.
@@ -98,7 +98,6 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 	rc := &Recorder{
 		store:    store,
 		logger:   opts.Logger,
-		now:      opts.Now,
 		wake:     opts.Wake,
 		notify:   notify,
 		deliver:  opts.Deliver,
@@ -109,9 +108,6 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 	if rc.logger == nil {
 		rc.logger = slog.New(slog.DiscardHandler)
 	}
-	if rc.now == nil {
-		rc.now = time.Now
-	}
 	if rc.wake == nil {
 		rc.wake = func() {}
 	}
@@ -119,6 +115,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
+	rc.now = clock.Now
 	if random == nil {
 		random = rand.Float64
 	}

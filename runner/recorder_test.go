@@ -12,35 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// testClock is a settable clock for the recorder and the deliverer.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// newTestClock is a clock for the recorder and the deliverer that moves
+// only when a test moves it.
+func newTestClock(t time.Time) *clockwork.FakeClock { return clockwork.NewFakeClockAt(t) }
 
-func newTestClock(t time.Time) *testClock { return &testClock{t: t} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// setClock moves c to t, which must not be before c's now.
+func setClock(c *clockwork.FakeClock, t time.Time) { c.Advance(t.Sub(c.Now())) }
 
 // pipelineRun returns a result of probe started at the clock's now, with
 // the shape of body when body is not "" and code's failure when code is not
@@ -98,7 +81,7 @@ func alertKinds(alerts []results.Alert) []results.AlertKind {
 func TestRecorderRecordFailureDoesNotAdvanceState(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
-	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now, Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +120,7 @@ func TestRecorderDeliverFlag(t *testing.T) {
 	store := newMemStore()
 	clock := newTestClock(alertT0)
 	n := notifyOn(1, time.Hour, true)
-	p := NewRecorder(store, n, RecorderOptions{Now: clock.Now, Deliver: false})
+	p := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: false})
 
 	alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 	if len(alerts) != 1 || alerts[0].State != results.DeliverySkipped {
@@ -158,7 +141,7 @@ func TestRecorderLoadRestoresState(t *testing.T) {
 	store.states["search"] = results.AlertState{Probe: "search", ConsecutiveFailures: 3,
 		FailingSince: alertT0.Add(-time.Hour), Firing: true, LastNotifiedAt: alertT0.Add(-10 * time.Minute)}
 	clock := newTestClock(alertT0)
-	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Now: clock.Now, Deliver: true})
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
