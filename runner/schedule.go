@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -17,7 +18,8 @@ import (
 // minStartLead is the earliest a probe's first run may be scheduled after
 // now. gocron refuses a start that is already past when it checks it and
 // pushes one that is past by the time it arms the timer a whole interval
-// later; a small lead keeps a zero jitter offset out of both.
+// later; a small lead keeps a zero jitter offset out of both on an idle
+// machine, and catchUpFirstRun repairs a push on a busy one.
 const minStartLead = 10 * time.Millisecond
 
 // errStillRunning skips a tick that comes while the probe's previous run
@@ -70,6 +72,7 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 	// is then the fix.
 	for range 3 {
 		start := d.clock.Now().Add(max(jitterOffset(d.rand(), p.Jitter), minStartLead))
+		fired := new(atomic.Bool)
 		opts := []gocron.JobOption{
 			gocron.WithName(p.Name),
 			gocron.WithIdentifier(jobID(p.Name)),
@@ -79,6 +82,7 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 				// re-arms the job, and always runs the task once this says
 				// yes: the task gives the claim back.
 				gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
+					fired.Store(true)
 					if !d.limit.claim(p.Name) {
 						return errStillRunning
 					}
@@ -91,16 +95,41 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 			defer d.limit.unclaim(p.Name)
 			d.task(ctx, p)
 		})
+		var j gocron.Job
 		if update {
-			_, err = s.Update(jobID(p.Name), gocron.DurationJob(p.Interval), task, opts...)
+			j, err = s.Update(jobID(p.Name), gocron.DurationJob(p.Interval), task, opts...)
 		} else {
-			_, err = s.NewJob(gocron.DurationJob(p.Interval), task, opts...)
+			j, err = s.NewJob(gocron.DurationJob(p.Interval), task, opts...)
+		}
+		if err == nil {
+			if err := catchUpFirstRun(j, start, fired); err != nil {
+				d.logger.Warn("the probe's first run was pushed to its next interval", "probe", p.Name, "error", err)
+			}
 		}
 		if !errors.Is(err, gocron.ErrWithStartDateTimePast) {
 			break
 		}
 	}
 	return err
+}
+
+// catchUpFirstRun runs now a first run that gocron pushed a whole interval
+// late. gocron checks a job's start when the job is built and arms its
+// timer later, on its own goroutine; a start the clock overtook in between
+// (a stalled goroutine on a busy machine) is moved to the next interval
+// rather than fired. Once NewJob or Update has returned the job is armed,
+// and two things tell a push apart: NextRun is past start, which alone
+// would also describe a job whose first run already fired, and fired,
+// which the job's listener sets before gocron re-arms it, is still false.
+// The run made up goes through the same listeners (the overlap claim); the
+// pushed time stays the next run, one interval after start, so the probe
+// keeps its phase.
+func catchUpFirstRun(j gocron.Job, start time.Time, fired *atomic.Bool) error {
+	next, err := j.NextRun()
+	if err != nil || !next.After(start) || fired.Load() {
+		return nil // removed meanwhile, still waiting, or already fired
+	}
+	return j.RunNow()
 }
 
 // sameProbe reports whether a reload left probe a as it was, so that its

@@ -7,8 +7,12 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
 
 	"github.com/toolpulse/toolpulse/checks"
 )
@@ -209,4 +213,70 @@ func TestSchedLimiter(t *testing.T) {
 	if _, _, n := l.counts(); n != 1 {
 		t.Errorf("resize(0) left a limit of %d, want 1: a limit of 0 would stop every probe", n)
 	}
+}
+
+// TestCatchUpFirstRun checks the rule that tells a first run gocron
+// pushed a whole interval apart from one still waiting and one that
+// already fired, on a real gocron scheduler. A start in the past
+// (WithStartDateTimePast) is pushed exactly as one the clock overtook
+// before gocron armed it.
+func TestCatchUpFirstRun(t *testing.T) {
+	s, err := gocron.NewScheduler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Shutdown() })
+
+	newJob := func(t *testing.T, start gocron.StartAtOption) (gocron.Job, *atomic.Bool, *atomic.Int32) {
+		t.Helper()
+		fired, runs := new(atomic.Bool), new(atomic.Int32)
+		j, err := s.NewJob(gocron.DurationJob(time.Hour), gocron.NewTask(func() { runs.Add(1) }),
+			gocron.WithStartAt(start),
+			gocron.WithEventListeners(gocron.BeforeJobRuns(func(uuid.UUID, string) { fired.Store(true) })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.RemoveJob(j.ID()) })
+		return j, fired, runs
+	}
+
+	t.Run("pushed", func(t *testing.T) {
+		start := time.Now().Add(-time.Second)
+		j, fired, runs := newJob(t, gocron.WithStartDateTimePast(start))
+		if next, _ := j.NextRun(); !next.After(start) {
+			t.Fatalf("next run %v is not past the start %v: gocron did not push it", next, start)
+		}
+		if err := catchUpFirstRun(j, start, fired); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the pushed first run made up", func() bool { return runs.Load() == 1 })
+		if next, _ := j.NextRun(); next.Sub(start) != time.Hour {
+			t.Errorf("next run %v after the start, want the interval: the phase is kept", next.Sub(start))
+		}
+	})
+	t.Run("still waiting", func(t *testing.T) {
+		start := time.Now().Add(time.Minute)
+		j, fired, runs := newJob(t, gocron.WithStartDateTime(start))
+		if err := catchUpFirstRun(j, start, fired); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := runs.Load(); n != 0 {
+			t.Errorf("%d runs, want none before the start", n)
+		}
+	})
+	t.Run("already fired", func(t *testing.T) {
+		start := time.Now().Add(20 * time.Millisecond)
+		j, fired, runs := newJob(t, gocron.WithStartDateTime(start))
+		waitFor(t, "the first run fired", func() bool { return runs.Load() == 1 })
+		waitFor(t, "the job re-armed", func() bool { next, _ := j.NextRun(); return next.After(start) })
+		if err := catchUpFirstRun(j, start, fired); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs, want the one that fired: a fired run is not made up", n)
+		}
+	})
 }
