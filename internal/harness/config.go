@@ -122,6 +122,25 @@ func SearchProbe(name, url string) Probe {
 	}
 }
 
+// Fast is the config of the end-to-end tests: the probes, each a
+// SearchProbe of providerURL+"/search", run every 200ms (±50ms) with one
+// 1s attempt, alerts go to webhookURL ("" records them only) from the
+// first failure and repeat hourly, results go to results.db next to the
+// config, and the HTTP surface is off.
+func Fast(providerURL, webhookURL string, probes ...string) Config {
+	c := Config{
+		Storage: Storage{Path: "results.db"},
+		Defaults: Defaults{Interval: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, Timeout: time.Second,
+			Retries: Retries{MaxAttempts: 1, Budget: 2 * time.Second}},
+		Notify:    &Notify{WebhookURL: webhookURL, FailureThreshold: 1, RepeatInterval: time.Hour},
+		Consumers: []Consumer{ListOnly},
+	}
+	for _, name := range probes {
+		c.Probes = append(c.Probes, SearchProbe(name, providerURL+"/search"))
+	}
+	return c
+}
+
 // YAML returns the config as checks.yaml text.
 func (c Config) YAML() string {
 	var b strings.Builder

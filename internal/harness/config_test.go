@@ -11,10 +11,6 @@ import (
 	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
-// daemonDefaults are the fast probes of the end-to-end tests.
-var daemonDefaults = Defaults{Interval: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, Timeout: time.Second,
-	Retries: Retries{MaxAttempts: 1, Budget: 2 * time.Second}}
-
 // TestConfigYAML: the builder writes, byte for byte, the configs the
 // end-to-end tests wrote by hand before it (the golden files were taken
 // from those), and every config it writes loads.
@@ -35,12 +31,7 @@ func TestConfigYAML(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"daemon", Config{
-			Storage: Storage{Path: "results.db"}, Defaults: daemonDefaults,
-			Notify:    &Notify{WebhookURL: slack, FailureThreshold: 1, RepeatInterval: time.Hour},
-			Consumers: []Consumer{ListOnly},
-			Probes:    []Probe{SearchProbe("alpha", prov+"/search"), SearchProbe("beta", prov+"/search")},
-		}},
+		{"daemon", Fast(prov, slack, "alpha", "beta")},
 		{"crash", crash},
 		{"every-field", Config{
 			Storage: Storage{Path: "x$y/results.db", Retention: Retain(8760 * time.Hour)},
