@@ -9,12 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolpulse/toolpulse/internal/harness"
 )
 
 const (
@@ -37,7 +37,7 @@ func daemonTimings(ctx context.Context, bin, db, tmp string, probes []string, pr
 		return nil, err
 	}
 	prog.printf("starting toolpulse run with %s probes on %s", commas(int64(len(probes))), listen)
-	d, err := startDaemon(ctx, bin, cfg)
+	d, err := startDaemon(ctx, bin, []string{"-c", cfg, "run", "--grace", "1s", "--log-level", "warn"}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -153,67 +153,53 @@ func writeDaemonConfig(dir, db, listen string, closed int, probes []string) (str
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `version: 1
-storage:
-  path: %s
-  retention: 0s
-server:
-  listen: %s
-defaults:
-  interval: 8760h
-  jitter: 8759h
-  timeout: 1s
-  retries: {max_attempts: 1}
-consumers:
-  - name: %s
-    version: %s
-    select: %s
-    validate: %s
-probes:
-`, yamlString(abs), yamlString(listen), yamlString(consumerName), yamlString(consumerVersion),
-		yamlString(consumerSelect), yamlString(consumerValidate))
-	url := yamlString("http://127.0.0.1:" + strconv.Itoa(closed) + "/search")
+	cfg := harness.Config{
+		Storage:   harness.Storage{Path: harness.Literal(abs), Retention: harness.Retain(0)},
+		Server:    harness.Server{Listen: listen},
+		Defaults:  harness.Defaults{Interval: 8760 * time.Hour, Jitter: 8759 * time.Hour, Timeout: time.Second, Retries: harness.Retries{MaxAttempts: 1}},
+		Consumers: []harness.Consumer{{Name: consumerName, Version: consumerVersion, Select: consumerSelect, Validate: consumerValidate}},
+	}
+	url := harness.Literal("http://127.0.0.1:" + strconv.Itoa(closed) + "/search")
 	for _, p := range probes {
-		fmt.Fprintf(&b, "  - {name: %s, request: {url: %s}, consumer: %s}\n", yamlString(p), url, yamlString(consumerName))
+		cfg.Probes = append(cfg.Probes, harness.Probe{Name: p, Request: harness.Request{URL: url}, Consumer: consumerName})
 	}
 	path := filepath.Join(dir, "checks.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(cfg.YAML()), 0o600); err != nil {
 		return "", fmt.Errorf("write the daemon's config: %w", err)
 	}
 	return path, nil
 }
 
-// yamlString is s as a double-quoted YAML scalar, with "$" doubled so that
-// toolpulse's ${VAR} expansion leaves it alone.
-func yamlString(s string) string {
-	return strconv.Quote(strings.ReplaceAll(s, "$", "$$"))
-}
-
 // daemon is a running `toolpulse run`.
 type daemon struct {
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer // read only once exited is closed
-	exited chan struct{}
-	err    error // Wait's answer, set before exited is closed
+	proc   *harness.Process
+	stderr *bytes.Buffer // read only once the process has exited
 }
 
-func startDaemon(ctx context.Context, bin, cfg string) (*daemon, error) {
-	cmd := exec.CommandContext(ctx, bin, "-c", cfg, "run", "--grace", "1s", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	// On cancellation, drain as on a normal stop rather than be killed.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = stopTimeout
-	d := &daemon{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = d.stderr
-	if err := cmd.Start(); err != nil {
+// startDaemon starts `toolpulse run` with args and the extra environment
+// env; its log goes to log as well as to the daemon's buffer. Should ctx
+// end, the daemon drains as on a normal stop rather than be killed.
+func startDaemon(ctx context.Context, bin string, args, env []string, log io.Writer) (*daemon, error) {
+	d := &daemon{stderr: &bytes.Buffer{}}
+	var out io.Writer = d.stderr
+	if log != nil {
+		out = io.MultiWriter(log, d.stderr)
+	}
+	p, err := harness.Start(ctx, harness.Command{Bin: bin, Args: args, Env: append([]string{"NO_COLOR=1"}, env...),
+		Output: out, StopTimeout: stopTimeout})
+	if err != nil {
 		return nil, fmt.Errorf("start toolpulse run: %w", err)
 	}
-	go func() {
-		d.err = cmd.Wait()
-		close(d.exited)
-	}()
+	d.proc = p
 	return d, nil
+}
+
+// exited is closed once the daemon has exited.
+func (d *daemon) exited() <-chan struct{} { return d.proc.Exited() }
+
+// exitErr is how the daemon ended, with its log; only once it has exited.
+func (d *daemon) exitErr() error {
+	return fmt.Errorf("%v\n%s", d.proc.Err(), d.stderr)
 }
 
 // waitHealthy polls url until it answers 200 and returns how long that took
@@ -231,8 +217,8 @@ func (d *daemon) waitHealthy(ctx context.Context, client *http.Client, url strin
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-d.exited:
-			return 0, fmt.Errorf("toolpulse run exited before it was healthy: %v\n%s", d.err, d.stderr)
+		case <-d.exited():
+			return 0, fmt.Errorf("toolpulse run exited before it was healthy: %w", d.exitErr())
 		case <-deadline.C:
 			return 0, fmt.Errorf("toolpulse run not healthy after %s", healthTimeout)
 		case <-tick.C:
@@ -242,22 +228,12 @@ func (d *daemon) waitHealthy(ctx context.Context, client *http.Client, url strin
 
 // stop sends SIGTERM and waits for the daemon to exit; it must exit 0.
 func (d *daemon) stop() error {
-	select {
-	case <-d.exited:
-	default:
-		if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("stop toolpulse run: %w", err)
-		}
-		select {
-		case <-d.exited:
-		case <-time.After(stopTimeout):
-			_ = d.cmd.Process.Kill()
-			<-d.exited
-			return fmt.Errorf("toolpulse run did not stop within %s of SIGTERM", stopTimeout)
-		}
-	}
-	if d.err != nil {
-		return fmt.Errorf("toolpulse run: %w\n%s", d.err, d.stderr)
+	err := d.proc.Stop(syscall.SIGTERM, stopTimeout)
+	switch {
+	case errors.Is(err, harness.ErrNoExit):
+		return fmt.Errorf("toolpulse run did not stop within %s of SIGTERM", stopTimeout)
+	case err != nil:
+		return fmt.Errorf("toolpulse run: %w", d.exitErr())
 	}
 	return nil
 }

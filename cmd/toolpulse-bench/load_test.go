@@ -334,22 +334,6 @@ toolpulse_go_memstats_heap_inuse_bytes 1.2e+07
 	}
 }
 
-func TestSlackMessageKind(t *testing.T) {
-	for text, want := range map[string][2]string{
-		":red_circle: probe-0001 contract_error (unsupported_results_container): results is map": {"probe-0001", slackFiring},
-		":large_orange_circle: probe-0002 unavailable (server_error): HTTP 503":                  {"probe-0002", slackFiring},
-		":red_circle: probe-0003 still failing after 1h5m: contract_error (rule_error): x":       {"probe-0003", slackReminder},
-		":large_green_circle: probe-0004 resolved: passing again after failing for 12m30s":       {"probe-0004", slackResolved},
-		":warning: probe-0005 response shape changed (a → b): results: x -> y; this run: pass":   {"probe-0005", slackDrift},
-		"nonsense": {"", slackInvalid},
-	} {
-		probe, kind := slackMessageKind(text)
-		if probe != want[0] || kind != want[1] {
-			t.Errorf("%q: %s %s, want %s %s", text, probe, kind, want[0], want[1])
-		}
-	}
-}
-
 func TestScanDaemonLog(t *testing.T) {
 	log := []byte(`{"time":"t","level":"WARN","msg":"alert delivery failed; will retry"}
 {"time":"t","level":"ERROR","msg":"recording the run failed"}
@@ -391,7 +375,7 @@ func TestWriteConfig(t *testing.T) {
 	}
 	s := &session{opts: o.loadOptions, dir: dir, cfgPath: dir + "/checks.yaml", dbPath: dir + "/x$y.db",
 		listen: "127.0.0.1:1", names: benchProbeNames(3),
-		provider: &providerProc{addr: "127.0.0.1:2"}, sink: &slackSink{url: "http://127.0.0.1:3/services/bench"}}
+		provider: &providerProc{addr: "127.0.0.1:2"}, slackURL: "http://127.0.0.1:3/services/bench"}
 	if err := s.prepareConsumer(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolpulse/toolpulse/internal/harness"
 )
 
 // readOptions are the flags of the read mode.
@@ -229,25 +229,10 @@ func toolpulseBinary(ctx context.Context, opts readOptions, dir string, prog *pr
 	if opts.toolpulse != "" {
 		return opts.toolpulse, nil
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		if root := os.Getenv("GOROOT"); root != "" {
-			goTool, err = filepath.Join(root, "bin", "go"), nil
-		}
-	}
-	if err != nil {
-		return "", fmt.Errorf("building toolpulse needs the go command (or pass --toolpulse): %w", err)
-	}
-	bin := filepath.Join(dir, "toolpulse")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
 	prog.printf("building toolpulse")
-	args := append([]string{"build"}, opts.buildFlags...)
-	args = append(args, "-o", bin, "github.com/toolpulse/toolpulse/cmd/toolpulse")
-	out, err := exec.CommandContext(ctx, goTool, args...).CombinedOutput()
+	bin, err := harness.Build(ctx, dir, opts.buildFlags...)
 	if err != nil {
-		return "", fmt.Errorf("go build toolpulse (run from inside the toolpulse module, or pass --toolpulse): %w\n%s", err, out)
+		return "", fmt.Errorf("%w (or pass --toolpulse)", err)
 	}
 	return bin, nil
 }

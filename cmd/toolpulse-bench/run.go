@@ -117,7 +117,7 @@ func readEdge(s *session) (windowEdge, error) {
 	if e.machine, err = readMachineCPU(); err != nil {
 		return e, err
 	}
-	if e.daemon, err = readProcStat(s.daemon.cmd.Process.Pid); err != nil {
+	if e.daemon, err = readProcStat(s.daemon.proc.Pid()); err != nil {
 		return e, fmt.Errorf("the daemon's /proc: %w", err)
 	}
 	if e.provider, err = readProcStat(s.provider.pid()); err != nil {
@@ -142,12 +142,7 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 		Probes: o.probes, Items: o.items, ResponseBytes: o.responseBytes, Mix: o.mix,
 		Capacity: arrivalCapacity(o.loadOptions), Special: alerts,
 	}
-	names := benchProbeNames(o.probes)
-	watched := make([]string, len(alerts))
-	for j, a := range alerts {
-		watched[j] = names[a.Probe]
-	}
-	s, err := newSession(ctx, o.loadOptions, spec, watched, prog)
+	s, err := newSession(ctx, o.loadOptions, spec, prog)
 	if err != nil {
 		return nil, err
 	}
@@ -260,8 +255,8 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	}
 	sq.Method += "; divided by the results started since the window began, those of the drain included"
 
-	rep.Alerts = alertLatencies(alerts, pr.FirstFail, s.sink, w0)
-	rep.Alerts.SlackMessages = s.sink.counts()
+	rep.Alerts = alertLatencies(alerts, pr.FirstFail, s, w0)
+	rep.Alerts.SlackMessages = s.slackMessages()
 	rep.ProviderAnswers = pr.Served
 	rep.ProviderConnections = pr.Connections
 
@@ -312,8 +307,8 @@ func waitForAlerts(ctx context.Context, s *session, alerts []specialProbe, epoch
 	deadline := time.Now().Add(alertWait)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		done := true
-		for j, a := range alerts {
-			if s.sink.firstFiringSince(j, epoch.Add(a.At).UnixNano()) == 0 {
+		for _, a := range alerts {
+			if s.firstFiringSince(a.Probe, epoch.Add(a.At).UnixNano()) == 0 {
 				done = false
 				break
 			}
@@ -328,15 +323,15 @@ func waitForAlerts(ctx context.Context, s *session, alerts []specialProbe, epoch
 // alertLatencies measures, for each alert probe, the time from the
 // provider serving its first failing answer to the Slack sink receiving
 // the firing alert.
-func alertLatencies(alerts []specialProbe, firstFail []int64, sink *slackSink, epoch time.Time) alertLatency {
+func alertLatencies(alerts []specialProbe, firstFail []int64, s *session, epoch time.Time) alertLatency {
 	out := alertLatency{Probes: len(alerts), LatenciesMS: []float64{}}
 	var ns []int64
-	for j, a := range alerts {
+	for _, a := range alerts {
 		served := firstFail[a.Probe]
 		if served == 0 {
 			continue
 		}
-		got := sink.firstFiringSince(j, max(served, epoch.Add(a.At).UnixNano()))
+		got := s.firstFiringSince(a.Probe, max(served, epoch.Add(a.At).UnixNano()))
 		if got == 0 {
 			continue
 		}

@@ -11,13 +11,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // The `run` and `soak` modes share a session: a working directory, the
@@ -133,13 +134,15 @@ type session struct {
 	buildDir       string
 	bin            string
 	provider       *providerProc
-	sink           *slackSink
+	slack          *harness.Slack
+	slackServer    *harness.Loopback
+	slackURL       string
 	daemon         *daemon
 	listen         string
 	cfgPath        string
 	dbPath         string
 	logPath        string
-	consumer       string // the consumer's entry in the config
+	consumer       harness.Consumer // the consumer's entry in the config
 	consumerName   string
 	names          []string // probe names, by the provider's probe index
 	cpuProfile     string
@@ -148,9 +151,8 @@ type session struct {
 }
 
 // newSession prepares everything but the daemon: the directory, the
-// toolpulse binary, the provider serving spec, and the Slack sink watching
-// the named probes.
-func newSession(ctx context.Context, o loadOptions, spec providerSpec, watched []string, prog *progress) (s *session, err error) {
+// toolpulse binary, the provider serving spec, and the Slack stand-in.
+func newSession(ctx context.Context, o loadOptions, spec providerSpec, prog *progress) (s *session, err error) {
 	s = &session{opts: o, prog: prog, client: &http.Client{Timeout: time.Minute}}
 	defer func() {
 		if err != nil {
@@ -203,9 +205,11 @@ func newSession(ctx context.Context, o loadOptions, spec providerSpec, watched [
 	if s.provider, err = startProvider(s.dir, spec); err != nil {
 		return nil, err
 	}
-	if s.sink, err = newSlackSink(watched); err != nil {
+	s.slack = &harness.Slack{}
+	if s.slackServer, err = harness.Listen(s.slack); err != nil {
 		return nil, err
 	}
+	s.slackURL = s.slackServer.URL + "/services/bench"
 	if s.listen, _, err = loopbackPorts(); err != nil {
 		return nil, fmt.Errorf("a loopback port for the daemon: %w", err)
 	}
@@ -252,16 +256,13 @@ const (
 
 var consumerNameLine = regexp.MustCompile(`(?m)^name:[ \t]*["']?([a-z0-9_.-]+)`)
 
-// prepareConsumer writes the consumer's entry in the config: the built-in
+// prepareConsumer makes the consumer's entry in the config: the built-in
 // rules, or --consumer copied next to the config.
 func (s *session) prepareConsumer() error {
 	if s.opts.consumer == "" {
+		s.consumer = harness.Consumer{Name: builtinConsumerName, Version: builtinConsumerVersion,
+			Select: builtinConsumerSelect, Validate: builtinConsumerValidate}
 		s.consumerName = builtinConsumerName
-		// Rules are never expanded, so they are quoted without yamlString's
-		// "$" doubling.
-		s.consumer = fmt.Sprintf("  - name: %s\n    version: %q\n    select: %s\n    validate: %s\n",
-			builtinConsumerName, builtinConsumerVersion,
-			strconv.Quote(builtinConsumerSelect), strconv.Quote(builtinConsumerValidate))
 		return nil
 	}
 	b, err := os.ReadFile(s.opts.consumer)
@@ -275,8 +276,8 @@ func (s *session) prepareConsumer() error {
 	if err := os.WriteFile(filepath.Join(s.dir, "consumer.yaml"), b, 0o644); err != nil {
 		return err
 	}
+	s.consumer = harness.Consumer{File: "consumer.yaml"}
 	s.consumerName = string(m[1])
-	s.consumer = "  - file: consumer.yaml\n"
 	return nil
 }
 
@@ -285,33 +286,21 @@ func (s *session) prepareConsumer() error {
 // reads half of it.
 func (s *session) writeConfig(probes []int) error {
 	o := s.opts
-	var b strings.Builder
-	fmt.Fprintf(&b, `version: 1
-storage:
-  path: %s
-  retention: 0s
-server:
-  listen: %s
-max_concurrency: %d
-defaults:
-  interval: %s
-  jitter: %s
-  timeout: %s
-  retries: {max_attempts: %d}
-notify:
-  slack:
-    webhook_url: %s
-  failure_threshold: 1
-consumers:
-%sprobes:
-`, yamlString(s.dbPath), yamlString(s.listen), o.maxConcurrency, o.interval, o.jitter, o.timeout,
-		o.maxAttempts, yamlString(s.sink.url), s.consumer)
+	cfg := harness.Config{
+		Storage:        harness.Storage{Path: harness.Literal(s.dbPath), Retention: harness.Retain(0)},
+		Server:         harness.Server{Listen: s.listen},
+		MaxConcurrency: o.maxConcurrency,
+		Defaults: harness.Defaults{Interval: o.interval, Jitter: o.jitter, Timeout: o.timeout,
+			Retries: harness.Retries{MaxAttempts: o.maxAttempts}},
+		Notify:    &harness.Notify{WebhookURL: harness.Literal(s.slackURL), FailureThreshold: 1},
+		Consumers: []harness.Consumer{s.consumer},
+	}
 	for _, i := range probes {
-		fmt.Fprintf(&b, "  - {name: %s, request: {method: POST, url: %s, json: {query: \"API migration guide\"}}, consumer: %s}\n",
-			s.names[i], yamlString(s.provider.url(i)), s.consumerName)
+		cfg.Probes = append(cfg.Probes, harness.Probe{Name: s.names[i], Consumer: s.consumerName, Request: harness.Request{
+			Method: "POST", URL: harness.Literal(s.provider.url(i)), JSON: map[string]any{"query": "API migration guide"}}})
 	}
 	tmp := s.cfgPath + ".new"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(cfg.YAML()), 0o644); err != nil {
 		return fmt.Errorf("write the daemon's config: %w", err)
 	}
 	return os.Rename(tmp, s.cfgPath)
@@ -325,7 +314,7 @@ func (s *session) stopAll(prog *progress) (daemonHealth, error) {
 	drain, err := s.stopDaemon()
 	h := daemonHealth{
 		ShutdownMS: ms(drain),
-		ExitCode:   s.daemon.cmd.ProcessState.ExitCode(),
+		ExitCode:   s.daemon.proc.ExitCode(),
 		daemonLog:  scanDaemonLog(s.daemon.stderr.Bytes()),
 	}
 	if err != nil {
@@ -345,20 +334,14 @@ func (s *session) startDaemon(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	cmd := exec.CommandContext(ctx, s.bin, args...)
-	cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), s.opts.daemonEnv...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = stopTimeout
-	d := &daemon{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(logFile, d.stderr)
-	if err := cmd.Start(); err != nil {
+	d, err := startDaemon(ctx, s.bin, args, s.opts.daemonEnv, logFile)
+	if err != nil {
 		logFile.Close()
-		return time.Time{}, fmt.Errorf("start toolpulse run: %w", err)
+		return time.Time{}, err
 	}
 	go func() {
-		d.err = cmd.Wait()
+		<-d.exited()
 		logFile.Close()
-		close(d.exited)
 	}()
 	s.daemon = d
 	if _, err := d.waitHealthy(ctx, s.client, "http://"+s.listen+"/healthz"); err != nil {
@@ -377,13 +360,13 @@ func (s *session) waitUntil(ctx context.Context, t time.Time) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.daemon.exited:
+	case <-s.daemon.exited():
 		return s.daemonExited()
 	}
 }
 
 func (s *session) daemonExited() error {
-	return fmt.Errorf("toolpulse run exited during the measurement: %v\n%s", s.daemon.err, s.daemon.stderr)
+	return fmt.Errorf("toolpulse run exited during the measurement: %w", s.daemon.exitErr())
 }
 
 // metrics fetches the daemon's /metrics and sums each metric over its
@@ -468,8 +451,8 @@ func (s *session) close() {
 	if s.provider != nil {
 		_ = s.provider.stop()
 	}
-	if s.sink != nil {
-		_ = s.sink.close()
+	if s.slackServer != nil {
+		_ = s.slackServer.Close()
 	}
 	if s.buildDir != "" {
 		os.RemoveAll(s.buildDir)
@@ -477,6 +460,32 @@ func (s *session) close() {
 	if s.removeDir != "" {
 		os.RemoveAll(s.removeDir)
 	}
+}
+
+// Kinds of Slack message, as the bench reports them.
+const (
+	slackFiring   = string(results.AlertFiring)
+	slackResolved = string(results.AlertResolved)
+	slackInvalid  = string(harness.KindInvalid)
+)
+
+// slackMessages counts the messages Slack got by kind.
+func (s *session) slackMessages() map[string]int {
+	out := map[string]int{}
+	for k, n := range s.slack.Kinds() {
+		out[string(k)] = n
+	}
+	return out
+}
+
+// firstFiringSince returns when the first firing alert of the probe at
+// provider index i reached Slack at or after since (Unix ns), or 0.
+func (s *session) firstFiringSince(i int, since int64) int64 {
+	at := s.slack.FirstSince(s.names[i], results.AlertFiring, time.Unix(0, since))
+	if at.IsZero() {
+		return 0
+	}
+	return at.UnixNano()
 }
 
 // daemonLog sums up the daemon's log: toolpulse logs JSON lines, and in a

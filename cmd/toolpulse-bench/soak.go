@@ -307,7 +307,7 @@ func benchSoak(ctx context.Context, o soakOptions, stderr io.Writer) (*soakRepor
 		Probes: total, Items: o.items, ResponseBytes: o.responseBytes, Mix: o.mix,
 		Capacity: min(arrivalCapacity(o.loadOptions), 1024), Special: specials,
 	}
-	s, err := newSession(ctx, o.loadOptions, spec, nil, prog)
+	s, err := newSession(ctx, o.loadOptions, spec, prog)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +376,7 @@ loop:
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-s.daemon.exited:
+		case <-s.daemon.exited():
 			return nil, s.daemonExited()
 		case <-endTimer.C:
 			break loop
@@ -392,7 +392,7 @@ loop:
 			if err := s.writeConfig(configs[current]); err != nil {
 				return nil, err
 			}
-			if err := s.daemon.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			if err := s.daemon.proc.Signal(syscall.SIGHUP); err != nil {
 				return nil, fmt.Errorf("SIGHUP: %w", err)
 			}
 			rep.Reloads.Sent++
@@ -437,7 +437,7 @@ loop:
 	}
 	rep.Operations.Runs, rep.Operations.Pass = st.runs, st.pass
 	rep.Operations.ContractError, rep.Operations.Unavailable = st.contractError, st.unavailable
-	rep.SlackMessages = s.sink.counts()
+	rep.SlackMessages = s.slackMessages()
 	rep.Verdict = judgeSoak(rep.Samples, o.duration)
 
 	switch {
@@ -453,7 +453,7 @@ loop:
 
 // soakSample reads the daemon's /proc and /metrics.
 func (s *session) soakSample(ctx context.Context, since time.Time) (soakSample, error) {
-	ps, err := readProcStat(s.daemon.cmd.Process.Pid)
+	ps, err := readProcStat(s.daemon.proc.Pid())
 	if err != nil {
 		return soakSample{}, fmt.Errorf("the daemon's /proc: %w", err)
 	}
@@ -503,7 +503,7 @@ func (s *session) confirmReload(ctx context.Context, probes []int, wait time.Dur
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-s.daemon.exited:
+		case <-s.daemon.exited():
 			return false, s.daemonExited()
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -5,14 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
 // TestAlertLifecycle runs the real stack (SQLite, pipeline, outbox, Slack
@@ -22,25 +22,13 @@ import (
 // resolved message, and Slack's Retry-After honoured.
 func TestAlertLifecycle(t *testing.T) {
 	p := provider.New()
-	prov := httptest.NewServer(p.Handler())
-	defer prov.Close()
-	slack := &fakeSlack{script: []func(http.ResponseWriter){
-		func(w http.ResponseWriter) {
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "rate_limited", http.StatusTooManyRequests)
-		},
-		func(w http.ResponseWriter) { http.Error(w, "internal_error", http.StatusInternalServerError) },
-	}}
-	slackSrv := httptest.NewServer(slack)
-	defer slackSrv.Close()
+	prov := e2e.Serve(t, p.Handler())
+	slack, slackURL := e2e.Slack(t)
+	slack.Script(harness.RateLimited("1"), harness.Fail(http.StatusInternalServerError, "internal_error"))
 
-	dir := t.TempDir()
-	config := strings.Replace(daemonConfig(prov.URL, slackSrv.URL, "search"),
-		"  failure_threshold: 1\n  repeat_interval: 1h\n", "  failure_threshold: 3\n  repeat_interval: 1500ms\n", 1)
-	if err := os.WriteFile(filepath.Join(dir, "checks.yaml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := checks.Load(filepath.Join(dir, "checks.yaml"), func(string) (string, bool) { return "", false })
+	config := harness.Fast(prov, slackURL, "search")
+	config.Notify.FailureThreshold, config.Notify.RepeatInterval = 3, 1500*time.Millisecond
+	cfg, err := checks.Load(e2e.Config(t, t.TempDir(), config), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,25 +59,25 @@ func TestAlertLifecycle(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // a baseline of ~7 runs at 200ms
 	failingFrom := time.Now()
 	p.SetDrifted(true)
-	waitUntil("the firing alert", func() bool { return slack.count(":red_circle: search contract_error") == 1 })
-	waitUntil("a reminder", func() bool { return slack.count(":red_circle: search still failing") >= 1 })
+	waitUntil("the firing alert", func() bool { return slack.Count(":red_circle: search contract_error") == 1 })
+	waitUntil("a reminder", func() bool { return slack.Count(":red_circle: search still failing") >= 1 })
 	p.SetDrifted(false)
-	waitUntil("the resolved message", func() bool { return slack.count(":large_green_circle: search resolved") == 1 })
+	waitUntil("the resolved message", func() bool { return slack.Count(":large_green_circle: search resolved") == 1 })
 	failingFor := time.Since(failingFrom)
 	time.Sleep(500 * time.Millisecond) // room for any duplicate to show up
 
-	if got := slack.count(":warning: search response shape changed"); got < 1 || got > 2 {
+	if got := slack.Count(":warning: search response shape changed"); got < 1 || got > 2 {
 		// One drift to the wrapped layout; the way back is a drift too
 		// only if the wrapped layout became dominant meanwhile.
 		t.Errorf("%d drift alerts, want 1 (or 2 with the way back)", got)
 	}
-	if got := slack.count(":red_circle: search contract_error"); got != 1 {
+	if got := slack.Count(":red_circle: search contract_error"); got != 1 {
 		t.Errorf("%d firing alerts, want 1", got)
 	}
-	if got, most := slack.count(":red_circle: search still failing"), int(failingFor/(1500*time.Millisecond))+1; got > most {
+	if got, most := slack.Count(":red_circle: search still failing"), int(failingFor/(1500*time.Millisecond))+1; got > most {
 		t.Errorf("%d reminders in %v, want at most %d (repeat_interval 1.5s)", got, failingFor, most)
 	}
-	if got := slack.count(":large_green_circle: search resolved"); got != 1 {
+	if got := slack.Count(":large_green_circle: search resolved"); got != 1 {
 		t.Errorf("%d resolved messages, want 1", got)
 	}
 	// The same story in the metrics.
@@ -107,12 +95,11 @@ func TestAlertLifecycle(t *testing.T) {
 		}
 	}
 
-	slack.mu.Lock()
-	defer slack.mu.Unlock()
-	if len(slack.arrivals) < 3 {
-		t.Fatalf("Slack saw %d posts, want the 429, the 500 and deliveries", len(slack.arrivals))
+	posts := slack.Messages()
+	if len(posts) < 3 {
+		t.Fatalf("Slack saw %d posts, want the 429, the 500 and deliveries", len(posts))
 	}
-	if gap := slack.arrivals[1].Sub(slack.arrivals[0]); gap < 900*time.Millisecond {
+	if gap := posts[1].At.Sub(posts[0].At); gap < 900*time.Millisecond {
 		t.Errorf("the retry after a 429 with Retry-After: 1 came %v later, want about 1s", gap)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // TestAPI serves the JSON API over a real database filled by `check`
 // (healthy, then the seed-000 drift) and reads it as a dashboard would.
 func TestAPI(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 	h.run("check")
 	h.provider.SetDrifted(true)
 	h.run("check")

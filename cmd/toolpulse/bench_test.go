@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/runner"
 )
@@ -57,14 +55,8 @@ func BenchmarkOperationAllIn(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			var requests atomic.Int64
-			prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(tt.body(requests.Add(1)))
-			}))
-			defer prov.Close()
-			exec, rec, p := allInStack(b, prov.URL)
+			prov := harness.Bodies(tt.body)
+			exec, rec, p := allInStack(b, e2e.Serve(b, prov))
 			ctx := context.Background()
 			once := func() (results.Result, runner.Decision) {
 				r := exec.Run(ctx, p)
@@ -95,7 +87,7 @@ func BenchmarkOperationAllIn(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r, d := once()
-				wantDrift := tt.drifted > 0 && requests.Load()%2 == 0
+				wantDrift := tt.drifted > 0 && prov.Requests()%2 == 0
 				if r.Outcome != results.Pass || (d.Baseline != "") != wantDrift {
 					b.Fatalf("run: %s %s, drifted from %q", r.Outcome, r.Code(), d.Baseline)
 				}
@@ -115,27 +107,18 @@ func allInStack(b *testing.B, providerURL string) (*runner.Executor, *runner.Rec
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := b.TempDir()
-	config := fmt.Sprintf(`version: 1
-storage: {path: results.db}
-server: {listen: ""}
-consumers:
-  - name: select_results
-    file: %q
-probes:
-  - name: external_search
-    request:
-      url: %q
-      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
-      query: {lang: en}
-      json: {query: API migration guide}
-    consumer: select_results
-`, consumer, providerURL+"/search")
-	path := filepath.Join(dir, "checks.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
-		b.Fatal(err)
+	probe := harness.Probe{Name: "external_search", Consumer: "select_results", Request: harness.Request{
+		URL:     providerURL + "/search",
+		Headers: map[string]string{"Authorization": "Bearer ${SEARCH_TOKEN}"},
+		Query:   map[string]string{"lang": "en"},
+		JSON:    map[string]any{"query": "API migration guide"},
+	}}
+	config := harness.Config{
+		Storage:   harness.Storage{Path: "results.db"},
+		Consumers: []harness.Consumer{{Name: "select_results", File: consumer}},
+		Probes:    []harness.Probe{probe},
 	}
-	cfg, err := checks.Load(path, func(name string) (string, bool) {
+	cfg, err := checks.Load(e2e.Config(b, b.TempDir(), config), func(name string) (string, bool) {
 		return "sk-bench-SECRET", name == "SEARCH_TOKEN"
 	})
 	if err != nil {

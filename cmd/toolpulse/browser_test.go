@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
 // chromium returns the browser to test the status page in. Without one
@@ -73,35 +74,29 @@ func newBrowser(t *testing.T, path string) context.Context {
 func TestStatusPageInBrowser(t *testing.T) {
 	browser := chromium(t)
 	p := provider.New()
-	prov := httptest.NewServer(p.Handler())
-	defer prov.Close()
+	prov := e2e.Serve(t, p.Handler())
 	selectResults, err := filepath.Abs("../../consumers/select_results.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	config, db, addr := filepath.Join(dir, "checks.yaml"), filepath.Join(dir, "results.db"), freeLoopbackAddr(t)
-	yaml := strings.Replace(daemonConfig(prov.URL, "", "strict"), `server: {listen: ""}`, `server: {listen: "`+addr+`"}`, 1)
-	yaml = strings.Replace(yaml, "consumers:\n", fmt.Sprintf("consumers:\n  - name: select_results\n    file: %q\n", selectResults), 1)
-	yaml += fmt.Sprintf(`  - name: healthy
-    request: {method: POST, url: %q, json: {query: q}, headers: {Authorization: "Bearer %s"}}
-    consumer: select_results
-    labels: {team: search}
-  - name: dead
-    request: {url: "http://%s/gone"}
-    consumer: select_results
-`, prov.URL+"/search", testSecret, freeLoopbackAddr(t))
-	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, config)
+	dir, addr := t.TempDir(), e2e.FreeAddr(t)
+	cfg := harness.Fast(prov, "", "strict")
+	cfg.Server.Listen = addr
+	cfg.Consumers = append([]harness.Consumer{{Name: "select_results", File: selectResults}}, cfg.Consumers...)
+	healthy := harness.SearchProbe("healthy", prov+"/search")
+	healthy.Request.Headers = map[string]string{"Authorization": "Bearer " + testSecret}
+	healthy.Consumer, healthy.Labels = "select_results", map[string]string{"team": "search"}
+	cfg.Probes = append(cfg.Probes, healthy,
+		harness.Probe{Name: "dead", Request: harness.Request{URL: "http://" + e2e.FreeAddr(t) + "/gone"}, Consumer: "select_results"})
+	db := filepath.Join(dir, "results.db")
+	d := e2e.Start(t, e2e.Config(t, dir, cfg))
 	rows := func(probe, outcome string) int {
 		return countRows(t, db, "SELECT count(*) FROM results WHERE probe = ? AND outcome = ?", probe, outcome)
 	}
 	// Drift needs a baseline seen five times.
-	waitFor(t, "strict to pass", d, func() bool { return rows("strict", "pass") >= 6 })
+	d.WaitFor("strict to pass", func() bool { return rows("strict", "pass") >= 6 })
 	p.SetDrifted(true)
-	waitFor(t, "strict to break and drift, and dead to fail", d, func() bool {
+	d.WaitFor("strict to break and drift, and dead to fail", func() bool {
 		return rows("strict", "contract_error") >= 3 && rows("dead", "unavailable") >= 2 && rows("healthy", "pass") >= 3 &&
 			countRows(t, db, "SELECT count(*) FROM drifts WHERE probe = 'strict'") == 1
 	})
@@ -113,14 +108,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 		ctx, cancel := context.WithTimeout(tab, 15*time.Second)
 		defer cancel()
 		if err := chromedp.Do(ctx, actions...); err != nil {
-			d.t.Fatalf("%s: %v", what, err)
+			d.T.Fatalf("%s: %v", what, err)
 		}
 	}
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
 		if err != nil {
-			d.t.Fatalf("text of %s: %v", sel, err)
+			d.T.Fatalf("text of %s: %v", sel, err)
 		}
 		return strings.TrimSpace(s)
 	}
@@ -128,7 +123,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		nodes, err := chromedp.Run(tab, chromedp.Nodes(chromedp.CSSAll(sel), chromedp.AtLeast(0)))
 		if err != nil {
-			d.t.Fatalf("nodes %s: %v", sel, err)
+			d.T.Fatalf("nodes %s: %v", sel, err)
 		}
 		return len(nodes)
 	}
@@ -136,7 +131,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		props, err := chromedp.Run(tab, chromedp.ComputedStyle(chromedp.CSS(sel)))
 		if err != nil {
-			d.t.Fatalf("style of %s: %v", sel, err)
+			d.T.Fatalf("style of %s: %v", sel, err)
 		}
 		for _, p := range props {
 			if p.Name == property {
@@ -149,7 +144,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Helper()
 		s, err := chromedp.Run(tab, chromedp.OuterHTML(chromedp.CSS("html")))
 		if err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 		return s
 	}
@@ -161,42 +156,42 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 		if err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 	}
 
 	// The overview, with the refresh off so that it holds still.
 	do("loading the overview", chromedp.Navigate(base+"/?refresh=0"), chromedp.WaitVisible(chromedp.CSS("table.probes")))
 	if title, _ := chromedp.Run(tab, chromedp.Title()); title != "toolpulse status" {
-		d.t.Errorf("title %q", title)
+		d.T.Errorf("title %q", title)
 	}
 	order, err := chromedp.Run(tab, chromedp.Nodes(chromedp.CSSAll("tr.probe")))
 	if err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
 	var names []string
 	for _, n := range order {
 		names = append(names, n.AttributeValue("data-probe"))
 	}
 	if got := strings.Join(names, " "); got != "dead strict healthy" {
-		d.t.Errorf("rows %q, want the failing first: dead strict healthy", got)
+		d.T.Errorf("rows %q, want the failing first: dead strict healthy", got)
 	}
 	colours := map[string]string{}
 	for probe, word := range map[string]string{"healthy": "✓ pass", "strict": "✗ contract_error", "dead": "! unavailable"} {
 		badge := fmt.Sprintf(`tr[data-probe=%q] .badge`, probe)
 		if got := text(badge); got != word {
-			d.t.Errorf("%s shows %q, want %q", probe, got, word)
+			d.T.Errorf("%s shows %q, want %q", probe, got, word)
 		}
 		colours[probe] = style(badge, "background-color")
 	}
 	if colours["healthy"] != "rgb(26, 127, 55)" {
-		d.t.Errorf("pass badge colour %q: the stylesheet did not apply (blocked by the Content-Security-Policy?)", colours["healthy"])
+		d.T.Errorf("pass badge colour %q: the stylesheet did not apply (blocked by the Content-Security-Policy?)", colours["healthy"])
 	}
 	if colours["healthy"] == colours["strict"] || colours["strict"] == colours["dead"] || colours["healthy"] == colours["dead"] {
-		d.t.Errorf("states share a colour: %v", colours)
+		d.T.Errorf("states share a colour: %v", colours)
 	}
 	for _, sel := range []string{
 		`tr[data-probe="strict"] svg.strip`, `tr[data-probe="strict"] svg.spark polyline`, `tr[data-probe="strict"] pre.diff`,
@@ -204,36 +199,36 @@ func TestStatusPageInBrowser(t *testing.T) {
 		do("seeing "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
 	}
 	if count(`tr[data-probe="strict"] svg.strip path.pass`) != 1 || count(`tr[data-probe="strict"] svg.strip path.contract_error`) != 1 {
-		d.t.Errorf("the strict strip does not show both its passes and its contract errors")
+		d.T.Errorf("the strict strip does not show both its passes and its contract errors")
 	}
 	if got := text(`tr[data-probe="strict"] pre.diff`); !strings.Contains(got, "results: list<object(3 keys)> -> object(1 keys)") {
-		d.t.Errorf("strict's drift shows %q, want the seed-000 diff line", got)
+		d.T.Errorf("strict's drift shows %q, want the seed-000 diff line", got)
 	}
 	if got := text(`tr[data-probe="dead"]`); !strings.Contains(got, "connection_refused") {
-		d.t.Errorf("dead's row says %q, want its code", got)
+		d.T.Errorf("dead's row says %q, want its code", got)
 	}
 	if strings.Contains(html(), testSecret) {
-		d.t.Errorf("the overview shows the probe's secret header")
+		d.T.Errorf("the overview shows the probe's secret header")
 	}
 	screenshot("overview.png")
 
 	// A click on a probe leads to its page.
 	if _, err := chromedp.Run(tab, chromedp.WaitEvent(cdppage.LoadEventFired, nil,
 		chromedp.Click(chromedp.CSS(`tr[data-probe="strict"] a.name`)))); err != nil {
-		d.t.Fatalf("following the link to strict: %v", err)
+		d.T.Fatalf("following the link to strict: %v", err)
 	}
 	do("loading strict's page", chromedp.WaitVisible(chromedp.CSS("table.runs")))
 	if got := text("h1"); got != "strict ✗ contract_error" {
-		d.t.Errorf("strict's heading %q", got)
+		d.T.Errorf("strict's heading %q", got)
 	}
 	if got := text("pre.sample"); !strings.Contains(got, `"items"`) {
-		d.t.Errorf("the last failure's sample %q, want the drifted body", got)
+		d.T.Errorf("the last failure's sample %q, want the drifted body", got)
 	}
 	if got := text(".failure"); !strings.Contains(got, "unsupported_results_container") {
-		d.t.Errorf("the last failure %q lacks its code", got)
+		d.T.Errorf("the last failure %q lacks its code", got)
 	}
 	if n := count("table.runs tbody tr"); n < 6 {
-		d.t.Errorf("strict's page lists %d runs, want its passes and failures", n)
+		d.T.Errorf("strict's page lists %d runs, want its passes and failures", n)
 	}
 	screenshot("probe.png")
 
@@ -243,9 +238,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 	wait, cancel := context.WithTimeout(tab, 20*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(wait, chromedp.WaitEvent(cdppage.LoadEventFired, nil, chromedp.Sleep(0))); err != nil {
-		d.t.Fatalf("waiting for the refresh: %v", err)
+		d.T.Fatalf("waiting for the refresh: %v", err)
 	}
 	if again := text("footer time"); again == first {
-		d.t.Errorf("the page did not refresh: generated at %s both times", first)
+		d.T.Errorf("the page did not refresh: generated at %s both times", first)
 	}
 }

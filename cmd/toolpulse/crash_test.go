@@ -3,26 +3,23 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
 var crashSeed = flag.Uint64("crash-seed", 0, "TestCrashSafety: replay the kill moments of this seed (0: seed from the clock)")
@@ -65,23 +62,16 @@ func TestCrashSafety(t *testing.T) {
 	}
 	t.Logf("seed %d (replay: go test -run TestCrashSafety ./cmd/toolpulse -args -crash-seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	toolpulseBinary(t) // built before the clock starts
+	e2e.Binary(t) // built before the clock starts
 
 	failing := provider.New()
 	failing.SetDrifted(true) // the list-only consumer fails: contract_error
-	failSrv := httptest.NewServer(slowly(failing.Handler()))
-	defer failSrv.Close()
-	loadSrv := httptest.NewServer(slowly(provider.New().Handler()))
-	defer loadSrv.Close()
-	slack := &crashSlack{}
-	slackSrv := httptest.NewServer(slack)
-	defer slackSrv.Close()
+	failURL := e2e.Serve(t, slowly(failing.Handler()))
+	loadURL := e2e.Serve(t, slowly(provider.New().Handler()))
+	slack, slackURL := e2e.Slack(t)
 
 	dir := t.TempDir()
-	config, db := filepath.Join(dir, "checks.yaml"), filepath.Join(dir, "results.db")
-	if err := os.WriteFile(config, []byte(crashConfig(failSrv.URL, loadSrv.URL, slackSrv.URL)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config, db := e2e.Config(t, dir, crashConfig(failURL, loadURL, slackURL)), filepath.Join(dir, "results.db")
 
 	began := time.Now()
 	h := newCrashHistory()
@@ -92,7 +82,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Helper()
 		uptime := crashMinUptime + time.Duration(rng.Int64N(int64(crashMaxUptime-crashMinUptime)+1))
 		at := time.Duration(rng.Int64N(int64(uptime)))
-		d := startDaemon(t, config)
+		d := e2e.Start(t, config)
 		start := time.Now()
 		if during != nil {
 			time.Sleep(at)
@@ -101,9 +91,9 @@ func TestCrashSafety(t *testing.T) {
 		} else {
 			time.Sleep(uptime)
 		}
-		_ = d.stop(syscall.SIGKILL)
+		_ = d.Stop(syscall.SIGKILL)
 		kills++
-		h.add(t, kills, start, d.logs.String())
+		h.add(t, kills, start, d.Log.String())
 		when := fmt.Sprintf("after kill %d (%v of uptime)", kills, uptime.Round(time.Millisecond))
 		if during != nil {
 			when += fmt.Sprintf(", the provider recovered %v after the start", at.Round(time.Millisecond))
@@ -131,67 +121,45 @@ func TestCrashSafety(t *testing.T) {
 	// The last process runs undisturbed until the outbox is drained and
 	// every probe has run a few more times, then stops cleanly.
 	before := countRows(t, db, "SELECT count(*) FROM results")
-	d := startDaemon(t, config)
+	d := e2e.Start(t, config)
 	start := time.Now()
-	waitFor(t, "the firing and resolved messages, an empty outbox and more runs", d, func() bool {
-		return slack.sent(":red_circle: search ") >= 1 &&
-			slack.sent(":large_green_circle: search resolved") >= 1 &&
+	d.WaitFor("the firing and resolved messages, an empty outbox and more runs", func() bool {
+		return slack.CountPrefix(":red_circle: search ") >= 1 &&
+			slack.CountPrefix(":large_green_circle: search resolved") >= 1 &&
 			countRows(t, db, "SELECT count(*) FROM alerts WHERE state = 'pending'") == 0 &&
 			countRows(t, db, "SELECT count(*) FROM results") >= before+3*crashProbes
 	})
 	time.Sleep(time.Second) // room for a late repeat to show
-	if err := d.stop(syscall.SIGTERM); err != nil {
-		d.t.Errorf("SIGTERM: %v, want exit 0", err)
+	if err := d.Stop(syscall.SIGTERM); err != nil {
+		d.T.Errorf("SIGTERM: %v, want exit 0", err)
 	}
-	h.add(t, kills+1, start, d.logs.String())
+	h.add(t, kills+1, start, d.Log.String())
 	checkCrashStore(t, db, h, "at the end")
 	for _, state := range []string{"pending", "failed"} {
 		if n := countRows(t, db, "SELECT count(*) FROM alerts WHERE state = ?", state); n != 0 {
-			d.t.Errorf("%d alerts %s at the end, want 0 (Slack took every post)", n, state)
+			d.T.Errorf("%d alerts %s at the end, want 0 (Slack took every post)", n, state)
 		}
 	}
 	checkCrashSlack(t, db, slack, h)
 
 	t.Logf("%d kills in %v; %d runs logged as recorded, %d stored; %d Slack posts",
 		kills, time.Since(began).Round(time.Millisecond), len(h.runs),
-		countRows(t, db, "SELECT count(*) FROM results"), slack.count())
+		countRows(t, db, "SELECT count(*) FROM results"), len(slack.Messages()))
 }
 
 // crashConfig is the config of TestCrashSafety: the probe search against
 // the failing provider, the others against the healthy one, often enough
 // and with few enough slots that runs overlap and wait for each other.
-func crashConfig(failingURL, loadURL, slackURL string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `version: 1
-storage: {path: results.db, retention: 0}
-server: {listen: ""}
-max_concurrency: 3
-defaults:
-  interval: 150ms
-  jitter: 100ms
-  timeout: 2s
-  retries: {max_attempts: 1, budget: 4s}
-notify:
-  slack: {webhook_url: %q}
-  failure_threshold: 1
-  repeat_interval: 1h
-consumers:
-  - name: list_only
-    version: "1"
-    select: |
-      type(response.results) == "array"
-        ? filter(response.results, .score >= 0.75)
-        : fail("unsupported_results_container", "results is " + type(response.results))
-probes:
-`, slackURL)
-	probe := func(name, url string) {
-		fmt.Fprintf(&b, "  - name: %s\n    request: {method: POST, url: %q, json: {query: q}}\n    consumer: list_only\n", name, url+"/search")
-	}
-	probe("search", failingURL)
+func crashConfig(failingURL, loadURL, slackURL string) harness.Config {
+	cfg := harness.Fast(failingURL, slackURL, "search")
+	cfg.Storage.Retention = harness.Retain(0)
+	cfg.MaxConcurrency = 3
+	cfg.Defaults = harness.Defaults{Interval: 150 * time.Millisecond, Jitter: 100 * time.Millisecond, Timeout: 2 * time.Second,
+		Retries: harness.Retries{MaxAttempts: 1, Budget: 4 * time.Second}}
 	for i := 1; i < crashProbes; i++ {
-		probe(fmt.Sprintf("load_%02d", i), loadURL)
+		cfg.Probes = append(cfg.Probes, harness.SearchProbe(fmt.Sprintf("load_%02d", i), loadURL+"/search"))
 	}
-	return b.String()
+	return cfg
 }
 
 // slowly delays every answer by 5 to 25 ms, so that runs hold their
@@ -201,55 +169,6 @@ func slowly(h http.Handler) http.Handler {
 		time.Sleep(time.Duration(5+rand.IntN(21)) * time.Millisecond)
 		h.ServeHTTP(w, r)
 	})
-}
-
-// crashSlack is a loopback webhook that takes every post and keeps its
-// fallback text, the operation id from its context block and when it came.
-type crashSlack struct {
-	mu    sync.Mutex
-	posts []crashPost
-}
-
-type crashPost struct {
-	text, operationID string
-	at                time.Time
-}
-
-var slackOperationID = regexp.MustCompile("operation `([0-9a-f-]{36})`")
-
-func (s *crashSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var msg struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(body, &msg)
-	p := crashPost{text: msg.Text, at: time.Now()}
-	if m := slackOperationID.FindSubmatch(body); m != nil {
-		p.operationID = string(m[1])
-	}
-	s.mu.Lock()
-	s.posts = append(s.posts, p)
-	s.mu.Unlock()
-	_, _ = w.Write([]byte("ok"))
-}
-
-func (s *crashSlack) all() []crashPost {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]crashPost(nil), s.posts...)
-}
-
-func (s *crashSlack) count() int { return len(s.all()) }
-
-// sent counts the posts whose text starts with prefix.
-func (s *crashSlack) sent(prefix string) int {
-	n := 0
-	for _, p := range s.all() {
-		if strings.HasPrefix(p.text, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 // crashHistory is what the daemons said in their logs, over every process.
@@ -556,7 +475,7 @@ func checkCrashStore(t *testing.T, db string, h *crashHistory, when string) {
 // resolved once, and an alert was sent again only when the process that
 // sent it was killed before it recorded the delivery (the outbox delivers
 // at least once; a repeat after a recorded delivery is a bug).
-func checkCrashSlack(t *testing.T, db string, slack *crashSlack, h *crashHistory) {
+func checkCrashSlack(t *testing.T, db string, slack *harness.Slack, h *crashHistory) {
 	t.Helper()
 	conn := openCrashDB(t, db)
 	if conn == nil {
@@ -569,19 +488,18 @@ func checkCrashSlack(t *testing.T, db string, slack *crashSlack, h *crashHistory
 		at          []time.Time
 	}
 	byID := map[int64]*sentAlert{}
-	for _, p := range slack.all() {
-		kind := slackKind(p.text)
-		probe := strings.Fields(p.text + " _ _")[1]
-		row := queryStrings(t, conn, "SELECT id FROM alerts WHERE kind = ? AND probe = ? AND operation_id = ?", kind, probe, p.operationID)
+	for _, p := range slack.Messages() {
+		kind := string(p.Kind)
+		row := queryStrings(t, conn, "SELECT id FROM alerts WHERE kind = ? AND probe = ? AND operation_id = ?", kind, p.Probe, p.OperationID)
 		if len(row) != 1 {
-			t.Errorf("Slack got %q (operation %s), which matches %d alerts in the outbox, want 1", p.text, p.operationID, len(row))
+			t.Errorf("Slack got %q (operation %s), which matches %d alerts in the outbox, want 1", p.Text, p.OperationID, len(row))
 			continue
 		}
 		id, _ := strconv.ParseInt(row[0], 10, 64)
 		if byID[id] == nil {
-			byID[id] = &sentAlert{kind: kind, probe: probe}
+			byID[id] = &sentAlert{kind: kind, probe: p.Probe}
 		}
-		byID[id].at = append(byID[id].at, p.at)
+		byID[id].at = append(byID[id].at, p.At)
 	}
 
 	episodes := map[string]int{}
@@ -610,17 +528,4 @@ func checkCrashSlack(t *testing.T, db string, slack *crashSlack, h *crashHistory
 			t.Errorf("alert %s is marked delivered, but Slack never got it", row)
 		}
 	}
-}
-
-// slackKind is the alert kind a fallback text announces.
-func slackKind(text string) string {
-	switch {
-	case strings.HasPrefix(text, ":large_green_circle:"):
-		return "resolved"
-	case strings.HasPrefix(text, ":warning:"):
-		return "shape_drift"
-	case strings.Contains(text, " still failing"):
-		return "reminder"
-	}
-	return "firing"
 }

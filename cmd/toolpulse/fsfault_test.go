@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +17,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
@@ -93,46 +93,21 @@ func fsMount(t *testing.T, source, dir, fstype string, flags uintptr, data strin
 	t.Cleanup(func() { fsUnmount(t, dir) })
 }
 
-// fsWaitFor polls cond for up to timeout; waitFor with a deadline of its
-// own, for recoveries that go through the write queue's back-off.
-func fsWaitFor(t *testing.T, what string, d *daemon, timeout time.Duration, cond func() bool) {
+// fsProvider is the example provider on loopback; it counts the requests
+// it gets.
+func fsProvider(t *testing.T) (url string, p *provider.Provider) {
 	t.Helper()
-	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// fsCountingProvider is the example provider, counting the requests it
-// gets.
-func fsCountingProvider(t *testing.T) (url string, requests *atomic.Int64) {
-	t.Helper()
-	requests = new(atomic.Int64)
-	h := provider.New().Handler()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s.URL, requests
+	p = provider.New()
+	return e2e.Serve(t, p.Handler()), p
 }
 
 // fsConfig writes a daemon config to dir/checks.yaml: fast probes against
 // providerURL, the database at db, the HTTP surface on addr.
 func fsConfig(t *testing.T, dir, providerURL, db, addr string, probes ...string) string {
 	t.Helper()
-	yaml := daemonConfig(providerURL, "", probes...)
-	yaml = strings.Replace(yaml, "storage: {path: results.db}", "storage: {path: "+strconv.Quote(db)+"}", 1)
-	yaml = strings.Replace(yaml, `server: {listen: ""}`, `server: {listen: "`+addr+`"}`, 1)
-	config := filepath.Join(dir, "checks.yaml")
-	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return config
+	cfg := harness.Fast(providerURL, "", probes...)
+	cfg.Storage.Path, cfg.Server.Listen = db, addr
+	return e2e.Config(t, dir, cfg)
 }
 
 // fsGet returns the status and body of GET addr+path, or 0 when the
@@ -256,61 +231,62 @@ func TestFSDiskFullQueuesThenRecovers(t *testing.T) {
 		t.Skip("fills a file system and waits for the recovery")
 	}
 	fsNeedRoot(t)
-	toolpulseBinary(t)
+	e2e.Binary(t)
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "fs")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	fsMount(t, "tmpfs", mnt, "tmpfs", 0, "size=8m,mode=0755")
-	url, requests := fsCountingProvider(t)
-	db, addr := filepath.Join(mnt, "results.db"), freeLoopbackAddr(t)
-	d := startDaemon(t, fsConfig(t, dir, url, db, addr, "alpha", "beta", "gamma", "delta"))
-	waitFor(t, "runs to be recorded", d, func() bool { return countRows(t, db, "SELECT count(*) FROM results") >= 8 })
+	url, prov := fsProvider(t)
+	requests := func() int { return prov.Requests("/search") }
+	db, addr := filepath.Join(mnt, "results.db"), e2e.FreeAddr(t)
+	d := e2e.Start(t, fsConfig(t, dir, url, db, addr, "alpha", "beta", "gamma", "delta"))
+	d.WaitFor("runs to be recorded", func() bool { return countRows(t, db, "SELECT count(*) FROM results") >= 8 })
 	errorsBefore := fsRecordErrors(t, addr)
 
 	// The fault: nothing more fits.
-	mark := len(d.logs.String())
+	mark := len(d.Log.String())
 	fsFill(t, filepath.Join(mnt, "filler"))
-	since := func() string { return d.logs.String()[mark:] }
-	fsWaitFor(t, "a run queued because the disk is full", d, 30*time.Second, func() bool {
+	since := func() string { return d.Log.String()[mark:] }
+	d.WaitWithin("a run queued because the disk is full", 30*time.Second, func() bool {
 		return strings.Contains(since(), "recorded=false queued=true")
 	})
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		d.t.Errorf("/healthz = %d %q while the disk is full, want 503", code, body)
+		d.T.Errorf("/healthz = %d %q while the disk is full, want 503", code, body)
 	}
-	reqs, runs := requests.Load(), len(fsLoggedRuns(d.logs.String()))
+	reqs, runs := requests(), len(fsLoggedRuns(d.Log.String()))
 	time.Sleep(2 * time.Second) // the fault lasts: probing, back-off and retries go on
-	if got := requests.Load(); got < reqs+4 {
-		d.t.Errorf("the provider got %d requests in 2s of full disk, want probing to go on (4 probes every 200ms)", got-reqs)
+	if got := requests(); got < reqs+4 {
+		d.T.Errorf("the provider got %d requests in 2s of full disk, want probing to go on (4 probes every 200ms)", got-reqs)
 	}
-	if got := len(fsLoggedRuns(d.logs.String())); got < runs+4 {
-		d.t.Errorf("%d runs logged in 2s of full disk, want the log to go on", got-runs)
+	if got := len(fsLoggedRuns(d.Log.String())); got < runs+4 {
+		d.T.Errorf("%d runs logged in 2s of full disk, want the log to go on", got-runs)
 	}
 	if got := fsRecordErrors(t, addr); got <= errorsBefore {
-		d.t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
+		d.T.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
 	}
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting to be written") {
-		d.t.Errorf("/healthz = %d %q after 2s of full disk, want 503 naming the runs waiting", code, body)
+		d.T.Errorf("/healthz = %d %q after 2s of full disk, want 503 naming the runs waiting", code, body)
 	}
 	failed := fsLogged(since(), "recording the run failed")
 	if len(failed) == 0 || !strings.Contains(failed[0]["error"], "database or disk is full") {
-		d.t.Errorf("the first failed write was logged as %v, want SQLite's \"database or disk is full\"", failed)
+		d.T.Errorf("the first failed write was logged as %v, want SQLite's \"database or disk is full\"", failed)
 	}
 
 	// The fault clears; nobody restarts anything.
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
-		d.t.Fatal(err)
+		d.T.Fatal(err)
 	}
-	fsWaitFor(t, "/healthz to answer 200 again", d, 60*time.Second, func() bool {
+	d.WaitWithin("/healthz to answer 200 again", 60*time.Second, func() bool {
 		code, _ := fsGet(addr, "/healthz")
 		return code == http.StatusOK
 	})
-	if err := d.stop(syscall.SIGTERM); err != nil {
-		d.t.Fatalf("SIGTERM: %v", err)
+	if err := d.Stop(syscall.SIGTERM); err != nil {
+		d.T.Fatalf("SIGTERM: %v", err)
 	}
 
-	logs := d.logs.String()
+	logs := d.Log.String()
 	logged := fsLoggedRuns(logs)
 	queued := 0
 	for _, r := range logged {
@@ -319,22 +295,22 @@ func TestFSDiskFullQueuesThenRecovers(t *testing.T) {
 		}
 	}
 	if late := len(fsLogged(logs, "probe run recorded late")); queued == 0 || late != queued {
-		d.t.Errorf("%d runs queued during the fault, %d recorded late; want every queued run written late", queued, late)
+		d.T.Errorf("%d runs queued during the fault, %d recorded late; want every queued run written late", queued, late)
 	}
 	for _, msg := range []string{"they are lost", "dropped", "refuses the run"} {
 		if strings.Contains(logs, msg) {
-			d.t.Errorf("the log says %q: a run was lost", msg)
+			d.T.Errorf("the log says %q: a run was lost", msg)
 		}
 	}
 	fsIntegrity(t, db)
 	stored := fsStored(t, db)
 	for _, r := range logged {
 		if n := stored[r.operationID]; n != 1 {
-			d.t.Errorf("run %s (recorded=%v) is stored %d times, want once", r.operationID, r.recorded, n)
+			d.T.Errorf("run %s (recorded=%v) is stored %d times, want once", r.operationID, r.recorded, n)
 		}
 	}
 	if len(stored) != len(logged) {
-		d.t.Errorf("%d runs stored, %d logged", len(stored), len(logged))
+		d.T.Errorf("%d runs stored, %d logged", len(stored), len(logged))
 	}
 	t.Logf("%d runs logged, %d of them queued while the disk was full and written after", len(logged), queued)
 }
@@ -414,7 +390,7 @@ func fsNewDatabase(t *testing.T, path string) {
 func TestFSReadOnlyAtStartRefusesClearly(t *testing.T) {
 	fsNeedRoot(t)
 	bin := filepath.Join(fsSharedDir(t, "toolpulse-ro-bin-"), "toolpulse")
-	src, err := os.ReadFile(toolpulseBinary(t))
+	src, err := os.ReadFile(e2e.Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +507,7 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 		}
 		tools[name] = path
 	}
-	toolpulseBinary(t)
+	e2e.Binary(t)
 	dir := t.TempDir()
 	img, mnt := filepath.Join(dir, "store.ext4"), filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
@@ -564,10 +540,11 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 		fsUnavailable(t, "cannot inject an ext4 error: %v", err)
 	}
 
-	url, requests := fsCountingProvider(t)
-	db, addr := filepath.Join(mnt, "results.db"), freeLoopbackAddr(t)
-	d := startDaemon(t, fsConfig(t, dir, url, db, addr, "alpha", "beta", "gamma"))
-	waitFor(t, "runs to be recorded", d, func() bool { return countRows(t, db, "SELECT count(*) FROM results") >= 6 })
+	url, prov := fsProvider(t)
+	requests := func() int { return prov.Requests("/search") }
+	db, addr := filepath.Join(mnt, "results.db"), e2e.FreeAddr(t)
+	d := e2e.Start(t, fsConfig(t, dir, url, db, addr, "alpha", "beta", "gamma"))
+	d.WaitFor("runs to be recorded", func() bool { return countRows(t, db, "SELECT count(*) FROM results") >= 6 })
 	errorsBefore := fsRecordErrors(t, addr)
 
 	// synchronous=NORMAL leaves the last commits to the kernel's
@@ -575,46 +552,46 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 	// written back goes with it, as on a power cut. Syncing first makes
 	// "recorded before the fault" mean "recorded before the sync".
 	durable := map[string]bool{}
-	for _, r := range fsLoggedRuns(d.logs.String()) {
+	for _, r := range fsLoggedRuns(d.Log.String()) {
 		if r.recorded {
 			durable[r.operationID] = true
 		}
 	}
 	syscall.Sync()
-	mark := len(d.logs.String())
+	mark := len(d.Log.String())
 	if err := os.WriteFile(trigger, []byte("1"), 0o200); err != nil {
 		fsUnavailable(t, "cannot inject an ext4 error: %v", err)
 	}
-	since := func() string { return d.logs.String()[mark:] }
-	fsWaitFor(t, "a run queued on the read-only file system", d, 30*time.Second, func() bool {
+	since := func() string { return d.Log.String()[mark:] }
+	d.WaitWithin("a run queued on the read-only file system", 30*time.Second, func() bool {
 		return strings.Contains(since(), "recorded=false queued=true")
 	})
 	if code, body := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		d.t.Errorf("/healthz = %d %q on a read-only file system, want 503", code, body)
+		d.T.Errorf("/healthz = %d %q on a read-only file system, want 503", code, body)
 	}
-	reqs, runs := requests.Load(), len(fsLoggedRuns(d.logs.String()))
+	reqs, runs := requests(), len(fsLoggedRuns(d.Log.String()))
 	time.Sleep(2 * time.Second)
-	if got := requests.Load(); got < reqs+3 {
-		d.t.Errorf("the provider got %d requests in 2s of read-only file system, want probing to go on", got-reqs)
+	if got := requests(); got < reqs+3 {
+		d.T.Errorf("the provider got %d requests in 2s of read-only file system, want probing to go on", got-reqs)
 	}
-	if got := len(fsLoggedRuns(d.logs.String())); got < runs+3 {
-		d.t.Errorf("%d runs logged in 2s of read-only file system, want the log to go on", got-runs)
+	if got := len(fsLoggedRuns(d.Log.String())); got < runs+3 {
+		d.T.Errorf("%d runs logged in 2s of read-only file system, want the log to go on", got-runs)
 	}
 	if got := fsRecordErrors(t, addr); got <= errorsBefore {
-		d.t.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
+		d.T.Errorf("toolpulse_store_errors_total{op=\"record_run\"} = %d during the fault, want it above %d", got, errorsBefore)
 	}
 	if code, _ := fsGet(addr, "/healthz"); code != http.StatusServiceUnavailable {
-		d.t.Errorf("/healthz = %d after 2s of read-only file system, want 503", code)
+		d.T.Errorf("/healthz = %d after 2s of read-only file system, want 503", code)
 	}
 	failed := fsLogged(since(), "recording the run failed")
 	if len(failed) == 0 || !strings.Contains(failed[0]["error"], "disk I/O error") {
-		d.t.Errorf("the first failed write was logged as %v, want SQLite's \"disk I/O error\"", failed)
+		d.T.Errorf("the first failed write was logged as %v, want SQLite's \"disk I/O error\"", failed)
 	}
 
-	if err := d.stop(syscall.SIGTERM); err != nil {
-		d.t.Fatalf("SIGTERM on a read-only file system: %v, want exit 0", err)
+	if err := d.Stop(syscall.SIGTERM); err != nil {
+		d.T.Fatalf("SIGTERM on a read-only file system: %v, want exit 0", err)
 	}
-	logs := d.logs.String()
+	logs := d.Log.String()
 	var queued []string
 	for _, r := range fsLoggedRuns(logs) {
 		if !r.recorded {
@@ -624,10 +601,10 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 	late := len(fsLogged(logs, "probe run recorded late"))
 	lost := fsLogged(logs, "stopping with runs that could not be written; they are lost")
 	if want := strconv.Itoa(len(queued) - late); len(lost) != 1 || lost[0]["runs"] != want || lost[0]["level"] != "ERROR" {
-		d.t.Errorf("lost runs logged as %v, want one ERROR line with runs=%s (%d queued, %d written late)", lost, want, len(queued), late)
+		d.T.Errorf("lost runs logged as %v, want one ERROR line with runs=%s (%d queued, %d written late)", lost, want, len(queued), late)
 	}
 	if !strings.Contains(logs, `msg="toolpulse stopped"`) || strings.Contains(logs, "panic") {
-		d.t.Errorf("the daemon did not stop cleanly: no \"toolpulse stopped\" line, or a panic")
+		d.T.Errorf("the daemon did not stop cleanly: no \"toolpulse stopped\" line, or a panic")
 	}
 
 	// The operator's side: unmount, check the file system, mount again.
@@ -635,7 +612,7 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 	if out, err := exec.Command(tools["e2fsck"], "-f", "-y", dev).CombinedOutput(); err != nil {
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() > 2 { // 1 and 2: errors corrected
-			d.t.Fatalf("e2fsck: %v\n%s", err, out)
+			d.T.Fatalf("e2fsck: %v\n%s", err, out)
 		}
 	}
 	fsMount(t, dev, mnt, "ext4", 0, "")
@@ -646,18 +623,18 @@ func TestFSReadOnlyWhileRunningDrainsAsLost(t *testing.T) {
 		n := stored[r.operationID]
 		switch {
 		case n > 1:
-			d.t.Errorf("run %s stored %d times", r.operationID, n)
+			d.T.Errorf("run %s stored %d times", r.operationID, n)
 		case durable[r.operationID] && n != 1:
-			d.t.Errorf("run %s was recorded before the fault but is not in the database", r.operationID)
+			d.T.Errorf("run %s was recorded before the fault but is not in the database", r.operationID)
 		case !r.recorded && n != 0 && !slices.Contains(queued, r.operationID):
-			d.t.Errorf("run %s was never written but is in the database", r.operationID)
+			d.T.Errorf("run %s was never written but is in the database", r.operationID)
 		case r.recorded && !durable[r.operationID] && n == 1:
 			survived++
 		}
 	}
 	for _, id := range queued {
 		if stored[id] != 0 {
-			d.t.Errorf("run %s, logged as lost, is in the database", id)
+			d.T.Errorf("run %s, logged as lost, is in the database", id)
 		}
 	}
 	t.Logf("%d runs recorded before the sync, all stored; %d runs queued and lost; %d recorded between the sync and the fault survived",

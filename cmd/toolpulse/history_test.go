@@ -34,7 +34,7 @@ func TestParseInstant(t *testing.T) {
 // TestHistoryAndStats records two rounds of the seed-000 drill with
 // `check`, then reads them back the ways an operator would.
 func TestHistoryAndStats(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 	if code, out, _ := h.run("check"); code != exitOK {
 		t.Fatalf("check: exit %d\n%s", code, out)
 	}

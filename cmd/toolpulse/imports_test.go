@@ -44,7 +44,9 @@ var forbidden = map[string][]string{
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
 // domain at the bottom, one owner per dependency (tests included), siblings
-// apart, and the test kit for tests only.
+// apart, the test kit for tests only (its own subpackages build on it)
+// and the end-to-end harness for tests, the test kit and toolpulse-bench
+// only.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f",
 		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
@@ -69,8 +71,11 @@ func TestImportGraph(t *testing.T) {
 					t.Errorf("%s imports %s: forbidden edge", pkg, imp)
 				}
 			}
-			if imp == module+"/internal/testkit" {
+			if within(imp, module+"/internal/testkit") && !within(pkg, module+"/internal/testkit") {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
+			}
+			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {
+				t.Errorf("%s imports %s: only tests and toolpulse-bench may", pkg, imp)
 			}
 			if (pkg == module+"/results" || pkg == module+"/results/shape") && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s: the domain uses the standard library only", pkg, imp)
@@ -78,6 +83,9 @@ func TestImportGraph(t *testing.T) {
 		}
 	}
 }
+
+// within reports whether pkg is root or a package under it.
+func within(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
 
 // TestEveryModuleHasAnOwner: a module go.mod requires directly, with no
 // owner in owners, would be importable from anywhere.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
 	"github.com/toolpulse/toolpulse/internal/testkit"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
 // TestRunLeaksNoGoroutines runs the whole daemon in this process (HTTP
@@ -29,36 +31,29 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if strings.Contains(r.URL.Path, "broken") {
-			// A contract error, so that alerts go through the outbox to Slack.
-			_, _ = w.Write([]byte(`{"results": {"items": []}}`))
-			return
-		}
-		_, _ = w.Write([]byte(`{"results": [{"id": "doc_1", "score": 0.9}]}`))
-	}))
-	defer provider.Close()
-	slack := &fakeSlack{}
-	slackServer := httptest.NewServer(slack)
-	defer slackServer.Close()
+	// The probe named broken gets a contract error, so that alerts go
+	// through the outbox to Slack.
+	healthy := e2e.Serve(t, provider.New().Handler())
+	drifted := provider.New()
+	drifted.SetDrifted(true)
+	broken := e2e.Serve(t, drifted.Handler())
+	slack, slackURL := e2e.Slack(t)
 
 	dir := t.TempDir()
-	config := filepath.Join(dir, "checks.yaml")
-	listen := freeLoopbackAddr(t)
+	listen := e2e.FreeAddr(t)
+	var config string
 	write := func(probes ...string) {
 		t.Helper()
-		cfg := daemonConfig(provider.URL, slackServer.URL)
-		cfg = strings.Replace(cfg, `server: {listen: ""}`, "server: {listen: "+listen+"}", 1)
-		var b strings.Builder
-		b.WriteString(cfg)
+		cfg := harness.Fast(healthy, slackURL)
+		cfg.Server.Listen = listen
 		for _, name := range probes {
-			b.WriteString("  - name: " + name + "\n    request: {method: POST, url: \"" +
-				provider.URL + "/" + name + "\", json: {query: q}}\n    consumer: list_only\n")
+			url := healthy
+			if name == "broken" {
+				url = broken
+			}
+			cfg.Probes = append(cfg.Probes, harness.SearchProbe(name, url+"/search"))
 		}
-		if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		config = e2e.Config(t, dir, cfg)
 	}
 	write("steady", "broken")
 
@@ -100,7 +95,7 @@ func TestRunLeaksNoGoroutines(t *testing.T) {
 
 	waitUntil("first runs and the alert", func() bool {
 		return strings.Contains(logs.String(), "toolpulse started") &&
-			runsOf("steady") > 0 && slack.count("broken") > 0
+			runsOf("steady") > 0 && slack.Count("broken") > 0
 	})
 	get("/")
 	get("/metrics")

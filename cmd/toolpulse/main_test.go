@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
@@ -68,29 +69,28 @@ probes:
 
 const testSecret = "sk-test-5f1d2c3b4a"
 
-type harness struct {
+type cliRun struct {
 	t        *testing.T
 	dir      string
 	provider *provider.Provider
 	env      map[string]string
 }
 
-func newHarness(t *testing.T) *harness {
+func newCLIRun(t *testing.T) *cliRun {
 	t.Helper()
 	p := provider.New()
-	srv := httptest.NewServer(p.Handler())
-	t.Cleanup(srv.Close)
+	url := e2e.Serve(t, p.Handler())
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "checks.yaml"), []byte(testConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, dir: dir, provider: p, env: map[string]string{
-		"PROVIDER": srv.URL, "SEARCH_TOKEN": testSecret,
+	return &cliRun{t: t, dir: dir, provider: p, env: map[string]string{
+		"PROVIDER": url, "SEARCH_TOKEN": testSecret,
 	}}
 }
 
-// run runs the CLI in-process with the harness's config and environment.
-func (h *harness) run(args ...string) (code int, stdout, stderr string) {
+// run runs the CLI in-process with the run's config and environment.
+func (h *cliRun) run(args ...string) (code int, stdout, stderr string) {
 	h.t.Helper()
 	var out, errOut bytes.Buffer
 	lookup := func(k string) (string, bool) { v, ok := h.env[k]; return v, ok }
@@ -117,7 +117,7 @@ func decodeEnvelopes(t *testing.T, out string) map[string]results.Envelope {
 // contract_error while the two-layout consumer keeps passing, and every
 // result must be recorded.
 func TestCheckSeed000Drill(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 
 	code, out, errOut := h.run("check", "--format", "json")
 	if code != exitOK {
@@ -162,7 +162,7 @@ func TestCheckSeed000Drill(t *testing.T) {
 }
 
 func TestCheckExitCodes(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 	h.provider.SetDown(true)
 	code, out, _ := h.run("check", "--probe", "tracker", "--no-record")
 	if code != exitUnavailable {
@@ -196,7 +196,7 @@ func TestCheckExitCodes(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 	if code, out, errOut := h.run("validate"); code != exitOK || !strings.Contains(out, "ok (3 probes, 3 consumers") {
 		t.Fatalf("validate: exit %d\n%s%s", code, out, errOut)
 	}
@@ -228,19 +228,9 @@ func TestValidate(t *testing.T) {
 // writes: stdout in both formats, stderr, every page and API response over
 // the results, and the raw database files.
 func TestSecretNeverShown(t *testing.T) {
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		if r.URL.Path == "/search" {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"results": {"echo": %q}}`, auth)
-			return
-		}
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "upstream rejected %s", auth)
-	}))
-	defer echo.Close()
-	h := newHarness(t)
-	h.env["PROVIDER"] = echo.URL
+	echo := e2e.Serve(t, harness.EchoCredentials())
+	h := newCLIRun(t)
+	h.env["PROVIDER"] = echo
 
 	var all strings.Builder
 	for _, format := range []string{"text", "json"} {
@@ -276,8 +266,8 @@ func TestSecretNeverShown(t *testing.T) {
 	}
 }
 
-// storedServer serves the HTTP surface over the harness's database.
-func storedServer(t *testing.T, h *harness) (*httptest.Server, *checks.Config) {
+// storedServer serves the HTTP surface over the run's database.
+func storedServer(t *testing.T, h *cliRun) (*httptest.Server, *checks.Config) {
 	t.Helper()
 	lookup := func(k string) (string, bool) { v, ok := h.env[k]; return v, ok }
 	cfg, err := checks.Load(filepath.Join(h.dir, "checks.yaml"), lookup)
@@ -297,9 +287,9 @@ func storedServer(t *testing.T, h *harness) (*httptest.Server, *checks.Config) {
 	return srv, cfg
 }
 
-// serveStored returns every page and API response over the harness's
+// serveStored returns every page and API response over the run's
 // database, concatenated.
-func serveStored(t *testing.T, h *harness) string {
+func serveStored(t *testing.T, h *cliRun) string {
 	t.Helper()
 	srv, cfg := storedServer(t, h)
 	paths := []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/healthz"}

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
 // TestSecretsStayHidden drives every failure path the daemon has with a
@@ -38,82 +40,43 @@ func TestSecretsStayHidden(t *testing.T) {
 	// An echo provider: /ok echoes the Authorization header inside valid
 	// JSON the consumer rejects; /err answers 500 with it in the body; /key
 	// echoes it as an object key.
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/ok":
-			fmt.Fprintf(w, `{"results": {"echo": %q, "url": %q}}`, auth, r.URL.String())
-		case "/key":
-			fmt.Fprintf(w, `{%q: [1]}`, auth)
-		default:
-			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprintf(w, "upstream rejected %s", auth)
-		}
-	}))
-	defer echo.Close()
-	// A Slack stand-in that records every message, and answers some with
-	// an error page that echoes the URL it was called on.
-	var (
-		mu    sync.Mutex
-		slack strings.Builder
-		posts int
-	)
-	slackSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		posts++
-		// The webhook URL is Slack's own address for it, so the path is
-		// not recorded: only what toolpulse put in the message.
-		fmt.Fprintf(&slack, "%s\n", body)
-		if posts%3 == 0 {
-			http.Error(w, "no_service: "+r.URL.String(), http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
-	defer slackSrv.Close()
+	echo := e2e.Serve(t, harness.EchoCredentials())
+	// A Slack stand-in that records every message, and answers every third
+	// with an error page that echoes the URL it was called on. The webhook
+	// URL is Slack's own address for it, so the path is not recorded: only
+	// what toolpulse put in the message.
+	slack, slackURL := e2e.Slack(t)
+	slack.FailEvery(3, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no_service: "+r.URL.String(), http.StatusNotFound)
+	})
 
-	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	host := strings.TrimPrefix(echo.URL, "http://")
-	config := fmt.Sprintf(`version: 1
-storage: {path: results.db}
-server: {listen: %q, token: %q}
-defaults:
-  interval: 200ms
-  jitter: 50ms
-  timeout: 1s
-  retries: {max_attempts: 2, base_delay: 10ms, max_delay: 20ms, budget: 2s}
-notify:
-  slack: {webhook_url: %q}
-  failure_threshold: 1
-  repeat_interval: 1s
-consumers:
-  - name: list_only
-    select: 'type(response.results) == "array" ? response.results : fail("unsupported_results_container", "results is " + type(response.results))'
-probes:
-  - {name: echo_body, request: {url: %q, headers: {Authorization: "Bearer %s"}}, consumer: list_only}
-  - {name: echo_error, request: {url: %q, headers: {X-Api-Key: %q}}, consumer: list_only}
-  - {name: echo_key, request: {url: %q, headers: {Authorization: "Bearer %s"}}, consumer: list_only}
-  - {name: url_creds, request: {url: "http://svc:%s@%s/ok"}, consumer: list_only}
-  - {name: url_creds_down, request: {url: "http://svc:%s@%s/ok"}, consumer: list_only}
-`, addr, tokenSecret, slackSrv.URL+"/services/T000/B000/"+webhookSecret,
-		echo.URL+"/ok", headerSecret, echo.URL+"/err", headerSecret, echo.URL+"/key", headerSecret,
-		urlSecret, host, urlSecret, freeLoopbackAddr(t))
-	path := filepath.Join(dir, "checks.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+	dir, addr := t.TempDir(), e2e.FreeAddr(t)
+	host := strings.TrimPrefix(echo, "http://")
+	probe := func(name, url string, headers map[string]string) harness.Probe {
+		return harness.Probe{Name: name, Request: harness.Request{URL: url, Headers: headers}, Consumer: "list_only"}
 	}
-	d := startDaemon(t, path)
+	bearer := map[string]string{"Authorization": "Bearer " + headerSecret}
+	cfg := harness.Config{
+		Storage: harness.Storage{Path: "results.db"},
+		Server:  harness.Server{Listen: addr, Token: tokenSecret},
+		Defaults: harness.Defaults{Interval: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, Timeout: time.Second,
+			Retries: harness.Retries{MaxAttempts: 2, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Budget: 2 * time.Second}},
+		Notify: &harness.Notify{WebhookURL: slackURL + "/services/T000/B000/" + webhookSecret, FailureThreshold: 1, RepeatInterval: time.Second},
+		Consumers: []harness.Consumer{{Name: "list_only",
+			Select: `type(response.results) == "array" ? response.results : fail("unsupported_results_container", "results is " + type(response.results))`}},
+		Probes: []harness.Probe{
+			probe("echo_body", echo+"/ok", bearer),
+			probe("echo_error", echo+"/err", map[string]string{"X-Api-Key": headerSecret}),
+			probe("echo_key", echo+"/key", bearer),
+			probe("url_creds", "http://svc:"+urlSecret+"@"+host+"/ok", nil),
+			probe("url_creds_down", "http://svc:"+urlSecret+"@"+e2e.FreeAddr(t)+"/ok", nil),
+		},
+	}
+	d := e2e.Start(t, e2e.Config(t, dir, cfg))
 	db := filepath.Join(dir, "results.db")
-	waitFor(t, "every probe to fail twice and alerts to go out", d, func() bool {
-		mu.Lock()
-		n := posts
-		mu.Unlock()
+	d.WaitFor("every probe to fail twice and alerts to go out", func() bool {
 		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 5 &&
-			countRows(t, db, "SELECT count(*) FROM results") >= 10 && n >= 6
+			countRows(t, db, "SELECT count(*) FROM results") >= 10 && len(slack.Messages()) >= 6
 	})
 
 	var served strings.Builder
@@ -124,23 +87,22 @@ probes:
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			d.t.Fatalf("GET %s: %v", path, err)
+			d.T.Fatalf("GET %s: %v", path, err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		fmt.Fprintf(&served, "%s %d %v\n%s\n", path, resp.StatusCode, resp.Header, body)
 	}
-	bearer := "Bearer " + tokenSecret
 	for _, p := range []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/metrics", "/healthz",
 		"/probes/echo_body", "/probes/echo_error", "/probes/echo_key", "/probes/url_creds", "/probes/url_creds_down",
 		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope"} {
-		get(p, bearer)
+		get(p, "Bearer "+tokenSecret)
 	}
 	get("/", "Bearer wrong") // a refused request says nothing either
 	get("/", basic("x", tokenSecret))
 
-	if err := d.stop(syscall.SIGTERM); err != nil {
-		d.t.Fatalf("SIGTERM: %v", err)
+	if err := d.Stop(syscall.SIGTERM); err != nil {
+		d.T.Fatalf("SIGTERM: %v", err)
 	}
 	var stored strings.Builder
 	entries, _ := os.ReadDir(dir)
@@ -150,32 +112,33 @@ probes:
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			d.t.Fatal(err)
+			d.T.Fatal(err)
 		}
 		stored.Write(b)
 	}
-	mu.Lock()
-	slackText := slack.String()
-	mu.Unlock()
+	var slackText strings.Builder
+	for _, m := range slack.Messages() {
+		fmt.Fprintf(&slackText, "%s\n", m.Body)
+	}
 	outputs := map[string]string{
-		"the daemon's logs": d.logs.String(), "the database files": stored.String(),
-		"the pages and API": served.String(), "the Slack messages": slackText,
+		"the daemon's logs": d.Log.String(), "the database files": stored.String(),
+		"the pages and API": served.String(), "the Slack messages": slackText.String(),
 	}
 	for where, text := range outputs {
 		for _, s := range secrets {
 			if strings.Contains(text, s) {
 				i := strings.Index(text, s)
-				d.t.Errorf("%s show the secret %q: …%s…", where, s, text[max(0, i-120):min(len(text), i+60)])
+				d.T.Errorf("%s show the secret %q: …%s…", where, s, text[max(0, i-120):min(len(text), i+60)])
 			}
 		}
 	}
 	// Controls: the echoes did reach what was searched, scrubbed.
 	for where, text := range map[string]string{"the pages": served.String(), "the database": stored.String()} {
 		if !strings.Contains(text, "redacted") {
-			d.t.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
+			d.T.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
 		}
 	}
 	if !strings.Contains(served.String(), "connection_refused") || !strings.Contains(served.String(), "server_error") {
-		d.t.Errorf("the pages do not show the failures the test drove")
+		d.T.Errorf("the pages do not show the failures the test drove")
 	}
 }

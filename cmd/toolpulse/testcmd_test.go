@@ -265,7 +265,7 @@ func TestTestJSONAndJUnit(t *testing.T) {
 // TestTestFromDB mutates the latest recorded passing answer of each probe:
 // `check` records real runs, then `test --mutate --from-db` uses them.
 func TestTestFromDB(t *testing.T) {
-	h := newHarness(t)
+	h := newCLIRun(t)
 	if code, out, errOut := h.run("check"); code != exitOK {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
