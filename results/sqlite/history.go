@@ -11,19 +11,12 @@ import (
 )
 
 // DefaultLimit is how many rows History and Drifts return when the caller
-// asks for none.
-const DefaultLimit = 50
+// asks for none: results.DefaultLimit.
+const DefaultLimit = results.DefaultLimit
 
-// HistoryQuery selects recorded results. Every filter narrows the answer;
-// an empty or zero filter does not filter.
-type HistoryQuery struct {
-	Probes   []string          // any of these probes; empty: all
-	Since    time.Time         // started at or after; zero: unbounded
-	Until    time.Time         // started before; zero: unbounded
-	Outcomes []results.Outcome // any of these outcomes; empty: all
-	Codes    []results.Code    // any of these codes; empty: all (a pass has no code)
-	Limit    int               // at most this many; 0 or less: DefaultLimit
-}
+// HistoryQuery is results.HistoryQuery, under the name callers of this
+// package have always used.
+type HistoryQuery = results.HistoryQuery
 
 // History returns the results q selects, newest first: by started_at,
 // then by recording order. Each comes back as Result returns it, with its
