@@ -67,6 +67,29 @@ LIMIT ?`
 	return query, append(w.args, limit), nil
 }
 
+// recordedRuns is the results of one probe, or of all when ?1 is NULL, in
+// the order they were recorded: by id, the rowid, which SQLite gives in
+// insertion order.
+const recordedRuns = `SELECT ` + resultColumns + `
+` + resultFrom + `
+WHERE ?1 IS NULL OR r.probe = ?1
+ORDER BY r.id`
+
+// RecordedRuns returns every stored result of probe, or of every probe
+// when probe is "", in the order RecordRun stored them (oldest first),
+// each with its attempts and shape as Result returns it. History sorts by
+// started_at, which hides the order of the writes; this does not, so that
+// a test can tell whether runs reached the store in the order they were
+// handed over. It reads everything retention has left: it is for tests
+// and tools, not for pages of history.
+func (s *Store) RecordedRuns(ctx context.Context, probe string) ([]results.Result, error) {
+	rs, err := s.readResults(ctx, recordedRuns, nullString(probe))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recorded runs: %w", err)
+	}
+	return rs, nil
+}
+
 // latestResults reads the latest_results view (migration 0003): an index
 // search per probe, not a scan of the history.
 const latestResults = `SELECT ` + resultColumns + `
