@@ -131,7 +131,7 @@ func BenchmarkDriftLookup(b *testing.B) {
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			ctx := context.Background()
-			store := newMemStore()
+			store := newTestStore(b)
 			clock := newTestClock(alertT0)
 			p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock})
 			if err := p.Load(ctx); err != nil {

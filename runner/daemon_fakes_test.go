@@ -192,7 +192,7 @@ type schedHarness struct {
 	*testkit.T
 	clock *clockwork.FakeClock
 	start time.Time // the fake clock when the harness was built
-	store *memStore
+	store *faultStore
 	logs  *schedLog
 	d     *Daemon
 
@@ -209,7 +209,7 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*Deps)) *schedHarness 
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tt := testkit.New(t)
 	tt.Attach("daemon", &logs.Log)
-	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newMemStore(), logs: logs}
+	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newTestStore(t), logs: logs}
 	h.start = h.clock.Now()
 	o := Deps{
 		Logger:      logger,

@@ -590,7 +590,7 @@ func TestDaemonReloadBeforeRun(t *testing.T) {
 // TestNewRequires names what New refuses.
 func TestNewRequires(t *testing.T) {
 	cfg := schedConfig(1)
-	store := newMemStore()
+	store := newTestStore(t)
 	tests := map[string]struct {
 		cfg  *checks.Config
 		deps Deps

@@ -16,7 +16,10 @@ type Store interface {
 	RecordRun(ctx context.Context, rec *results.RunRecord) error
 	// DominantShape returns the fingerprint seen most often for probe in
 	// runs started at or after since, and how many runs had it; "" and 0
-	// when there are none. It must be cheap: it runs on every operation.
+	// when there are none. Of fingerprints seen equally often it returns
+	// the one seen most recently. It must be cheap: it runs on every
+	// operation, so a store may count from the start of since's UTC hour
+	// (results/sqlite keeps hourly counts), never from an earlier hour.
 	DominantShape(ctx context.Context, probe string, since time.Time) (fingerprint string, count int, err error)
 	// ShapeText returns the canonical shape text of a fingerprint, or an
 	// error wrapping ErrNotFound semantics of the implementation.

@@ -28,11 +28,11 @@ const (
 	seedWrappedCode = results.Code("unsupported_results_container")
 )
 
-// driftFixture is a recorder over a memStore with a settable clock, for
+// driftFixture is a recorder over a real store with a settable clock, for
 // the probe "external_search".
 type driftFixture struct {
 	t      *testing.T
-	store  *memStore
+	store  *faultStore
 	clock  *clockwork.FakeClock
 	p      *Recorder
 	notify checks.Notify
@@ -40,7 +40,7 @@ type driftFixture struct {
 }
 
 func newDriftFixture(t *testing.T, n checks.Notify) *driftFixture {
-	f := &driftFixture{t: t, store: newMemStore(), clock: newTestClock(alertT0), notify: n}
+	f := &driftFixture{t: t, store: newTestStore(t), clock: newTestClock(alertT0), notify: n}
 	f.p = NewRecorder(f.store, n, RecorderOptions{Clock: f.clock, Deliver: true})
 	return f
 }
@@ -138,6 +138,11 @@ func TestDriftNeedsFiveObservations(t *testing.T) {
 // TestDriftBaselineWindow: observations older than 24 hours are no baseline.
 func TestDriftBaselineWindow(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	// The baseline ends at 13:59, the drifted run comes at 14:00 a day
+	// later: its window starts on the hour, so that a store counting from
+	// the start of since's hour (as runner.Store allows) sees no more
+	// than the window either.
+	setClock(f.clock, alertT0.Add(54*time.Minute))
 	f.baseline(5)
 	f.clock.Advance(24 * time.Hour)
 	r, _ := f.run(seedWrappedBody, seedWrappedCode)
@@ -314,10 +319,11 @@ func TestDriftStoreErrors(t *testing.T) {
 // yields a drift, with a line that says no diff is available.
 func TestDriftUnparsableShape(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	// A store keeps the first text of a fingerprint: the broken one goes
+	// in before the baseline's runs, with a run of another probe, which
+	// the baseline's dominant shape does not count.
+	f.store.seedShape("another_probe", seedBaselineFP, "object{ not canonical }", alertT0)
 	f.baseline(5)
-	f.store.mu.Lock()
-	f.store.shapes[seedBaselineFP] = "object{ not canonical }"
-	f.store.mu.Unlock()
 	r, alerts := f.run(seedWrappedBody, "")
 	want := []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", seedBaselineFP, seedWrappedFP)}
 	if !slices.Equal(r.Drift, want) || len(driftAlerts(alerts)) != 1 {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -262,6 +263,9 @@ func (o *memRunCounter) RunFinished(r *results.Result) {
 // sees alive is the daemon's and not the store's.
 type memNullStore struct{}
 
+// errNullNotFound is memNullStore's answer to every ShapeText.
+var errNullNotFound = errors.New("memNullStore: not found")
+
 var _ Store = memNullStore{}
 
 func (memNullStore) RecordRun(context.Context, *results.RunRecord) error { return nil }
@@ -269,7 +273,7 @@ func (memNullStore) DominantShape(context.Context, string, time.Time) (string, i
 	return "", 0, nil
 }
 func (memNullStore) ShapeText(context.Context, string) (string, error) {
-	return "", errMemNotFound
+	return "", errNullNotFound
 }
 func (memNullStore) LastDriftAt(context.Context, string, string) (time.Time, bool, error) {
 	return time.Time{}, false, nil

@@ -74,9 +74,9 @@ func TestRecorderObserver(t *testing.T) {
 
 // TestDelivererObserver: every delivery outcome reaches the metrics.
 func TestDelivererObserver(t *testing.T) {
-	defer verifyNoLeaks(t)()
+	verifyNoLeaks(t)
 	obs := &countingObserver{}
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{reply: func(n int, a results.Alert) (bool, time.Duration, error) {
 		if a.OperationID == "op-retry" && n == 1 {

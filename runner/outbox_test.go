@@ -16,13 +16,15 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// verifyNoLeaks returns a check, to defer, that fails the test if a
-// goroutine started after the call is still running (after a short grace
-// for goroutines on their way out). Goroutines alive at the start (other
-// tests' leftovers) do not count.
-func verifyNoLeaks(t *testing.T) func() {
+// verifyNoLeaks fails the test if a goroutine started after the call is
+// still running when the test and its cleanups are done (after a short
+// grace for goroutines on their way out). Goroutines alive at the start
+// (other tests' leftovers) do not count. Cleanups run last registered
+// first, so a store the test opens after the call (newTestStore) is
+// closed, and its goroutines gone, before the check.
+func verifyNoLeaks(t *testing.T) {
 	t.Helper()
-	return testkit.NoLeaks(t)
+	t.Cleanup(testkit.NoLeaks(t))
 }
 
 // fakeSender is a Sender that records every alert it is given and answers
@@ -102,9 +104,9 @@ func retryable(msg string) func(int, results.Alert) (bool, time.Duration, error)
 func fixedRand(v float64) func() float64 { return func() float64 { return v } }
 
 func TestDeliverSuccess(t *testing.T) {
-	defer verifyNoLeaks(t)()
+	verifyNoLeaks(t)
 	var logs bytes.Buffer
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
 	id := store.enqueue(testAlert(alertT0))
@@ -136,7 +138,7 @@ func TestDeliverSuccess(t *testing.T) {
 }
 
 func TestDeliverRetryBackoff(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{reply: retryable("slack: 503 Service Unavailable")}
 	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0.5),
@@ -182,7 +184,7 @@ func TestDeliverRetryAfter(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			store := newMemStore()
+			store := newTestStore(t)
 			clock := newTestClock(alertT0)
 			sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 				return true, c.retryAfter, errors.New("slack: rate limited")
@@ -204,7 +206,7 @@ func TestDeliverRetryAfter(t *testing.T) {
 }
 
 func TestDeliverPermanentFailure(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 		return false, 0, errors.New("slack: invalid_blocks")
 	}}
@@ -222,7 +224,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 }
 
 func TestDeliverMaxTries(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	sender := &fakeSender{reply: retryable("slack: 500")}
 	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0), MaxTries: 3})
 	id := store.enqueue(testAlert(alertT0))
@@ -249,7 +251,7 @@ func TestDeliverMaxTries(t *testing.T) {
 }
 
 func TestDeliverMaxAge(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
 	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock})
@@ -271,7 +273,7 @@ func TestDeliverMaxAge(t *testing.T) {
 // out in one pass, and an alert whose retry is due at once is not retried
 // in the same pass.
 func TestDeliverOnePassDrainsBatches(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	sender := &fakeSender{reply: func(n int, a results.Alert) (bool, time.Duration, error) {
 		if a.ID%2 == 0 {
 			return true, 0, errors.New("slack: 500")
@@ -290,8 +292,8 @@ func TestDeliverOnePassDrainsBatches(t *testing.T) {
 }
 
 func TestDeliverWake(t *testing.T) {
-	defer verifyNoLeaks(t)()
-	store := newMemStore()
+	verifyNoLeaks(t)
+	store := newTestStore(t)
 	sender := &fakeSender{}
 	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: time.Hour})
 	stop := runDeliverer(t, d, time.Second)
@@ -311,8 +313,8 @@ func TestDeliverWake(t *testing.T) {
 // TestDeliverSleepsUntilNextDue: without a Wake, Run wakes up when the
 // earliest pending alert is due, not only at the poll interval.
 func TestDeliverSleepsUntilNextDue(t *testing.T) {
-	defer verifyNoLeaks(t)()
-	store := newMemStore()
+	verifyNoLeaks(t)
+	store := newTestStore(t)
 	sender := &fakeSender{}
 	id := store.enqueue(testAlert(time.Now().Add(50 * time.Millisecond)))
 	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: time.Hour})
@@ -322,8 +324,8 @@ func TestDeliverSleepsUntilNextDue(t *testing.T) {
 }
 
 func TestDeliverRunStopsOnCancel(t *testing.T) {
-	defer verifyNoLeaks(t)()
-	store := newMemStore()
+	verifyNoLeaks(t)
+	store := newTestStore(t)
 	sender := &fakeSender{block: true}
 	d := NewDeliverer(store, sender, DelivererOptions{})
 	d.grace = 50 * time.Millisecond
@@ -346,8 +348,8 @@ func TestDeliverRunStopsOnCancel(t *testing.T) {
 // shutdown began is recorded as delivered, so it is not sent again after
 // the restart.
 func TestDeliverGraceOnShutdown(t *testing.T) {
-	defer verifyNoLeaks(t)()
-	store := newMemStore()
+	verifyNoLeaks(t)
+	store := newTestStore(t)
 	sender := &fakeSender{block: true, release: make(chan struct{})}
 	d := NewDeliverer(store, sender, DelivererOptions{})
 	d.grace = 5 * time.Second
@@ -363,8 +365,8 @@ func TestDeliverGraceOnShutdown(t *testing.T) {
 
 func TestDeliverStoreErrors(t *testing.T) {
 	t.Run("DueAlerts fails, Run keeps going", func(t *testing.T) {
-		defer verifyNoLeaks(t)()
-		store := newMemStore()
+		verifyNoLeaks(t)
+		store := newTestStore(t)
 		var failures int
 		store.setFail(func(m string) error {
 			if m == "DueAlerts" && failures < 3 {
@@ -381,7 +383,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	})
 
 	t.Run("MarkAlertDelivered fails, the alert is not sent twice", func(t *testing.T) {
-		store := newMemStore()
+		store := newTestStore(t)
 		sender := &fakeSender{}
 		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 		id := store.enqueue(testAlert(alertT0))
@@ -403,8 +405,8 @@ func TestDeliverStoreErrors(t *testing.T) {
 	})
 
 	t.Run("a store that cannot mark is polled, not spun on", func(t *testing.T) {
-		defer verifyNoLeaks(t)()
-		store := newMemStore()
+		verifyNoLeaks(t)
+		store := newTestStore(t)
 		store.setFail(func(m string) error {
 			if m == "MarkAlertDelivered" {
 				return errors.New("disk I/O error")
@@ -423,7 +425,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	})
 
 	t.Run("MarkAlertRetry fails, the pass ends", func(t *testing.T) {
-		store := newMemStore()
+		store := newTestStore(t)
 		sender := &fakeSender{reply: retryable("slack: 502")}
 		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 		store.enqueue(testAlert(alertT0))
@@ -442,7 +444,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 }
 
 func TestDeliverSenderPanic(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) { panic("nil map") }}
 	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
 	id := store.enqueue(testAlert(alertT0))
@@ -453,7 +455,7 @@ func TestDeliverSenderPanic(t *testing.T) {
 }
 
 func TestDeliverDefaults(t *testing.T) {
-	d := NewDeliverer(newMemStore(), &fakeSender{}, DelivererOptions{})
+	d := NewDeliverer(newTestStore(t), &fakeSender{}, DelivererOptions{})
 	got := fmt.Sprint(d.maxTries, d.baseDelay, d.maxDelay, d.maxAge, d.poll)
 	if want := fmt.Sprint(10, time.Second, 5*time.Minute, 24*time.Hour, 5*time.Second); got != want {
 		t.Errorf("defaults = %s, want %s", got, want)
@@ -463,7 +465,7 @@ func TestDeliverDefaults(t *testing.T) {
 // TestDeliverRetryAfterHoldsEveryAlert: a 429's Retry-After is the
 // receiver's limit, so the alerts behind the refused one wait too.
 func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{reply: func(n int, _ results.Alert) (bool, time.Duration, error) {
 		if n == 1 {

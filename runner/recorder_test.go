@@ -79,7 +79,7 @@ func alertKinds(alerts []results.Alert) []results.AlertKind {
 }
 
 func TestRecorderRecordFailureDoesNotAdvanceState(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
@@ -117,7 +117,7 @@ func TestRecorderRecordFailureDoesNotAdvanceState(t *testing.T) {
 }
 
 func TestRecorderDeliverFlag(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	n := notifyOn(1, time.Hour, true)
 	p := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: false})
@@ -137,9 +137,9 @@ func TestRecorderDeliverFlag(t *testing.T) {
 }
 
 func TestRecorderLoadRestoresState(t *testing.T) {
-	store := newMemStore()
-	store.states["search"] = results.AlertState{Probe: "search", ConsecutiveFailures: 3,
-		FailingSince: alertT0.Add(-time.Hour), Firing: true, LastNotifiedAt: alertT0.Add(-10 * time.Minute)}
+	store := newTestStore(t)
+	store.seedState(results.AlertState{Probe: "search", ConsecutiveFailures: 3,
+		FailingSince: alertT0.Add(-time.Hour), Firing: true, LastNotifiedAt: alertT0.Add(-10 * time.Minute)}, alertT0.Add(-time.Minute))
 	clock := newTestClock(alertT0)
 	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true})
 	if err := p.Load(context.Background()); err != nil {
@@ -164,7 +164,7 @@ func TestRecorderLoadRestoresState(t *testing.T) {
 // goroutines: without the per-probe lock, two of them read the same state
 // and one failure is lost.
 func TestRecorderSerializesProbe(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	store.setFail(func(m string) error {
 		if m == "RecordRun" {
 			time.Sleep(time.Millisecond) // widen the read-to-write window
@@ -197,7 +197,7 @@ func TestRecorderSerializesProbe(t *testing.T) {
 // TestRecorderIgnoresCancellation: a run that finished while shutdown began
 // is still recorded.
 func TestRecorderIgnoresCancellation(t *testing.T) {
-	store := newMemStore()
+	store := newTestStore(t)
 	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Deliver: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -212,7 +212,7 @@ func TestRecorderIgnoresCancellation(t *testing.T) {
 func TestRecorderLogsEachAlert(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	store := newMemStore()
+	store := newTestStore(t)
 	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Logger: logger, Deliver: true})
 	r := pipelineRun(t, "search", alertT0, "", results.CodeServerError)
 	r.Error.Message = "server said secret-token-123"
@@ -245,8 +245,8 @@ func TestRecorderLogsEachAlert(t *testing.T) {
 // TestRecorderNotBlockedBySlowDelivery: with the receiver hanging, runs are
 // still recorded at once; the Recorder and the Deliverer share only the store.
 func TestRecorderNotBlockedBySlowDelivery(t *testing.T) {
-	defer verifyNoLeaks(t)()
-	store := newMemStore()
+	verifyNoLeaks(t)
+	store := newTestStore(t)
 	sender := &fakeSender{block: true}
 	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: 10 * time.Millisecond})
 	d.grace = 10 * time.Millisecond

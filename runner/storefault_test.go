@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -275,24 +274,10 @@ func TestDaemonPendingReportsDepth(t *testing.T) {
 	}
 }
 
-// sfHookStore is a memStore whose RecordRun first asks hook, which sees
-// the record: a test can then fail, refuse or hold one run in particular.
-// A non-nil error from hook is returned instead of storing.
-type sfHookStore struct {
-	*memStore
-	hook func(rec *results.RunRecord) error
-}
-
-func (s *sfHookStore) RecordRun(ctx context.Context, rec *results.RunRecord) error {
-	if err := s.hook(rec); err != nil {
-		return err
-	}
-	return s.memStore.RecordRun(ctx, rec)
-}
-
-// sfOver builds the harness's daemon over store instead of
-// the harness's own memStore; the harness then reads what store keeps.
-func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*Deps)) *schedHarness {
+// sfOver builds the harness's daemon over store, which has a record hook
+// set, instead of the harness's own store; the harness then reads what
+// store keeps.
+func sfOver(t *testing.T, cfg *checks.Config, store *faultStore, opts func(*Deps)) *schedHarness {
 	t.Helper()
 	h := schedNew(t, cfg, func(o *Deps) {
 		o.Store = store
@@ -300,7 +285,7 @@ func sfOver(t *testing.T, cfg *checks.Config, store *sfHookStore, opts func(*Dep
 			opts(o)
 		}
 	})
-	h.store = store.memStore
+	h.store = store
 	return h
 }
 
@@ -352,7 +337,8 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 	var headID atomic.Value // string
 	entered, release := make(chan struct{}), make(chan struct{})
 	var enterOnce, releaseOnce sync.Once
-	store := &sfHookStore{memStore: newMemStore(), hook: func(rec *results.RunRecord) error {
+	store := newTestStore(t)
+	store.hook = func(rec *results.RunRecord) error {
 		if mode.Load() == failing {
 			return errors.New("database is locked")
 		}
@@ -361,7 +347,7 @@ func TestDaemonWriteQueueIsFIFOAcrossProbes(t *testing.T) {
 			<-release
 		}
 		return nil
-	}}
+	}
 	h := sfOver(t, cfg, store, func(o *Deps) {
 		o.Rand = sfRand(0, 0.5, 0.5) // old at the start, a and b a second later
 	})
@@ -447,7 +433,8 @@ func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
 			obs := &countingObserver{}
 			var mu sync.Mutex
 			refusedID, tries := "", 0
-			store := &sfHookStore{memStore: newMemStore(), hook: func(rec *results.RunRecord) error {
+			store := newTestStore(t)
+			store.hook = func(rec *results.RunRecord) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if rec.Result.Probe == "a" && refusedID == "" {
@@ -461,7 +448,7 @@ func TestDaemonDropsRunTheStoreRefuses(t *testing.T) {
 					return sfRefusal{permanent: tc.permanent}
 				}
 				return nil
-			}}
+			}
 			// Real time: the queue's back-off (0.25 s, 0.5 s, 1 s ... with
 			// Rand 0) runs on its own. a runs first, b a little later,
 			// behind a's waiting run.
@@ -523,11 +510,12 @@ func TestDaemonCountsRunFinishingAfterTheQueueClosed(t *testing.T) {
 	obs := &countingObserver{}
 	entered, release := make(chan struct{}), make(chan struct{})
 	var enterOnce, releaseOnce sync.Once
-	store := &sfHookStore{memStore: newMemStore(), hook: func(*results.RunRecord) error {
+	store := newTestStore(t)
+	store.hook = func(*results.RunRecord) error {
 		enterOnce.Do(func() { close(entered) })
 		<-release // ignores the context, as a stuck store would
 		return errors.New("sql: database is closed")
-	}}
+	}
 	h := sfOver(t, schedConfig(4, schedProbe(t, "stuck", prov.URL, time.Hour)), store, func(o *Deps) {
 		o.Observer = obs
 	})

@@ -40,6 +40,8 @@ var forbidden = map[string][]string{
 	module + "/checks":         {module + "/runner", module + "/results/sqlite", module + "/results/slack"},
 	module + "/runner":         {module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus", module + "/cmd"},
 	module + "/results/sqlite": {module + "/checks", module + "/runner", module + "/consumers"},
+	// The store contract holds every store; it must not lean on one.
+	module + "/results/storetest": {module + "/results/sqlite", module + "/cmd"},
 }
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
@@ -71,7 +73,7 @@ func TestImportGraph(t *testing.T) {
 					t.Errorf("%s imports %s: forbidden edge", pkg, imp)
 				}
 			}
-			if within(imp, module+"/internal/testkit") && !within(pkg, module+"/internal/testkit") {
+			if (within(imp, module+"/internal/testkit") && !within(pkg, module+"/internal/testkit")) || (imp == module+"/results/storetest" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {

@@ -45,18 +45,42 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 	return out, nil
 }
 
+// alertColumns and alertFrom read alerts rows as scanAlert expects them,
+// each with the drift it announces.
+const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
+    a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
+    a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
+    d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff`
+
+const alertFrom = `FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id`
+
 // dueAlerts lists pending alerts that are due, oldest first. It reads the
 // partial index alerts_pending, which holds pending alerts only, so its
 // cost follows the backlog, not the history of delivered alerts.
-const dueAlerts = `SELECT
-    a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
-    a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
-    a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
-    d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff
-FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id
+const dueAlerts = `SELECT ` + alertColumns + `
+` + alertFrom + `
 WHERE a.state = 'pending' AND (a.next_attempt_at IS NULL OR a.next_attempt_at <= ?)
 ORDER BY a.created_at, a.id
 LIMIT ?`
+
+// allAlerts lists every stored alert in recording order.
+const allAlerts = `SELECT ` + alertColumns + `
+` + alertFrom + `
+ORDER BY a.id`
+
+// Alerts returns every stored alert, in every delivery state, in the order
+// RecordRun stored them (by id, which RecordRun sets in that order), each
+// whole as DueAlerts returns it, with its delivery bookkeeping; none when
+// the outbox is empty. It reads the whole outbox, retention's leftovers
+// included: it is for tests and operators' tools, not for the daemon's
+// loops.
+func (s *Store) Alerts(ctx context.Context) ([]results.Alert, error) {
+	alerts, err := s.queryAlerts(ctx, allAlerts)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: alerts: %w", err)
+	}
+	return alerts, nil
+}
 
 // DueAlerts returns up to limit pending alerts whose next attempt is at or
 // before now, or that were never tried (no next attempt set), oldest
@@ -75,7 +99,12 @@ func (s *Store) DueAlerts(ctx context.Context, now time.Time, limit int) ([]resu
 }
 
 func (s *Store) dueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error) {
-	rows, err := s.reader.QueryContext(ctx, dueAlerts, results.FormatTime(now), limit)
+	return s.queryAlerts(ctx, dueAlerts, results.FormatTime(now), limit)
+}
+
+// queryAlerts runs a query of alertColumns and scans every row.
+func (s *Store) queryAlerts(ctx context.Context, query string, args ...any) ([]results.Alert, error) {
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +120,7 @@ func (s *Store) dueAlerts(ctx context.Context, now time.Time, limit int) ([]resu
 	return out, rows.Err()
 }
 
-// scanAlert reads one row of dueAlerts.
+// scanAlert reads one row of alertColumns.
 func scanAlert(rows *sql.Rows) (results.Alert, error) {
 	var (
 		a                                     results.Alert

@@ -11,19 +11,12 @@ import (
 )
 
 // DefaultLimit is how many rows History and Drifts return when the caller
-// asks for none.
-const DefaultLimit = 50
+// asks for none: results.DefaultLimit.
+const DefaultLimit = results.DefaultLimit
 
-// HistoryQuery selects recorded results. Every filter narrows the answer;
-// an empty or zero filter does not filter.
-type HistoryQuery struct {
-	Probes   []string          // any of these probes; empty: all
-	Since    time.Time         // started at or after; zero: unbounded
-	Until    time.Time         // started before; zero: unbounded
-	Outcomes []results.Outcome // any of these outcomes; empty: all
-	Codes    []results.Code    // any of these codes; empty: all (a pass has no code)
-	Limit    int               // at most this many; 0 or less: DefaultLimit
-}
+// HistoryQuery is results.HistoryQuery, under the name callers of this
+// package have always used.
+type HistoryQuery = results.HistoryQuery
 
 // History returns the results q selects, newest first: by started_at,
 // then by recording order. Each comes back as Result returns it, with its
@@ -72,6 +65,29 @@ func historyQuery(q HistoryQuery) (string, []any, error) {
 ORDER BY r.started_at DESC, r.id DESC
 LIMIT ?`
 	return query, append(w.args, limit), nil
+}
+
+// recordedRuns is the results of one probe, or of all when ?1 is NULL, in
+// the order they were recorded: by id, the rowid, which SQLite gives in
+// insertion order.
+const recordedRuns = `SELECT ` + resultColumns + `
+` + resultFrom + `
+WHERE ?1 IS NULL OR r.probe = ?1
+ORDER BY r.id`
+
+// RecordedRuns returns every stored result of probe, or of every probe
+// when probe is "", in the order RecordRun stored them (oldest first),
+// each with its attempts and shape as Result returns it. History sorts by
+// started_at, which hides the order of the writes; this does not, so that
+// a test can tell whether runs reached the store in the order they were
+// handed over. It reads everything retention has left: it is for tests
+// and tools, not for pages of history.
+func (s *Store) RecordedRuns(ctx context.Context, probe string) ([]results.Result, error) {
+	rs, err := s.readResults(ctx, recordedRuns, nullString(probe))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recorded runs: %w", err)
+	}
+	return rs, nil
 }
 
 // latestResults reads the latest_results view (migration 0003): an index

@@ -9,16 +9,11 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// Run is one run as a status page draws it: when it started, how it ended,
-// how long it took and how many attempts it made. It is read from the
-// covering index on (probe, started_at, id, outcome, attempts,
-// duration_ms) alone, never from the table.
-type Run struct {
-	StartedAt time.Time
-	Outcome   results.Outcome
-	Duration  time.Duration
-	Attempts  int
-}
+// Run is results.RecentRun, under the name callers of this package have
+// always used. This store reads it from the covering index on (probe,
+// started_at, id, outcome, attempts, duration_ms) alone, never from the
+// table.
+type Run = results.RecentRun
 
 // recentRuns is the last ?2 runs of probe ?1, newest first: one range of
 // the covering index (migration 0003), read backwards.

@@ -5,17 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
-// PassSample is the body of a probe's latest passing shape.
-type PassSample struct {
-	Probe       string
-	OperationID string // the latest passing run
-	StartedAt   time.Time
-	Fingerprint string
-	Body        string // the shape's stored sample
-}
+// PassSample is results.PassSample, under the name callers of this
+// package have always used.
+type PassSample = results.PassSample
 
 // latestPassSample is probe ?1's latest passing run, in the order history
 // is listed in, with its shape's sample: one search of the index on

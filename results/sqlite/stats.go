@@ -10,40 +10,9 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// ProbeStats sums up one probe's runs over a window of time.
-type ProbeStats struct {
-	Probe string
-	// Runs counts the runs started in the window; Pass, ContractError and
-	// Unavailable split them by outcome.
-	Runs, Pass, ContractError, Unavailable int
-	// PassedAfterRetries counts passes that took more than one attempt:
-	// the flakiness that retries hide.
-	PassedAfterRetries int
-	// Retries counts attempts beyond the first, over all runs.
-	Retries int
-	// P50, P95 and P99 estimate the nearest-rank percentiles of the runs'
-	// durations: the duration of the run at rank ceil(p/100 * Runs) in
-	// ascending order. Durations are counted in buckets as runs are
-	// recorded (see probe_hours in SCHEMA.md), and the estimate is the
-	// middle of the bucket that run falls in, rounded down to the
-	// millisecond. Below 128 ms a bucket is one millisecond wide, so the
-	// estimate is exact; from 128 ms on, each power of two is split into
-	// 64 buckets, and the estimate is less than 1/128 (0.79 %) away from
-	// the exact value: at most 1 ms off below 256 ms, 2 ms below 512 ms,
-	// 4 ms below 1024 ms, and so on.
-	P50, P95, P99 time.Duration
-	// DriftEvents counts the probe's drifts detected in the window.
-	DriftEvents int
-	// LastOutcome, LastCode ("" on pass) and LastStartedAt describe the
-	// last run in the window.
-	LastOutcome   results.Outcome
-	LastCode      results.Code
-	LastStartedAt time.Time
-	// OutcomeSince is when the probe's current streak of LastOutcome began:
-	// the start of the first run of the unbroken sequence of runs with that
-	// outcome that ends with the last run. It may lie before the window.
-	OutcomeSince time.Time
-}
+// ProbeStats is results.ProbeStats, under the name callers of this
+// package have always used.
+type ProbeStats = results.ProbeStats
 
 // probeNames lists every probe with a stored result, in order. The
 // recursive query walks the distinct names through the index on

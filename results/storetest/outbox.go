@@ -1,0 +1,198 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// outboxLifecycle takes alerts through every delivery state: pending,
+// retried later, delivered; failed; and skipped, which is never due. An
+// outcome is recorded once, and only for a pending alert.
+func outboxLifecycle(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	if _, ok := nextDue(t, s); ok {
+		t.Fatal("NextAlertDue of an empty outbox: got true")
+	}
+
+	firing := alertRun("op-1", results.AlertFiring, 0, results.DeliveryPending)
+	reminder := alertRun("op-2", results.AlertReminder, time.Minute, results.DeliveryPending)
+	skipped := alertRun("op-3", results.AlertFiring, 0, results.DeliverySkipped)
+	for _, rec := range []*results.RunRecord{firing, reminder, skipped} {
+		recordRun(t, s, rec)
+	}
+	a, b, c := firing.Alerts[0], reminder.Alerts[0], skipped.Alerts[0]
+	start := a.CreatedAt
+	farFuture := start.Add(365 * 24 * time.Hour)
+
+	if got, want := dueIDs(t, s, farFuture, 10), []int64{a.ID, b.ID}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("due at first: got %v, want %v (the skipped alert %d is never due)", got, want, c.ID)
+	}
+	// Never tried: due from its creation.
+	if at, ok := nextDue(t, s); !ok || !at.Equal(start) {
+		t.Errorf("NextAlertDue: got %v %v, want %v true", at, ok, start)
+	}
+
+	// The first delivery of a fails: it is due again a minute later, not before.
+	retryAt := start.Add(time.Minute + 30*time.Second)
+	if err := s.MarkAlertRetry(ctx, a.ID, 1, retryAt, "slack: HTTP 503"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dueIDs(t, s, retryAt.Add(-time.Millisecond), 10), []int64{b.ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("due just before the retry time: got %v, want %v", got, want)
+	}
+	if at, ok := nextDue(t, s); !ok || !at.Equal(b.CreatedAt) {
+		t.Errorf("NextAlertDue with b never tried: got %v %v, want %v", at, ok, b.CreatedAt)
+	}
+	due, err := s.DueAlerts(ctx, retryAt, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantA := a
+	wantA.DeliveryTries, wantA.NextAttemptAt, wantA.LastError = 1, retryAt, "slack: HTTP 503"
+	if len(due) != 2 || !reflect.DeepEqual(due[0], wantA) || due[1].ID != b.ID {
+		t.Fatalf("due at the retry time: got %+v, want %+v first, then alert %d", due, wantA, b.ID)
+	}
+
+	// b gives up; a goes through on its second try.
+	if err := s.MarkAlertFailed(ctx, b.ID, 1, "slack: channel_not_found"); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := nextDue(t, s); !ok || !at.Equal(retryAt) {
+		t.Errorf("NextAlertDue with only a pending: got %v %v, want %v", at, ok, retryAt)
+	}
+	deliveredAt := retryAt.Add(120 * time.Millisecond)
+	if err := s.MarkAlertDelivered(ctx, a.ID, deliveredAt); err != nil {
+		t.Fatal(err)
+	}
+	if got := dueIDs(t, s, farFuture, 10); len(got) != 0 {
+		t.Errorf("due after delivery and failure: got %v, want none", got)
+	}
+	if at, ok := nextDue(t, s); ok {
+		t.Errorf("NextAlertDue with nothing pending: got %v true", at)
+	}
+
+	// Delivered counts the try that succeeded and keeps the last error;
+	// delivered and failed have no next attempt.
+	wantA.State, wantA.DeliveryTries, wantA.NextAttemptAt, wantA.DeliveredAt = results.DeliveryDelivered, 2, time.Time{}, deliveredAt
+	wantB := b
+	wantB.State, wantB.DeliveryTries, wantB.LastError = results.DeliveryFailed, 1, "slack: channel_not_found"
+	want := []results.Alert{wantA, wantB, c}
+	if got := storedAlerts(t, s); !reflect.DeepEqual(got, want) {
+		t.Errorf("stored alerts:\n got  %+v\n want %+v", got, want)
+	}
+
+	for name, mark := range map[string]func(id int64) error{
+		"delivered": func(id int64) error { return s.MarkAlertDelivered(ctx, id, farFuture) },
+		"retry":     func(id int64) error { return s.MarkAlertRetry(ctx, id, 3, farFuture, "x") },
+		"failed":    func(id int64) error { return s.MarkAlertFailed(ctx, id, 3, "x") },
+	} {
+		for _, id := range []int64{a.ID, b.ID, c.ID, 999} {
+			if err := mark(id); !errors.Is(err, impl.ErrNotFound) {
+				t.Errorf("mark %s of alert %d: got %v, want ErrNotFound", name, id, err)
+			}
+		}
+	}
+	if got := storedAlerts(t, s); !reflect.DeepEqual(got, want) {
+		t.Errorf("stored alerts changed by refused marks:\n got  %+v\n want %+v", got, want)
+	}
+}
+
+// outboxRefusesNonsense: a mark without a time or with negative tries is
+// refused and changes nothing.
+func outboxRefusesNonsense(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	rec := alertRun("op-1", results.AlertFiring, 0, results.DeliveryPending)
+	recordRun(t, s, rec)
+	id := rec.Alerts[0].ID
+	for name, err := range map[string]error{
+		"delivered at zero": s.MarkAlertDelivered(ctx, id, time.Time{}),
+		"retry at zero":     s.MarkAlertRetry(ctx, id, 1, time.Time{}, "x"),
+		"negative tries":    s.MarkAlertRetry(ctx, id, -1, t0, "x"),
+		"failed negative":   s.MarkAlertFailed(ctx, id, -1, "x"),
+	} {
+		if err == nil {
+			t.Errorf("%s: got nil error", name)
+		}
+	}
+	if got := dueIDs(t, s, t0, 10); !reflect.DeepEqual(got, []int64{id}) {
+		t.Errorf("due after refused marks: got %v, want [%d]", got, id)
+	}
+	if got := storedAlerts(t, s); !reflect.DeepEqual(got, rec.Alerts) {
+		t.Errorf("stored alerts after refused marks:\n got  %+v\n want %+v", got, rec.Alerts)
+	}
+}
+
+// outboxDueOrderAndLimit records alerts out of order and checks that the
+// oldest due ones come first, ties in recording order; that an alert never
+// tried is due whatever the time, one with a next attempt only from then
+// on; and that limit caps the batch.
+func outboxDueOrderAndLimit(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	ids := map[string]int64{}
+	// Runs start at t0+2m; created is counted from there.
+	for _, c := range []struct {
+		name    string
+		created time.Duration
+		next    time.Time // recorded with a next attempt; zero: none
+	}{
+		{"3m", 3 * time.Minute, time.Time{}},
+		{"1m", time.Minute, time.Time{}},
+		{"2m-a", 2 * time.Minute, t0.Add(3 * time.Minute)},
+		{"10m", 10 * time.Minute, time.Time{}},
+		{"2m-b", 2 * time.Minute, time.Time{}},
+		{"retrying", 0, time.Time{}},
+		{"deferred", 30 * time.Second, t0.Add(time.Hour + 2*time.Minute)},
+	} {
+		rec := alertRun("op-"+c.name, results.AlertFiring, c.created, results.DeliveryPending)
+		rec.Alerts[0].NextAttemptAt = c.next
+		recordRun(t, s, rec)
+		ids[c.name] = rec.Alerts[0].ID
+	}
+	// The oldest alert failed its first delivery and is due again 5 minutes
+	// after it was made.
+	now := t0.Add(2*time.Minute + 5*time.Minute)
+	if err := s.MarkAlertRetry(ctx, ids["retrying"], 1, now, "HTTP 503"); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		now   time.Time
+		limit int
+		want  []string
+	}{
+		{now, 10, []string{"retrying", "1m", "2m-a", "2m-b", "3m", "10m"}},
+		{now.Add(-time.Millisecond), 10, []string{"1m", "2m-a", "2m-b", "3m", "10m"}},
+		{now.Add(-time.Millisecond), 2, []string{"1m", "2m-a"}},
+		{now.Add(-time.Millisecond), 1, []string{"1m"}},
+		{now.Add(-time.Millisecond), 0, []string{}},
+		{now.Add(-time.Millisecond), -1, []string{}},
+		{now.Add(time.Hour), 100, []string{"retrying", "deferred", "1m", "2m-a", "2m-b", "3m", "10m"}},
+		{t0, 100, []string{"1m", "2m-b", "3m", "10m"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.now.Sub(t0), tt.limit), func(t *testing.T) {
+			want := []int64{}
+			for _, name := range tt.want {
+				want = append(want, ids[name])
+			}
+			if got := dueIDs(t, s, tt.now, tt.limit); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v, want %v (%v)", got, want, tt.want)
+			}
+		})
+	}
+	// The earliest due is t0+3m: the creation of 1m, never tried, and the
+	// next attempt of 2m-a; an alert with a next attempt is due then, not
+	// at its creation.
+	if at, ok := nextDue(t, s); !ok || !at.Equal(t0.Add(3*time.Minute)) {
+		t.Errorf("NextAlertDue: got %v %v, want %v true", at, ok, t0.Add(3*time.Minute))
+	}
+}

@@ -1,0 +1,144 @@
+// Package storetest is the contract every toolpulse store keeps: one table
+// of behaviours that the daemon (runner.Store) and the commands (history,
+// stats, retention, the status page and API, test --from-db) rely on,
+// written against an interface rather than a database. A store's own
+// package runs it from one test:
+//
+//	func TestContract(t *testing.T) {
+//		storetest.Run(t, storetest.Impl{Open: openInTempDir, ErrNotFound: ErrNotFound, ErrDuplicate: ErrDuplicate})
+//	}
+//
+// results/sqlite runs it on a file in t.TempDir(); a Postgres store (SPEC
+// §12) adds the same one test. What only one store can check (its schema,
+// its SQL, its locks) stays in that store's own tests.
+//
+// It is test-support code: it imports testing, and only tests import it.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner"
+)
+
+// Store is what the contract exercises: runner.Store, which the daemon
+// writes and reads through, plus the reads and the upkeep that cmd does
+// on the store.
+type Store interface {
+	runner.Store
+
+	// Record stores r alone: RecordRun with no drift, alert state or
+	// alerts.
+	Record(ctx context.Context, r results.Result) error
+	// Result returns the stored result of one operation, with its
+	// attempts and shape, or an error wrapping Impl.ErrNotFound.
+	Result(ctx context.Context, operationID string) (results.Result, error)
+	// History returns the results q selects, newest first (by started_at,
+	// then recording order).
+	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
+	// Latest returns the latest result of every probe, sorted by probe.
+	Latest(ctx context.Context) ([]results.Result, error)
+	// Drifts returns up to limit drifts of probe ("" every probe)
+	// detected at or after since, newest first.
+	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
+	// RecentRuns returns the last n runs of each of probes, oldest first.
+	RecentRuns(ctx context.Context, probes []string, n int) (map[string][]results.RecentRun, error)
+	// LastDrifts returns the latest drift of each of probes that has one.
+	LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error)
+	// LatestPassSamples returns the sample of the shape of each probe's
+	// latest pass.
+	LatestPassSamples(ctx context.Context, probes []string) (map[string]results.PassSample, error)
+	// Stats sums up each probe's runs started in [since, until).
+	Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error)
+	// Prune deletes what is older than before and returns how many
+	// results it deleted.
+	Prune(ctx context.Context, before time.Time, batch int) (int, error)
+	// Alerts returns every stored alert in recording order, whatever its
+	// delivery state.
+	Alerts(ctx context.Context) ([]results.Alert, error)
+	// RecordedRuns returns the results of probe ("" every probe) in the
+	// order they were recorded.
+	RecordedRuns(ctx context.Context, probe string) ([]results.Result, error)
+	// Ping checks that the store can read and take its write lock.
+	Ping(ctx context.Context) error
+	// Close closes the store; calling it again does nothing.
+	Close() error
+}
+
+// Impl is the store under test.
+type Impl struct {
+	// Open returns a new, empty store that t's cleanup closes. A
+	// behaviour may close it earlier.
+	Open func(t *testing.T) Store
+	// ErrNotFound is what the store wraps when what was asked for is not
+	// stored: Result of an unknown operation, ShapeText of an unknown
+	// fingerprint, a Mark* of an alert that is not pending.
+	ErrNotFound error
+	// ErrDuplicate is what RecordRun wraps for an operation id already
+	// stored.
+	ErrDuplicate error
+}
+
+// behaviour is one row of the contract.
+type behaviour struct {
+	name string
+	test func(t *testing.T, impl Impl)
+}
+
+// behaviours is the contract, one row per thing a caller relies on.
+var behaviours = []behaviour{
+	// Recording.
+	{"RecordRun/round trip", recordRoundTrip},
+	{"RecordRun/drift and linked alert", recordDriftAndAlerts},
+	{"RecordRun/duplicate keeps the first", recordDuplicate},
+	{"RecordRun/refused record leaves nothing", recordRefused},
+	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},
+	{"RecordedRuns/recording order", recordedRunsOrder},
+	// Alert state.
+	{"AlertStates/round trip", alertStatesRoundTrip},
+	// Outbox.
+	{"Outbox/lifecycle", outboxLifecycle},
+	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},
+	{"Outbox/due order and limit", outboxDueOrderAndLimit},
+	// Drift.
+	{"DominantShape/counts and window", dominantShape},
+	{"DominantShape/since in another zone", dominantShapeZone},
+	{"LastDriftAt/the latest", lastDriftAtLatest},
+	// Reads for cmd.
+	{"History/filters", historyFilters},
+	{"History/window boundaries", historyWindow},
+	{"History/default limit and order", historyDefaultLimit},
+	{"History/attempts of every result", historyAttempts},
+	{"History/unknown outcome", historyUnknownOutcome},
+	{"Latest", latest},
+	{"Drifts", drifts},
+	{"RecentRuns", recentRuns},
+	{"LastDrifts", lastDrifts},
+	{"LatestPassSamples", latestPassSamples},
+	// Stats.
+	{"Stats/percentiles", statsPercentiles},
+	{"Stats/outcome since", statsOutcomeSince},
+	{"Stats/drift events", statsDriftEvents},
+	{"Stats/empty", statsEmpty},
+	// Retention.
+	{"Prune/deletes only older", pruneOlder},
+	{"Prune/refuses a zero cutoff", pruneZeroCutoff},
+	// Faults.
+	{"Faults/cancelled context", faultCancelled},
+	{"Faults/closed store", faultClosed},
+}
+
+// Run runs every behaviour of the contract against impl, each on a store
+// of its own, as a subtest named for it.
+func Run(t *testing.T, impl Impl) {
+	t.Helper()
+	if impl.Open == nil || impl.ErrNotFound == nil || impl.ErrDuplicate == nil {
+		t.Fatal("storetest: Impl needs Open, ErrNotFound and ErrDuplicate")
+	}
+	for _, b := range behaviours {
+		t.Run(b.name, func(t *testing.T) { b.test(t, impl) })
+	}
+}
