@@ -50,6 +50,9 @@ type Notify struct {
 	FailureThreshold int
 	RepeatInterval   time.Duration
 	SendResolved     bool
+	// UpdateOnCodeChange sends an update when a firing alert's code
+	// changes within the same outcome; a change of outcome always does.
+	UpdateOnCodeChange bool
 }
 
 // Slack is either a webhook or a bot token with a channel.

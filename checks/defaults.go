@@ -27,6 +27,9 @@ const (
 	DefaultFailureThreshold = 1
 	DefaultRepeatInterval   = time.Hour
 	DefaultSendResolved     = true
+	// DefaultUpdateOnCodeChange: a firing alert whose code changes (timeout
+	// to server_error) sends an update, as a change of outcome always does.
+	DefaultUpdateOnCodeChange = true
 )
 
 // DefaultStatus and DefaultNotifyOn are the built-in expect.status and

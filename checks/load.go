@@ -22,7 +22,7 @@ var (
 	topKeys    = []string{"version", "storage", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
 	storageKey = []string{"path", "retention"}
 	serverKeys = []string{"listen", "token"}
-	notifyKeys = []string{"slack", "on", "failure_threshold", "repeat_interval", "send_resolved"}
+	notifyKeys = []string{"slack", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
 	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
 )
@@ -99,10 +99,11 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 		Server:         Server{Listen: DefaultListen},
 		MaxConcurrency: DefaultMaxConcurrency,
 		Notify: Notify{
-			On:               slices.Clone(DefaultNotifyOn),
-			FailureThreshold: DefaultFailureThreshold,
-			RepeatInterval:   DefaultRepeatInterval,
-			SendResolved:     DefaultSendResolved,
+			On:                 slices.Clone(DefaultNotifyOn),
+			FailureThreshold:   DefaultFailureThreshold,
+			RepeatInterval:     DefaultRepeatInterval,
+			SendResolved:       DefaultSendResolved,
+			UpdateOnCodeChange: DefaultUpdateOnCodeChange,
 		},
 		Consumers: l.consumers,
 	}
@@ -281,6 +282,8 @@ func (l *loader) notify(e entry, n *Notify) {
 			n.RepeatInterval = v
 		case "send_resolved":
 			n.SendResolved, _ = d.boolean(x.value, x.path)
+		case "update_on_code_change":
+			n.UpdateOnCodeChange, _ = d.boolean(x.value, x.path)
 		}
 	})
 }

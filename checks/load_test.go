@@ -425,10 +425,11 @@ probes:
 		Server:         Server{Listen: "127.0.0.1:9321"},
 		MaxConcurrency: 64,
 		Notify: Notify{
-			On:               []string{"contract_error", "unavailable", "shape_drift"},
-			FailureThreshold: 1,
-			RepeatInterval:   time.Hour,
-			SendResolved:     true,
+			On:                 []string{"contract_error", "unavailable", "shape_drift"},
+			FailureThreshold:   1,
+			RepeatInterval:     time.Hour,
+			SendResolved:       true,
+			UpdateOnCodeChange: true,
 		},
 	}
 	got := *cfg

@@ -23,6 +23,9 @@ const (
 	AlertFiring AlertKind = "firing"
 	// AlertReminder: a probe is still failing, repeat_interval later.
 	AlertReminder AlertKind = "reminder"
+	// AlertUpdate: a firing probe still fails, but in another mode (its
+	// outcome changed, or its code): the story on-call was told is wrong.
+	AlertUpdate AlertKind = "update"
 	// AlertResolved: a probe that was alerted on passes again.
 	AlertResolved AlertKind = "resolved"
 	// AlertDrift: a probe's response shape changed (SPEC §5).
@@ -59,9 +62,16 @@ type Alert struct {
 	HTTPStatus  int // 0 when no response arrived
 	Consumer    ConsumerRef
 	// FailingSince is when the current failure began: set on firing,
-	// reminder and resolved alerts (resolved says how long it lasted).
+	// reminder, update and resolved alerts (resolved says how long it
+	// lasted).
 	FailingSince time.Time
 	Drift        *Drift // set on shape_drift alerts only
+	// Previous is the mode the alerts before this one announced: set on
+	// update alerts, whose own mode is Outcome and Code.
+	Previous Mode
+	// Modes are the failure's modes in the order they first appeared:
+	// set on resolved alerts, at most MaxModes of them.
+	Modes []Mode
 
 	// Delivery bookkeeping, owned by the outbox.
 	State         DeliveryState
@@ -91,6 +101,49 @@ func NewAlert(kind AlertKind, r *Result, now time.Time) Alert {
 	return a
 }
 
+// Mode is how a probe fails: its outcome and code.
+type Mode struct {
+	Outcome Outcome
+	Code    Code
+}
+
+// ModeOf is the mode of r.
+func ModeOf(r *Result) Mode {
+	return Mode{Outcome: r.Outcome, Code: r.Code()}
+}
+
+// String is "unavailable (timeout)", or the outcome alone without a code.
+func (m Mode) String() string {
+	if m.Code == "" {
+		return string(m.Outcome)
+	}
+	return string(m.Outcome) + " (" + string(m.Code) + ")"
+}
+
+// MaxModes bounds the modes a failure remembers: a probe that fails in
+// more ways than this is described by its first ones.
+const MaxModes = 8
+
+// HasMode reports whether modes holds m.
+func HasMode(modes []Mode, m Mode) bool {
+	for _, have := range modes {
+		if have == m {
+			return true
+		}
+	}
+	return false
+}
+
+// AddMode returns modes with m appended unless it is already there or the
+// list is full. It never writes into modes' array, which an earlier state
+// may share.
+func AddMode(modes []Mode, m Mode) []Mode {
+	if HasMode(modes, m) || len(modes) >= MaxModes {
+		return modes
+	}
+	return append(modes[:len(modes):len(modes)], m)
+}
+
 // AlertState is a probe's alerting memory, persisted with every result so
 // that a restart neither re-alerts a known failure nor forgets to resolve
 // it.
@@ -103,8 +156,16 @@ type AlertState struct {
 	FailingSince time.Time
 	// Firing is true once a firing alert went out for this streak.
 	Firing bool
-	// LastNotifiedAt is when the last firing or reminder alert was made.
+	// LastNotifiedAt is when the last firing, reminder or update alert
+	// was made.
 	LastNotifiedAt time.Time
+	// Notified is the mode the last of those alerts announced; zero
+	// until one went out.
+	Notified Mode
+	// Modes are the streak's modes in the order they first appeared, and
+	// Announced those of them an alert announced; at most MaxModes each,
+	// nil while passing.
+	Modes, Announced []Mode
 }
 
 // RunRecord is everything one operation changes, committed in one

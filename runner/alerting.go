@@ -24,12 +24,22 @@ func notifies(n checks.Notify, trigger string) bool {
 //
 //   - A pass resets the memory; if a firing alert went out for the streak
 //     that ends here and notify.send_resolved is set, it makes a resolved
-//     alert that carries the streak's FailingSince.
+//     alert that carries the streak's FailingSince and its modes.
 //   - A non-pass run extends the streak, whatever its outcome, so that a
-//     probe alternating between outcomes is still one failure. Only when its
-//     outcome is in notify.on can it alert: firing once the streak reaches
-//     failure_threshold, then a reminder each time repeat_interval has
-//     passed since the last firing or reminder alert.
+//     probe alternating between outcomes is still one failure, and adds
+//     its mode (outcome and code) to the streak's modes.
+//   - Before the streak fires, only a run whose outcome is in notify.on
+//     can alert: firing once the streak reaches failure_threshold.
+//   - While it fires, a run in another mode than the last alert announced
+//     sends an update: always for a change of outcome, and for a change
+//     of code unless notify.update_on_code_change is off. A mode no alert
+//     of the streak announced yet is news at once; a return to one already
+//     announced (a probe flapping between timeout and server_error) waits
+//     for repeat_interval, as a reminder does, so flapping cannot flood
+//     the channel. The update is sent whatever notify.on says: the alert
+//     that is firing would otherwise tell the wrong story.
+//   - Otherwise a firing streak whose outcome is in notify.on sends a
+//     reminder each time repeat_interval has passed since the last alert.
 //   - A run that toolpulse cancelled itself (shutdown) says nothing about
 //     the provider, so it leaves the memory as it was and alerts nothing.
 //
@@ -41,7 +51,7 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 		var alerts []results.Alert
 		if st.Firing && n.SendResolved {
 			a := results.NewAlert(results.AlertResolved, r, now)
-			a.FailingSince = st.FailingSince
+			a.FailingSince, a.Modes = st.FailingSince, st.Modes
 			alerts = append(alerts, a)
 		}
 		return results.AlertState{Probe: r.Probe}, alerts
@@ -57,23 +67,46 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 			st.FailingSince = now
 		}
 	}
-	if !notifies(n, string(r.Outcome)) {
-		return st, nil
+	mode := results.ModeOf(r)
+	st.Modes = results.AddMode(st.Modes, mode)
+	if st.Firing && st.Notified == (results.Mode{}) {
+		// A state kept by a release that did not remember modes: which
+		// mode the firing alert announced is unknown, so this run's is
+		// taken for it rather than sending an update that may be news to
+		// no one.
+		st.Notified, st.Announced = mode, results.AddMode(st.Announced, mode)
 	}
+	due := now.Sub(st.LastNotifiedAt) >= n.RepeatInterval
 	var kind results.AlertKind
 	switch {
-	case !st.Firing && st.ConsecutiveFailures >= n.FailureThreshold:
+	case !st.Firing:
+		if !notifies(n, string(r.Outcome)) || st.ConsecutiveFailures < n.FailureThreshold {
+			return st, nil
+		}
 		kind = results.AlertFiring
 		st.Firing = true
-	case st.Firing && now.Sub(st.LastNotifiedAt) >= n.RepeatInterval:
+	case modeChanged(n, st.Notified, mode) && (!results.HasMode(st.Announced, mode) || due):
+		kind = results.AlertUpdate
+	case notifies(n, string(r.Outcome)) && due:
 		kind = results.AlertReminder
 	default:
 		return st, nil
 	}
-	st.LastNotifiedAt = now
 	a := results.NewAlert(kind, r, now)
 	a.FailingSince = st.FailingSince
+	if kind == results.AlertUpdate {
+		a.Previous = st.Notified
+	}
+	st.LastNotifiedAt, st.Notified = now, mode
+	st.Announced = results.AddMode(st.Announced, mode)
 	return st, []results.Alert{a}
+}
+
+// modeChanged reports whether a run in mode tells another story than the
+// alert that announced was: another outcome, or another code when
+// notify.update_on_code_change is on.
+func modeChanged(n checks.Notify, was, mode results.Mode) bool {
+	return mode.Outcome != was.Outcome || (n.UpdateOnCodeChange && mode.Code != was.Code)
 }
 
 // sameState reports whether two alert states are equal, comparing
@@ -84,5 +117,8 @@ func sameState(a, b results.AlertState) bool {
 		a.ConsecutiveFailures == b.ConsecutiveFailures &&
 		a.FailingSince.Equal(b.FailingSince) &&
 		a.Firing == b.Firing &&
-		a.LastNotifiedAt.Equal(b.LastNotifiedAt)
+		a.LastNotifiedAt.Equal(b.LastNotifiedAt) &&
+		a.Notified == b.Notified &&
+		slices.Equal(a.Modes, b.Modes) &&
+		slices.Equal(a.Announced, b.Announced)
 }

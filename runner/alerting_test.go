@@ -52,19 +52,29 @@ func notifyOn(threshold int, repeat time.Duration, sendResolved bool, on ...stri
 	if len(on) == 0 {
 		on = []string{"contract_error", "unavailable", "shape_drift"}
 	}
-	return checks.Notify{On: on, FailureThreshold: threshold, RepeatInterval: repeat, SendResolved: sendResolved}
+	return checks.Notify{On: on, FailureThreshold: threshold, RepeatInterval: repeat, SendResolved: sendResolved,
+		UpdateOnCodeChange: true}
 }
 
 const (
 	contract    = results.CodeRuleError
 	unavailable = results.CodeTimeout
+	serverError = results.CodeServerError
 	canceled    = results.CodeCanceled
+)
+
+// The modes of those codes, as the alert state and alerts carry them.
+var (
+	contractMode    = results.Mode{Outcome: results.ContractError, Code: contract}
+	unavailableMode = results.Mode{Outcome: results.Unavailable, Code: unavailable}
+	serverErrorMode = results.Mode{Outcome: results.Unavailable, Code: serverError}
 )
 
 var (
 	firing   = results.AlertFiring
 	reminder = results.AlertReminder
 	resolved = results.AlertResolved
+	update   = results.AlertUpdate
 )
 
 func TestAlertDecide(t *testing.T) {
@@ -88,7 +98,8 @@ func TestAlertDecide(t *testing.T) {
 			notify: notifyOn(1, time.Hour, true),
 			steps:  []policyStep{failAt(contract, 0, firing)},
 			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 1,
-				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0},
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0, Notified: contractMode,
+				Modes: []results.Mode{contractMode}, Announced: []results.Mode{contractMode}},
 		},
 		{
 			name:   "threshold 3 fires on the third consecutive failure, once",
@@ -100,7 +111,8 @@ func TestAlertDecide(t *testing.T) {
 				failAt(unavailable, 3*time.Minute),
 			},
 			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 4,
-				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(2 * time.Minute)},
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(2 * time.Minute), Notified: unavailableMode,
+				Modes: []results.Mode{unavailableMode}, Announced: []results.Mode{unavailableMode}},
 		},
 		{
 			name:   "threshold 3 counts mixed outcomes as one streak",
@@ -167,16 +179,62 @@ func TestAlertDecide(t *testing.T) {
 			final: &results.AlertState{Probe: "search"},
 		},
 		{
-			name:   "on contract_error: unavailable runs count but never alert",
+			// Unavailable runs never start an alert on contract_error,
+			// but once one fires, turning unavailable is news: on-call
+			// would otherwise chase a contract change for an hour.
+			name:   "on contract_error: unavailable runs start nothing, but a firing alert says it turned unavailable",
 			notify: notifyOn(2, time.Hour, true, "contract_error"),
 			steps: []policyStep{
 				failAt(unavailable, 0),
 				failAt(unavailable, time.Minute),
 				failAt(unavailable, 2*time.Minute),
 				failAt(contract, 3*time.Minute, firing),
-				failAt(unavailable, 2*time.Hour),
-				failAt(contract, 2*time.Hour+time.Minute, reminder),
-				passAt(3*time.Hour, resolved),
+				failAt(unavailable, 2*time.Hour, update),
+				failAt(contract, 2*time.Hour+time.Minute),
+				failAt(contract, 3*time.Hour, update),
+				passAt(4*time.Hour, resolved),
+			},
+			final: &results.AlertState{Probe: "search"},
+		},
+		{
+			name:   "a change of outcome while firing is an update at once, within repeat_interval",
+			notify: notifyOn(1, time.Hour, true),
+			steps: []policyStep{
+				failAt(contract, 0, firing),
+				failAt(unavailable, time.Minute, update),
+				failAt(unavailable, 2*time.Minute),
+				failAt(serverError, 3*time.Minute, update),
+				failAt(serverError, time.Hour+3*time.Minute, reminder),
+			},
+			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 5, FailingSince: alertT0, Firing: true,
+				LastNotifiedAt: alertT0.Add(time.Hour + 3*time.Minute), Notified: serverErrorMode,
+				Modes:     []results.Mode{contractMode, unavailableMode, serverErrorMode},
+				Announced: []results.Mode{contractMode, unavailableMode, serverErrorMode}},
+		},
+		{
+			name: "update_on_code_change off: a change of code alone says nothing, of outcome still does",
+			notify: func() checks.Notify {
+				n := notifyOn(1, time.Hour, true)
+				n.UpdateOnCodeChange = false
+				return n
+			}(),
+			steps: []policyStep{
+				failAt(unavailable, 0, firing),
+				failAt(serverError, time.Minute),
+				failAt(contract, 2*time.Minute, update),
+			},
+		},
+		{
+			name:   "flapping between two codes updates once per new mode, then at repeat_interval",
+			notify: notifyOn(1, time.Hour, true),
+			steps: []policyStep{
+				failAt(unavailable, 0, firing),
+				failAt(serverError, time.Minute, update),
+				failAt(unavailable, 2*time.Minute),
+				failAt(serverError, 3*time.Minute),
+				failAt(unavailable, 4*time.Minute),
+				failAt(unavailable, time.Hour+time.Minute, update),
+				failAt(serverError, time.Hour+2*time.Minute),
 			},
 		},
 		{
@@ -232,9 +290,12 @@ func TestAlertDecide(t *testing.T) {
 				failAt(contract, 3*time.Hour+time.Minute, reminder),
 			},
 			final: &results.AlertState{Probe: "search", ConsecutiveFailures: 3,
-				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(3*time.Hour + time.Minute)},
+				FailingSince: alertT0, Firing: true, LastNotifiedAt: alertT0.Add(3*time.Hour + time.Minute),
+				Notified: contractMode, Modes: []results.Mode{contractMode}, Announced: []results.Mode{contractMode}},
 		},
 		{
+			// A state from before modes were kept has none: the run's
+			// mode is taken for the one announced, with no update.
 			name:   "state restored after a restart is honoured",
 			notify: notifyOn(1, time.Hour, true),
 			start:  restored,
@@ -308,5 +369,41 @@ func TestAlertSameState(t *testing.T) {
 		if sameState(a, c) {
 			t.Errorf("sameState ignores a change of %s", name)
 		}
+	}
+}
+
+// TestAlertModesInMessages: an update says which mode it replaces, and
+// the resolved alert lists every mode of the failure in the order they
+// first appeared, those before it fired included.
+func TestAlertModesInMessages(t *testing.T) {
+	n := notifyOn(2, time.Hour, true)
+	var st results.AlertState
+	var got []results.Alert
+	for i, s := range []policyStep{
+		failAt(serverError, 0),
+		failAt(contract, time.Minute),
+		failAt(unavailable, 2*time.Minute),
+		failAt(unavailable, 3*time.Minute),
+		passAt(4 * time.Minute),
+	} {
+		r := policyRun("search", i, s)
+		var alerts []results.Alert
+		st, alerts = decide(n, st, r, r.StartedAt)
+		got = append(got, alerts...)
+	}
+	if len(got) != 3 {
+		t.Fatalf("alerts %+v, want firing, update and resolved", got)
+	}
+	if got[0].Kind != firing || got[1].Kind != update || got[2].Kind != resolved {
+		t.Fatalf("kinds %s %s %s, want firing update resolved", got[0].Kind, got[1].Kind, got[2].Kind)
+	}
+	if got[1].Previous != contractMode || results.ModeOf(&results.Result{Outcome: got[1].Outcome, Error: &results.Error{Code: got[1].Code}}) != unavailableMode {
+		t.Errorf("update: previous %v, now %s/%s; want previous %v, now %v", got[1].Previous, got[1].Outcome, got[1].Code, contractMode, unavailableMode)
+	}
+	if want := []results.Mode{serverErrorMode, contractMode, unavailableMode}; fmt.Sprint(got[2].Modes) != fmt.Sprint(want) {
+		t.Errorf("resolved modes %v, want %v", got[2].Modes, want)
+	}
+	if got[0].Previous != (results.Mode{}) || got[0].Modes != nil {
+		t.Errorf("firing alert carries previous %v and modes %v, want neither", got[0].Previous, got[0].Modes)
 	}
 }

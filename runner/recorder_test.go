@@ -272,3 +272,51 @@ func TestRecorderNotBlockedBySlowDelivery(t *testing.T) {
 		t.Errorf("20 runs took %v while Slack hung", took)
 	}
 }
+
+// TestRecorderModeChangeSurvivesRestart is the on-call story of SPEC §8: a
+// probe alerting on a contract error turns unavailable (timeout, then
+// server_error). Each change is an update, also after a restart between
+// them (the modes are kept with the alert state), and the resolved alert,
+// read back from the outbox, lists every mode.
+func TestRecorderModeChangeSurvivesRestart(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	n := notifyOn(1, time.Hour, true)
+	start := func() *Recorder {
+		p := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: true})
+		if err := p.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := start()
+	var kinds []results.AlertKind
+	for i, code := range []results.Code{results.CodeSelectionNotList, results.CodeTimeout, results.CodeServerError, ""} {
+		if i == 2 {
+			p = start() // a restart: only the store remembers
+		}
+		clock.Advance(time.Minute)
+		kinds = append(kinds, alertKinds(process(t, p, pipelineRun(t, "search", clock.Now(), "", code)))...)
+	}
+	if fmt.Sprint(kinds) != "[firing update update resolved]" {
+		t.Fatalf("alerts %v, want [firing update update resolved]", kinds)
+	}
+	due, err := store.DueAlerts(context.Background(), clock.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 4 {
+		t.Fatalf("%d alerts in the outbox, want 4", len(due))
+	}
+	if got, want := due[2].Previous, (results.Mode{Outcome: results.Unavailable, Code: results.CodeTimeout}); got != want {
+		t.Errorf("second update replaces %v, want %v", got, want)
+	}
+	want := []results.Mode{
+		{Outcome: results.ContractError, Code: results.CodeSelectionNotList},
+		{Outcome: results.Unavailable, Code: results.CodeTimeout},
+		{Outcome: results.Unavailable, Code: results.CodeServerError},
+	}
+	if fmt.Sprint(due[3].Modes) != fmt.Sprint(want) {
+		t.Errorf("resolved alert lists modes %v, want %v", due[3].Modes, want)
+	}
+}

@@ -136,8 +136,9 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // MessageKind reads the probe and the kind of alert from a message's
 // fallback text: ":emoji: PROBE outcome ...", ":emoji: PROBE resolved: ...",
-// ":emoji: PROBE still failing ..." or ":emoji: PROBE response shape
-// changed ..." (see results/slack's fallback).
+// ":emoji: PROBE still failing, now ..." (an update), ":emoji: PROBE still
+// failing ..." or ":emoji: PROBE response shape changed ..." (see
+// results/slack's fallback).
 func MessageKind(text string) (probe string, kind results.AlertKind) {
 	_, rest, ok := strings.Cut(text, " ")
 	if !ok {
@@ -147,6 +148,8 @@ func MessageKind(text string) (probe string, kind results.AlertKind) {
 	switch {
 	case strings.HasPrefix(rest, "resolved"):
 		return probe, results.AlertResolved
+	case strings.HasPrefix(rest, "still failing, now"):
+		return probe, results.AlertUpdate
 	case strings.HasPrefix(rest, "still failing"):
 		return probe, results.AlertReminder
 	case strings.HasPrefix(rest, "response shape changed"):

@@ -82,7 +82,7 @@ const (
 
 // alertKinds are the kinds whose alert series exist from the start, so
 // that rate() and absent() work before the first alert.
-var alertKinds = []results.AlertKind{results.AlertFiring, results.AlertReminder, results.AlertResolved, results.AlertDrift}
+var alertKinds = []results.AlertKind{results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertResolved, results.AlertDrift}
 
 // Metrics records what the daemon does. It implements runner.Observer; all
 // methods are safe for concurrent use. Per-probe state is guarded by mu;

@@ -72,12 +72,29 @@ func header(a results.Alert) string {
 		return fmt.Sprintf("%s %s failing: %s", emoji(a), a.Probe, a.Outcome)
 	case results.AlertReminder:
 		return fmt.Sprintf("%s %s still failing: %s", emoji(a), a.Probe, a.Outcome)
+	case results.AlertUpdate:
+		return fmt.Sprintf("%s %s still failing, now %s", emoji(a), a.Probe, a.Outcome)
 	case results.AlertResolved:
 		return fmt.Sprintf("%s %s resolved", emoji(a), a.Probe)
 	case results.AlertDrift:
 		return fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
 	}
 	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
+}
+
+// modeOf is the mode an alert's run failed in.
+func modeOf(a results.Alert) results.Mode {
+	return results.Mode{Outcome: a.Outcome, Code: a.Code}
+}
+
+// modeList says a failure's modes in order: "unavailable (timeout), then
+// contract_error (rule_error)".
+func modeList(modes []results.Mode) string {
+	parts := make([]string, len(modes))
+	for i, m := range modes {
+		parts[i] = m.String()
+	}
+	return strings.Join(parts, ", then ")
 }
 
 // failingFor is how long the current failure has lasted at the alert, or
@@ -94,8 +111,13 @@ func failingFor(a results.Alert) time.Duration {
 func intro(a results.Alert) string {
 	d := failingFor(a)
 	switch a.Kind {
+	case results.AlertUpdate:
+		return fmt.Sprintf("The failure changed: it was *%s*, it is now *%s*.", esc(a.Previous.String()), esc(modeOf(a).String()))
 	case results.AlertResolved:
-		if d > 0 {
+		switch {
+		case d > 0 && len(a.Modes) > 0:
+			return fmt.Sprintf("Passing again after failing for *%s*, as %s.", humanDuration(d), esc(modeList(a.Modes)))
+		case d > 0:
 			return fmt.Sprintf("Passing again after failing for *%s*.", humanDuration(d))
 		}
 		return "Passing again."
@@ -126,7 +148,10 @@ func fields(a results.Alert) []*goslack.TextBlockObject {
 	add("HTTP status", status)
 	add("Attempts", fmt.Sprint(a.Attempts))
 	add("Latency", latency(a.Duration))
-	if d := failingFor(a); d > 0 && (a.Kind == results.AlertFiring || a.Kind == results.AlertReminder) {
+	if a.Kind == results.AlertUpdate && a.Previous != (results.Mode{}) {
+		add("Was", code(a.Previous.String()))
+	}
+	if d := failingFor(a); d > 0 && (a.Kind == results.AlertFiring || a.Kind == results.AlertReminder || a.Kind == results.AlertUpdate) {
 		add("Failing for", humanDuration(d))
 	}
 	if a.Kind == results.AlertDrift && a.Drift != nil {
@@ -270,9 +295,14 @@ func fallback(a results.Alert) string {
 		} else {
 			s = fmt.Sprintf("%s %s still failing: %s", emoji(a), a.Probe, what)
 		}
+	case results.AlertUpdate:
+		s = fmt.Sprintf("%s %s still failing, now %s (was %s)", emoji(a), a.Probe, what, a.Previous)
 	case results.AlertResolved:
 		if d := failingFor(a); d > 0 {
 			s = fmt.Sprintf("%s %s resolved: passing again after failing for %s", emoji(a), a.Probe, humanDuration(d))
+			if len(a.Modes) > 0 {
+				s += " as " + modeList(a.Modes)
+			}
 		} else {
 			s = fmt.Sprintf("%s %s resolved: passing again", emoji(a), a.Probe)
 		}

@@ -67,6 +67,29 @@ func resolved() results.Alert {
 	}
 }
 
+// update is the firing contract error turned unavailable (SPEC §8): the
+// story on-call was told changed.
+func update() results.Alert {
+	a := firingUnavailable()
+	a.Kind = results.AlertUpdate
+	a.Probe = "external_search"
+	a.Code, a.Message = results.CodeTimeout, "timed out after 5s waiting for the response"
+	a.Previous = results.Mode{Outcome: results.ContractError, Code: "unsupported_results_container"}
+	a.FailingSince = created.Add(-10 * time.Minute)
+	return a
+}
+
+// resolvedModes is a resolved alert of a failure that went through two
+// modes.
+func resolvedModes() results.Alert {
+	a := resolved()
+	a.Modes = []results.Mode{
+		{Outcome: results.ContractError, Code: "unsupported_results_container"},
+		{Outcome: results.Unavailable, Code: results.CodeTimeout},
+	}
+	return a
+}
+
 func drift() results.Alert {
 	a := firingContract()
 	a.Kind = results.AlertDrift
@@ -111,6 +134,10 @@ func TestRenderGolden(t *testing.T) {
 			":red_circle: external_search still failing after 1h5m: contract_error (unsupported_results_container): results is map"},
 		{"resolved", resolved(),
 			":large_green_circle: external_search resolved: passing again after failing for 12m30s"},
+		{"update", update(),
+			":large_orange_circle: external_search still failing, now unavailable (timeout): timed out after 5s waiting for the response (was contract_error (unsupported_results_container))"},
+		{"resolved_modes", resolvedModes(),
+			":large_green_circle: external_search resolved: passing again after failing for 12m30s as contract_error (unsupported_results_container), then unavailable (timeout)"},
 		{"shape_drift", drift(),
 			":warning: external_search response shape changed (99ba02a8b482ce41 → 3a105e99edea2dbb): " +
 				"results: list&lt;object(3 keys)&gt; -&gt; object(1 keys); this run: contract_error (unsupported_results_container): results is map"},
@@ -142,6 +169,9 @@ func TestRenderSays(t *testing.T) {
 			"*HTTP status*\nnone (no response)", "*Attempts*\n3", "*Latency*\n5.21s", "*Failing for*\n2m"}},
 		{"reminder", reminder(), []string{"still failing", "*Failing for*\n1h5m"}},
 		{"resolved", resolved(), []string{"resolved", "failing for *12m30s*", "`pass`"}},
+		{"update", update(), []string{"still failing, now unavailable", "it was *contract_error (unsupported_results_container)*",
+			"it is now *unavailable (timeout)*", "*Was*\n`contract_error (unsupported_results_container)`", "*Failing for*\n10m"}},
+		{"resolved_modes", resolvedModes(), []string{"failing for *12m30s*, as contract_error (unsupported_results_container), then unavailable (timeout)"}},
 		{"shape_drift", drift(), []string{seedBaseline, seedCurrent,
 			"```results: list&lt;object(3 keys)&gt; -&gt; object(1 keys)```", "*Outcome of this run*\n`contract_error`"}},
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +11,8 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at
+const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
+    notified, modes, announced
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -25,11 +27,20 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 	out := map[string]results.AlertState{}
 	for rows.Next() {
 		var (
-			st                  results.AlertState
-			since, lastNotified sql.NullString
+			st                         results.AlertState
+			since, lastNotified        sql.NullString
+			notified, modes, announced sql.NullString
 		)
-		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified); err != nil {
+		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
+			&notified, &modes, &announced); err != nil {
 			return nil, fmt.Errorf("sqlite: alert states: %w", err)
+		}
+		var err1, err2, err3 error
+		st.Notified, err1 = parseMode(notified)
+		st.Modes, err2 = parseModes(modes)
+		st.Announced, err3 = parseModes(announced)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
 		}
 		if st.FailingSince, err = parseNullTime(since); err != nil {
 			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
@@ -50,6 +61,7 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
+    a.previous_mode, a.modes,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff`
 
 const alertFrom = `FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id`
@@ -130,10 +142,12 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		durationMS                            int64
 		httpStatus                            sql.NullInt64
 		dProbe, dOp, dAt, dBase, dCur, dLines sql.NullString
+		previous, modes                       sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
+		&previous, &modes,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines)
 	if err != nil {
 		return results.Alert{}, err
@@ -146,6 +160,12 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 	a.HTTPStatus = int(httpStatus.Int64)
 	a.State = results.DeliveryState(state)
 	a.LastError = lastErr.String
+	if a.Previous, err = parseMode(previous); err != nil {
+		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
+	}
+	if a.Modes, err = parseModes(modes); err != nil {
+		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
+	}
 	for _, f := range []struct {
 		dst *time.Time
 		src sql.NullString

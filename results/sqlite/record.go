@@ -45,20 +45,24 @@ const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, basel
 VALUES (?, ?, ?, ?, ?, ?)`
 
 const upsertAlertState = `INSERT INTO alert_state (
-    probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at
-) VALUES (?, ?, ?, ?, ?, ?)
+    probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
+    notified, modes, announced
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
     firing               = excluded.firing,
     last_notified_at     = excluded.last_notified_at,
-    updated_at           = excluded.updated_at`
+    updated_at           = excluded.updated_at,
+    notified             = excluded.notified,
+    modes                = excluded.modes,
+    announced            = excluded.announced`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
-    state, delivery_tries, next_attempt_at, last_error
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
 func (s *Store) Record(ctx context.Context, r results.Result) error {
@@ -167,8 +171,15 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 	}
 
 	if st := rec.AlertState; st != nil {
+		notified, err1 := nullMode(st.Notified)
+		modes, err2 := nullModes(st.Modes)
+		announced, err3 := nullModes(st.Announced)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("alert state: %w", err)
+		}
 		_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
-			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt))
+			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt),
+			notified, modes, announced)
 		if err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}
@@ -181,11 +192,17 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		if a.Kind == results.AlertDrift {
 			link = driftID
 		}
+		previous, err1 := nullMode(a.Previous)
+		modes, err2 := nullModes(a.Modes)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
+		}
 		res, err := tx.ExecContext(ctx, insertAlert,
 			string(a.Kind), a.Probe, results.FormatTime(a.CreatedAt), a.OperationID, string(a.Outcome),
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
-			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError))
+			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
+			previous, modes)
 		if err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
@@ -302,7 +319,7 @@ func validateDrift(d *results.Drift, r *results.Result) error {
 
 func validateAlert(a *results.Alert, rec *results.RunRecord) error {
 	switch a.Kind {
-	case results.AlertFiring, results.AlertReminder, results.AlertResolved, results.AlertDrift:
+	case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertResolved, results.AlertDrift:
 	default:
 		return fmt.Errorf("unknown kind %q", a.Kind)
 	}

@@ -225,7 +225,12 @@ func TestAlertStateRoundTrip(t *testing.T) {
 		t.Fatalf("AlertStates of a new store: got %v, %v, want an empty map", got, err)
 	}
 
-	failing := driftRun("op-1") // firing, with every time set
+	failing := driftRun("op-1") // firing, with every time set, in two modes
+	timeout := results.Mode{Outcome: results.Unavailable, Code: results.CodeTimeout}
+	contract := results.Mode{Outcome: results.ContractError, Code: results.Code("unsupported_results_container")}
+	failing.AlertState.Notified = contract
+	failing.AlertState.Modes = []results.Mode{timeout, contract}
+	failing.AlertState.Announced = []results.Mode{contract}
 	recordRun(t, s, failing)
 	passing := unavailable("op-2") // weather, passing: zero times
 	passing.Outcome, passing.Error = results.Pass, nil
@@ -244,9 +249,13 @@ func TestAlertStateRoundTrip(t *testing.T) {
 	rows := queryMaps(t, op, "SELECT * FROM alert_state ORDER BY probe")
 	wantRows := []map[string]any{
 		{"probe": "external_search", "consecutive_failures": int64(1), "failing_since": "2026-10-26T13:08:00.123Z",
-			"firing": int64(1), "last_notified_at": "2026-10-26T13:08:00.173Z", "updated_at": "2026-10-26T13:08:00.123Z"},
+			"firing": int64(1), "last_notified_at": "2026-10-26T13:08:00.173Z", "updated_at": "2026-10-26T13:08:00.123Z",
+			"notified":  `{"outcome":"contract_error","code":"unsupported_results_container"}`,
+			"modes":     `[{"outcome":"unavailable","code":"timeout"},{"outcome":"contract_error","code":"unsupported_results_container"}]`,
+			"announced": `[{"outcome":"contract_error","code":"unsupported_results_container"}]`},
 		{"probe": "weather", "consecutive_failures": int64(0), "failing_since": nil,
-			"firing": int64(0), "last_notified_at": nil, "updated_at": "2026-10-26T13:09:00.123Z"},
+			"firing": int64(0), "last_notified_at": nil, "updated_at": "2026-10-26T13:09:00.123Z",
+			"notified": nil, "modes": nil, "announced": nil},
 	}
 	if !reflect.DeepEqual(rows, wantRows) {
 		t.Errorf("alert_state rows:\n got  %v\n want %v", rows, wantRows)

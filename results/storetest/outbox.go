@@ -196,3 +196,53 @@ func outboxDueOrderAndLimit(t *testing.T, impl Impl) {
 		t.Errorf("NextAlertDue: got %v %v, want %v true", at, ok, t0.Add(3*time.Minute))
 	}
 }
+
+// outboxModes: an update alert keeps the mode it replaces and a resolved
+// alert the modes of the failure, as the receiver renders them, and the
+// alert state keeps the streak's modes: all of it survives a restart.
+func outboxModes(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	timeout := results.Mode{Outcome: results.Unavailable, Code: results.CodeTimeout}
+	contract := results.Mode{Outcome: results.ContractError, Code: results.CodeRuleError}
+
+	up := alertRun("op-update", results.AlertUpdate, time.Minute, results.DeliveryPending)
+	up.Alerts[0].Previous = contract
+	up.AlertState = &results.AlertState{Probe: up.Result.Probe, ConsecutiveFailures: 2,
+		FailingSince: up.Result.StartedAt.Add(-time.Minute), Firing: true, LastNotifiedAt: up.Result.StartedAt,
+		Notified: timeout, Modes: []results.Mode{contract, timeout}, Announced: []results.Mode{contract, timeout}}
+	recordRun(t, s, up)
+	res := alertRun("op-resolved", results.AlertResolved, 2*time.Minute, results.DeliveryPending)
+	res.Alerts[0].Modes = []results.Mode{contract, timeout}
+	recordRun(t, s, res)
+
+	due, err := s.DueAlerts(ctx, up.Result.StartedAt.Add(time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 2 {
+		t.Fatalf("DueAlerts: %d alerts, want the update and the resolved", len(due))
+	}
+	for _, a := range due {
+		switch a.Kind {
+		case results.AlertUpdate:
+			if a.Previous != contract || a.Modes != nil {
+				t.Errorf("update read back with previous %v and modes %v, want previous %v and no modes", a.Previous, a.Modes, contract)
+			}
+		case results.AlertResolved:
+			if !reflect.DeepEqual(a.Modes, []results.Mode{contract, timeout}) || a.Previous != (results.Mode{}) {
+				t.Errorf("resolved read back with modes %v and previous %v, want modes %v", a.Modes, a.Previous, []results.Mode{contract, timeout})
+			}
+		default:
+			t.Errorf("unexpected %s alert", a.Kind)
+		}
+	}
+	states, err := s.AlertStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states[up.Result.Probe]; !reflect.DeepEqual(got.Modes, up.AlertState.Modes) ||
+		!reflect.DeepEqual(got.Announced, up.AlertState.Announced) || got.Notified != timeout {
+		t.Errorf("alert state read back as %+v, want the modes of %+v", got, *up.AlertState)
+	}
+}

@@ -103,6 +103,7 @@ var behaviours = []behaviour{
 	{"Outbox/lifecycle", outboxLifecycle},
 	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},
 	{"Outbox/due order and limit", outboxDueOrderAndLimit},
+	{"Outbox/failure modes read back", outboxModes},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
