@@ -385,16 +385,19 @@ toolpulse_alerts_sent_total{kind="firing"} 2
 toolpulse_alerts_sent_total{kind="reminder"} 0
 toolpulse_alerts_sent_total{kind="resolved"} 0
 toolpulse_alerts_sent_total{kind="shape_drift"} 0
+toolpulse_alerts_sent_total{kind="update"} 0
 # HELP toolpulse_alerts_failed_total Failed alert delivery attempts, by kind; final="true" when the alert is given up.
 # TYPE toolpulse_alerts_failed_total counter
 toolpulse_alerts_failed_total{final="false",kind="firing"} 0
 toolpulse_alerts_failed_total{final="false",kind="reminder"} 0
 toolpulse_alerts_failed_total{final="false",kind="resolved"} 0
 toolpulse_alerts_failed_total{final="false",kind="shape_drift"} 2
+toolpulse_alerts_failed_total{final="false",kind="update"} 0
 toolpulse_alerts_failed_total{final="true",kind="firing"} 0
 toolpulse_alerts_failed_total{final="true",kind="reminder"} 0
 toolpulse_alerts_failed_total{final="true",kind="resolved"} 0
 toolpulse_alerts_failed_total{final="true",kind="shape_drift"} 1
+toolpulse_alerts_failed_total{final="true",kind="update"} 0
 # HELP toolpulse_store_errors_total Failed store operations, by operation.
 # TYPE toolpulse_store_errors_total counter
 toolpulse_store_errors_total{op="due_alerts"} 1
