@@ -49,9 +49,12 @@ const (
 // Alert is one message about one probe: what happened, with the facts of
 // the run that caused it, so a receiver needs nothing else to render it.
 type Alert struct {
-	ID          int64 // outbox id; 0 until stored
-	Kind        AlertKind
-	Probe       string
+	ID    int64 // outbox id; 0 until stored
+	Kind  AlertKind
+	Probe string
+	// Labels are the probe's labels (checks.yaml), for receivers that
+	// carry them and for routing by label (SPEC §8); nil when it has none.
+	Labels      map[string]string
 	CreatedAt   time.Time
 	OperationID string
 	Outcome     Outcome

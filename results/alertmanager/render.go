@@ -1,0 +1,107 @@
+package alertmanager
+
+import (
+	"maps"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// postable is one alert as Alertmanager's v2 API takes it
+// (PostableAlert). EndsAt zero means "active for TTL from this post", which
+// post fills in; a set EndsAt is sent as is.
+type postable struct {
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt,omitzero"`
+	GeneratorURL string            `json:"generatorURL,omitempty"`
+}
+
+// ending returns p ending at now: how a resolve is posted.
+func (p postable) ending(now time.Time) postable {
+	p.EndsAt = now
+	return p
+}
+
+// postable builds the Alertmanager alert for a, every text scrubbed of the
+// secrets the Notifier knows. Labels: the probe's own, then alertname,
+// probe, outcome and code (and fingerprint, for a drift), which win over a
+// probe label of the same name so that routes can rely on them.
+// Annotations: summary, message, operation_id, link when set, and for a
+// drift its baseline and diff.
+func (n *Notifier) postable(a results.Alert) postable {
+	labels := make(map[string]string, len(a.Labels)+5)
+	for k, v := range a.Labels {
+		labels[k] = n.redact(v)
+	}
+	labels["alertname"] = AlertNameFailing
+	labels["probe"] = n.redact(a.Probe)
+	labels["outcome"] = string(a.Outcome)
+	if a.Code != "" {
+		labels["code"] = n.redact(string(a.Code))
+	}
+	ann := map[string]string{
+		"summary": n.redact(summary(a)),
+	}
+	if a.Message != "" {
+		ann["message"] = n.redact(a.Message)
+	}
+	if a.OperationID != "" {
+		ann["operation_id"] = n.redact(a.OperationID)
+	}
+	link := probeLink(n.baseURL, a.Probe)
+	if link != "" {
+		ann["link"] = link
+	}
+	if a.Kind == results.AlertDrift {
+		labels["alertname"] = AlertNameDrift
+		if a.Drift != nil {
+			labels["fingerprint"] = n.redact(a.Drift.Current)
+			ann["baseline"] = n.redact(a.Drift.Baseline)
+			ann["diff"] = n.redact(strings.Join(a.Drift.Diff, "\n"))
+		}
+	}
+	starts := a.FailingSince
+	if starts.IsZero() {
+		starts = a.CreatedAt
+	}
+	return postable{Labels: labels, Annotations: ann, StartsAt: starts.UTC(), GeneratorURL: link}
+}
+
+// summary is the one line an Alertmanager template shows first.
+func summary(a results.Alert) string {
+	failure := string(a.Outcome)
+	if a.Code != "" {
+		failure += " (" + string(a.Code) + ")"
+	}
+	if a.Message != "" {
+		failure += ": " + strings.Join(strings.Fields(a.Message), " ")
+	}
+	if a.Kind == results.AlertDrift {
+		s := a.Probe + " response shape changed"
+		if a.Drift != nil {
+			s += " (" + a.Drift.Baseline + " → " + a.Drift.Current + ")"
+		}
+		return s + "; this run: " + failure
+	}
+	return a.Probe + " " + failure
+}
+
+func sameLabels(a, b map[string]string) bool { return maps.Equal(a, b) }
+
+// redact scrubs s of the configured secrets and the destination's own.
+func (n *Notifier) redact(s string) string {
+	return n.secrets.Redact(n.redactor.Redact(s))
+}
+
+// probeLink points at the probe's recent results in toolpulse's own API,
+// the link Slack messages carry too; "" without a base URL.
+func probeLink(baseURL, probe string) string {
+	if baseURL == "" || probe == "" {
+		return ""
+	}
+	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+}

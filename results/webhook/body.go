@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// Payload is the JSON body of one post (SPEC §8). Its field names are the
+// contract with receivers: add fields, never rename or drop one.
+type Payload struct {
+	// ID is the alert's outbox id. Delivery is at least once, so a
+	// receiver that must not act twice deduplicates on it.
+	ID      int64             `json:"id"`
+	Kind    results.AlertKind `json:"kind"`
+	Probe   string            `json:"probe"`
+	Labels  map[string]string `json:"labels"` // {} when the probe has none
+	Outcome results.Outcome   `json:"outcome"`
+	Code    results.Code      `json:"code"` // "" on resolved and on a passing run's drift
+	Message string            `json:"message"`
+	// OperationID is the run that caused the alert.
+	OperationID string `json:"operation_id"`
+	// StartedAt is when the failure began (firing, reminder, resolved), or
+	// when the alert was made (shape_drift).
+	StartedAt time.Time `json:"started_at"`
+	// CreatedAt is when the alert was made: for resolved, when the probe
+	// passed again.
+	CreatedAt time.Time `json:"created_at"`
+	// Link is the probe's recent runs in toolpulse's API; omitted when
+	// server.public_url is not set.
+	Link  string `json:"link,omitempty"`
+	Drift *Drift `json:"drift,omitempty"` // shape_drift only
+}
+
+// Drift is the shape change a shape_drift alert announces.
+type Drift struct {
+	Baseline string   `json:"baseline"`
+	Current  string   `json:"current"`
+	Diff     []string `json:"diff"`
+}
+
+// Payload returns what Send posts for a, every text scrubbed of the secrets
+// the Notifier knows.
+func (n *Notifier) Payload(a results.Alert) Payload {
+	p := Payload{
+		ID:          a.ID,
+		Kind:        a.Kind,
+		Probe:       n.redact(a.Probe),
+		Labels:      map[string]string{},
+		Outcome:     a.Outcome,
+		Code:        results.Code(n.redact(string(a.Code))),
+		Message:     n.redact(a.Message),
+		OperationID: n.redact(a.OperationID),
+		StartedAt:   a.FailingSince.UTC(),
+		CreatedAt:   a.CreatedAt.UTC(),
+		Link:        probeLink(n.baseURL, a.Probe),
+	}
+	if a.FailingSince.IsZero() {
+		p.StartedAt = p.CreatedAt
+	}
+	for k, v := range a.Labels {
+		p.Labels[n.redact(k)] = n.redact(v)
+	}
+	if a.Drift != nil {
+		p.Drift = &Drift{Baseline: a.Drift.Baseline, Current: a.Drift.Current, Diff: make([]string, len(a.Drift.Diff))}
+		for i, l := range a.Drift.Diff {
+			p.Drift.Diff[i] = n.redact(l)
+		}
+	}
+	return p
+}
+
+// Body returns the exact bytes Send posts (and signs) for a.
+func (n *Notifier) Body(a results.Alert) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// A receiver may show the message in a web page; that is its job to
+	// escape, and \u003c in the body would only make the JSON harder to
+	// read in its logs.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(n.Payload(a)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// redact scrubs s of the configured secrets and the destination's own.
+func (n *Notifier) redact(s string) string {
+	return n.secrets.Redact(n.redactor.Redact(s))
+}
+
+// probeLink points at the probe's recent results in toolpulse's own API,
+// the link Slack messages carry too; "" without a base URL.
+func probeLink(baseURL, probe string) string {
+	if baseURL == "" || probe == "" {
+		return ""
+	}
+	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+}
