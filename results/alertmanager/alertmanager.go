@@ -201,7 +201,9 @@ func (n *Notifier) Send(ctx context.Context, a results.Alert) (retry bool, retry
 	defer n.unlock()
 	now := n.now()
 	switch a.Kind {
-	case results.AlertFiring, results.AlertReminder:
+	case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+		// An update is the same failure in another mode: its labels
+		// (outcome, code) differ, so the old label set is ended with it.
 		p := n.postable(a)
 		batch := []postable{p}
 		if prev, ok := n.active[a.Probe]; ok && !sameLabels(prev.Labels, p.Labels) {

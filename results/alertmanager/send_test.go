@@ -95,8 +95,8 @@ func decode(t *testing.T, body []byte) []postable {
 }
 
 // TestPosts pins what each kind posts, in order, on one Notifier: firing,
-// a reminder with another code (the old label set resolved in the same
-// post), the resolve, and a drift.
+// an update to another outcome and code (the old label set resolved in
+// the same post), the resolve, and a drift.
 func TestPosts(t *testing.T) {
 	srv, got := fakeAM(t, respond(200, ""))
 	now := t0
@@ -104,14 +104,15 @@ func TestPosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reminder := firing()
-	reminder.Kind, reminder.Outcome, reminder.Code, reminder.Message = results.AlertReminder, results.Unavailable, "connection_refused", "dial tcp: connection refused"
+	update := firing()
+	update.Kind, update.Outcome, update.Code, update.Message = results.AlertUpdate, results.Unavailable, "connection_refused", "dial tcp: connection refused"
+	update.Previous = results.Mode{Outcome: firing().Outcome, Code: firing().Code}
 	steps := []struct {
 		name  string
 		alert results.Alert
 	}{
 		{"firing", firing()},
-		{"reminder_new_code", reminder},
+		{"update_new_code", update},
 		{"resolved", resolved()},
 		{"shape_drift", drift()},
 	}
