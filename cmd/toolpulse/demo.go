@@ -17,12 +17,14 @@ import (
 	"github.com/toolpulse/toolpulse/examples"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/examples/slackprinter"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 type demoCmd struct {
 	Dir      string        `placeholder:"DIR" help:"Where to write the demo config and database (default: a new temporary directory)."`
 	Interval time.Duration `default:"1s" help:"How often each demo probe runs."`
 	Phase    time.Duration `default:"10s" help:"How long each act of the drill lasts."`
+	Serve    bool          `help:"Keep the status page up after the story ends, until Ctrl-C."`
 }
 
 // demoAct is one step of the drill: what changes at the provider and what
@@ -35,12 +37,16 @@ type demoAct struct {
 
 var demoActs = []demoAct{
 	{"The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
-		"   response shape (drift needs 5 observations of a baseline).", false, false},
+		"   response shape (drift needs 5 observations of a baseline). Only a run that says something\n" +
+		"   new is printed; the others are counted.", false, false},
 	{"The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
 		"   overloaded. HTTP is still 200 and the JSON is valid, yet the list-only consumer can no longer\n" +
 		"   use the answer: contract_error, a shape_drift alert with the path diff, and a firing alert.\n" +
-		"   The two-layout consumer keeps passing and reports the same drift. The tracker answers 503:\n" +
-		"   unavailable after retries that honour Retry-After.", true, true},
+		"   The two-layout consumer reads the same answer and keeps passing: each consumer is one\n" +
+		"   caller's own parsing, and only the one that cannot use the new layout fails. Both report the\n" +
+		"   drift, until the new shape has become the dominant one of the last 24 hours: from then on it\n" +
+		"   is the baseline, and the drift marker stops. The tracker answers 503: unavailable after\n" +
+		"   retries that honour Retry-After.", true, true},
 	{"The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
 		"   still fails, and is reminded of (repeat_interval is short in the demo).", true, false},
 }
@@ -99,7 +105,8 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		return &exitError{code: exitConfig, err: err}
 	}
 
-	s, err := newStack(e.ctx, cfg, demoLogger(out), stackOptions{grace: 2 * time.Second})
+	log := newDemoLog(out)
+	s, err := newStack(e.ctx, cfg, log.Logger(), stackOptions{grace: 2 * time.Second})
 	if err != nil {
 		return softwareError(err)
 	}
@@ -124,34 +131,59 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		for i, act := range demoActs {
 			p.SetDrifted(act.drifted)
 			p.SetDown(act.down)
+			if n := log.Skipped(); i > 0 && n > 0 {
+				fmt.Fprintf(out, "   (%d more runs said nothing new)\n", n)
+			}
 			fmt.Fprintf(out, "\n== %d. %s\n\n", i+1, act.title)
 			if !sleepCtx(ctx, d.Phase) {
 				return
 			}
 		}
+		if n := log.Skipped(); n > 0 {
+			fmt.Fprintf(out, "   (%d more runs said nothing new)\n", n)
+		}
 	}()
+	started := time.Now()
 	if err := s.run(ctx, cfg.Storage.Retention); err != nil {
 		return softwareError(err)
 	}
+	stopStatus() // it reads the daemon's store, which run has closed
 
+	// The story told in numbers, read back from the database as `toolpulse
+	// stats` reads it; a Ctrl-C that ended the demo does not stop this.
+	readCtx := context.WithoutCancel(e.ctx)
 	db := cfg.Storage.Path
+	store, err := sqlite.Open(readCtx, db)
+	if err != nil {
+		return softwareError(err)
+	}
+	defer store.Close()
+	stats, err := store.Stats(readCtx, started.Add(-time.Minute), time.Now())
+	if err != nil {
+		return softwareError(err)
+	}
+	fmt.Fprintf(out, "\nWhat happened, per probe (toolpulse stats):\n\n")
+	if err := writeStatsTable(out, stats, false); err != nil {
+		return softwareError(err)
+	}
 	fmt.Fprintf(out, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
 	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
 	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, baseline, current, diff FROM drifts;\"\n", db)
-	return nil
-}
+	fmt.Fprintf(out, "\nNext: write a check of your own, README section \"Your first check in ten minutes\".\n")
 
-// demoLogger prints the daemon's log lines without the timestamp, which
-// would only push the interesting part off the screen.
-func demoLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
+	if d.Serve && e.ctx.Err() == nil {
+		url, stop, err := serveLoopback(newServer(serverDeps{
+			logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: s.metricsHandler,
+			store: store, probes: func() []*checks.Probe { return cfg.Probes },
+		}))
+		if err != nil {
+			return softwareError(err)
+		}
+		defer stop()
+		fmt.Fprintf(out, "\nThe status page stays up at %s/ until Ctrl-C.\n", url)
+		<-e.ctx.Done()
+	}
+	return nil
 }
 
 // lockedWriter serialises writes to w.

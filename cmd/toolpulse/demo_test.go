@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestDemo runs the whole demo, faster, and checks that a user sees what
@@ -34,12 +38,96 @@ func TestDemo(t *testing.T) {
 		":large_green_circle: tracker_runs resolved: passing again after failing for",
 		"sqlite3 -readonly",
 		"status:   http://127.0.0.1:",
+		"more runs said nothing new",
+		"the drift marker stops",
+		"What happened, per probe (toolpulse stats):",
+		"PROBE               RUNS  PASS",
+		`"Your first check in ten minutes"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	// Only runs that say something new are printed: a handful per probe,
+	// not one per run (some 60 runs at this pace).
+	if n := strings.Count(out.String(), `msg="probe run"`); n > 20 {
+		t.Errorf("%d per-run lines, want only the runs that changed something", n)
+	}
 	if t.Failed() {
 		t.Logf("demo output:\n%s", out.String())
 	}
+}
+
+// TestDemoServe: with --serve the status page stays up after the story,
+// on the database the story wrote, until the demo is stopped.
+func TestDemoServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes a few seconds")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		lookup := func(string) (string, bool) { return "", false }
+		done <- run(ctx, []string{"demo", "--dir", t.TempDir(), "--interval", "250ms", "--phase", "1s", "--serve"},
+			lookup, out, errOut)
+	}()
+	url := ""
+	deadline := time.Now().Add(30 * time.Second)
+	for url == "" && time.Now().Before(deadline) {
+		select {
+		case code := <-done:
+			t.Fatalf("the demo ended (exit %d) before serving:\n%s%s", code, out.String(), errOut.String())
+		default:
+		}
+		if _, rest, ok := strings.Cut(out.String(), "The status page stays up at "); ok {
+			url, _, _ = strings.Cut(rest, "/ until Ctrl-C")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if url == "" {
+		t.Fatalf("the demo never said where the status page stays up:\n%s%s", out.String(), errOut.String())
+	}
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "search_list_only") {
+		t.Errorf("status page after the story: %d\n%s", resp.StatusCode, body)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("the demo ended (exit %d) before it was stopped", code)
+	default:
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("demo exit %d after Ctrl-C, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the demo did not stop after its context ended")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
