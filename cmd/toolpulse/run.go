@@ -68,13 +68,14 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
 
 	state := newConfigState(root.configPath(e), cfg, nil)
+	load := func() (*checks.Config, error) { return root.loadConfig(e) }
 
 	ctx, stop := context.WithCancel(prof.heapBeforeStop(e.ctx))
 	defer stop()
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)
-		reloadOnHangup(ctx, func() { s.reloadFrom(state, func() (*checks.Config, error) { return root.loadConfig(e) }) })
+		reloadOnHangup(ctx, func() { s.reloadFrom(state, load) })
 	}()
 
 	served := make(chan error, 1)
