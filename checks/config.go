@@ -19,7 +19,11 @@ import (
 type Config struct {
 	// Path is the absolute path of the file the config was loaded from;
 	// relative paths inside it are resolved against its directory.
-	Path           string
+	Path string
+	// Digest is FileDigest of the bytes the config was parsed from, so
+	// that a running daemon can tell whether the file on disk has changed
+	// since (consumer and CA files it names are not included).
+	Digest         string
 	Version        int
 	Storage        Storage
 	Server         Server

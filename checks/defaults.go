@@ -107,7 +107,11 @@ func (t tuning) over(o tuning) tuning {
 	return t
 }
 
-var tuningKeys = []string{"interval", "jitter", "timeout", "max_body_bytes", "retries", "expect"}
+var (
+	tuningKeys  = []string{"interval", "jitter", "timeout", "max_body_bytes", "retries", "expect"}
+	retriesKeys = []string{"max_attempts", "base_delay", "max_delay", "budget"}
+	expectKeys  = []string{"status", "min_results"}
+)
 
 // tuningKey decodes one of tuningKeys into t, validating the value on its
 // own; it reports whether key was one of them.
@@ -133,7 +137,7 @@ func (d *decoder) tuningKey(e entry, origin int, t *tuning) bool {
 		}
 		t.maxBodyBytes = s
 	case "retries":
-		d.object(e.value, e.path, []string{"max_attempts", "base_delay", "max_delay", "budget"}, func(r entry) {
+		d.object(e.value, e.path, retriesKeys, func(r entry) {
 			switch r.key {
 			case "max_attempts":
 				v, ok := d.integer(r.value, r.path)
@@ -152,7 +156,7 @@ func (d *decoder) tuningKey(e entry, origin int, t *tuning) bool {
 			}
 		})
 	case "expect":
-		d.object(e.value, e.path, []string{"status", "min_results"}, func(x entry) {
+		d.object(e.value, e.path, expectKeys, func(x entry) {
 			switch x.key {
 			case "status":
 				t.status = d.statusList(x, origin)

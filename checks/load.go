@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -74,7 +76,24 @@ func Parse(filename string, data []byte, dir string, lookupEnv func(string) (str
 	if err := l.errs.Err(); err != nil {
 		return nil, err
 	}
+	cfg.Digest = digest(data)
 	return cfg, nil
+}
+
+// FileDigest reads the config file at path, as Load would, and returns
+// the digest Load records in Config.Digest: equal digests mean the same
+// bytes.
+func FileDigest(path string) (string, error) {
+	data, err := readSmallConfig(path)
+	if err != nil {
+		return "", err
+	}
+	return digest(data), nil
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // loader holds what decoding one config needs across its sections.

@@ -433,7 +433,7 @@ probes:
 		},
 	}
 	got := *cfg
-	got.Consumers, got.Probes = nil, nil
+	got.Consumers, got.Probes, got.Digest = nil, nil, "" // TestDigest covers the digest
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("config =\n%#v\nwant\n%#v", got, want)
 	}
@@ -533,5 +533,34 @@ func TestLoadConsumer(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("LoadConsumer(%s) errors\n got %q\nwant %q", tt.path, got, tt.want)
 		}
+	}
+}
+
+// TestDigest: Config.Digest is the digest of the bytes loaded, FileDigest
+// gives the same one for the same file and another once a byte changes.
+func TestDigest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "checks.yaml")
+	src := "version: 1\nprobes: []\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, noEnv)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(cfg.Digest) != 64 {
+		t.Fatalf("Digest = %q, want 64 hex digits", cfg.Digest)
+	}
+	if got, err := FileDigest(path); err != nil || got != cfg.Digest {
+		t.Errorf("FileDigest of the same file = %q, %v; want %q", got, err, cfg.Digest)
+	}
+	if err := os.WriteFile(path, []byte(src+"# edited\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FileDigest(path); err != nil || got == cfg.Digest {
+		t.Errorf("FileDigest of the edited file = %q, %v; want another digest", got, err)
+	}
+	if _, err := FileDigest(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("FileDigest of a missing file: no error")
 	}
 }

@@ -13,6 +13,7 @@ const module = "github.com/toolpulse/toolpulse"
 // Every module go.mod requires directly needs an owner here.
 var owners = map[string]string{
 	"github.com/goccy/go-yaml":              module + "/checks",
+	"github.com/santhosh-tekuri/jsonschema": module + "/checks", // its tests check checks.schema.json against every example and fixture
 	"github.com/expr-lang/expr":             module + "/consumers",
 	"github.com/hashicorp/go-retryablehttp": module + "/runner",
 	"github.com/go-co-op/gocron":            module + "/runner",

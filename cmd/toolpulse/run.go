@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,37 +67,23 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
 		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
 
-	var current atomic.Pointer[checks.Config]
-	current.Store(cfg)
+	state := newConfigState(root.configPath(e), cfg, nil)
+	load := func() (*checks.Config, error) { return root.loadConfig(e) }
 
 	ctx, stop := context.WithCancel(prof.heapBeforeStop(e.ctx))
 	defer stop()
 	reloaded := make(chan struct{})
 	go func() {
 		defer close(reloaded)
-		reloadOnHangup(ctx, func() {
-			next, err := root.loadConfig(e)
-			if err != nil {
-				logger.Error("reload refused; the running config stays", "config", root.configPath(e), "errors", err.Error())
-				return
-			}
-			if prev := current.Load(); next.Server.Listen != prev.Server.Listen || next.Server.Token != prev.Server.Token {
-				logger.Warn("server.listen and server.token changes take effect on restart")
-			}
-			if err := s.reload(next); err != nil {
-				logger.Error("reload failed; the running config stays", "error", err)
-				return
-			}
-			current.Store(next)
-			logger.Info("config reloaded", "config", next.Path, "probes", len(next.Probes))
-		})
+		reloadOnHangup(ctx, func() { s.reloadFrom(state, load) })
 	}()
 
 	served := make(chan error, 1)
 	if ln != nil {
 		h := newServer(serverDeps{
 			logger: logger, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler,
-			store: s.store, probes: func() []*checks.Probe { return current.Load().Probes },
+			store: s.store, probes: func() []*checks.Probe { return state.Running().Probes },
+			configBanner: state.Banner,
 		})
 		go func() { served <- serve(ctx, ln, h, logger) }()
 	} else {

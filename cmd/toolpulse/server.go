@@ -22,6 +22,9 @@ type serverDeps struct {
 	store   readStore
 	probes  func() []*checks.Probe // the probes of the running config
 	now     func() time.Time       // nil: time.Now
+	// configBanner says how the config file on disk stands against the
+	// running config, for the status page; nil or "": nothing to say.
+	configBanner func() string
 }
 
 // newServer returns the HTTP surface of SPEC §9: every route is listed in

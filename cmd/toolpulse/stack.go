@@ -60,6 +60,8 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		store.Close()
 		return nil, err
 	}
+	s.metrics.ConfigLoaded(true, time.Now())
+	s.metrics.WatchPending(s.daemon.Pending)
 	return s, nil
 }
 
@@ -96,6 +98,28 @@ func (s *stack) healthy(ctx context.Context) error {
 
 // reload applies a new, already validated config to the running daemon.
 func (s *stack) reload(cfg *checks.Config) error { return s.daemon.Reload(cfg) }
+
+// reloadFrom is one SIGHUP: it loads the config again and applies it, or
+// logs why not and keeps the running one; either way the reload gauges and
+// state say how it went.
+func (s *stack) reloadFrom(state *configState, load func() (*checks.Config, error)) {
+	next, err := load()
+	if err == nil {
+		if err = s.reload(next); err != nil {
+			s.logger.Error("reload failed; the running config stays", "error", err)
+		}
+	} else {
+		s.logger.Error("reload refused; the running config stays", "config", state.path, "errors", err.Error())
+	}
+	if err != nil {
+		state.Refused(err)
+		s.metrics.ConfigLoaded(false, time.Now())
+		return
+	}
+	warnRestartOnly(s.logger, state.Loaded(next))
+	s.metrics.ConfigLoaded(true, time.Now())
+	s.logger.Info("config reloaded", "config", next.Path, "probes", len(next.Probes))
+}
 
 // newSender returns the Slack sender the config asks for, or nil when
 // alerts are only recorded.

@@ -54,6 +54,7 @@ type statusPages struct {
 	now       func() time.Time
 	templates *template.Template
 	css       template.CSS
+	banner    func() string // nil: no config banner
 	// csp allows exactly the inline stylesheet, by its hash, and nothing
 	// else: no script, no frame, no fetch, no form.
 	csp string
@@ -80,6 +81,7 @@ func newStatusPages(deps serverDeps) *statusPages {
 		now:       now,
 		templates: templates,
 		css:       template.CSS(css),
+		banner:    deps.configBanner,
 		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
 			"img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 	}
@@ -92,6 +94,9 @@ type page struct {
 	Refresh     int    // seconds; 0: no automatic refresh
 	StopRefresh string // this page without automatic refresh
 	GeneratedAt string
+	// ConfigBanner warns that the config file on disk is not the running
+	// config; "" when it is.
+	ConfigBanner string
 }
 
 // state is a probe's or a run's outcome as the page shows it: a class for
@@ -460,8 +465,12 @@ func (sp *statusPages) newPage(r *http.Request, now time.Time, title string) (pa
 	refresh, err := refreshOf(r)
 	stop := r.URL.Query()
 	stop.Set("refresh", "0")
-	return page{Title: title, CSS: sp.css, Refresh: int(refresh / time.Second),
-		StopRefresh: r.URL.Path + "?" + stop.Encode(), GeneratedAt: results.FormatTime(now)}, err
+	pg := page{Title: title, CSS: sp.css, Refresh: int(refresh / time.Second),
+		StopRefresh: r.URL.Path + "?" + stop.Encode(), GeneratedAt: results.FormatTime(now)}
+	if sp.banner != nil {
+		pg.ConfigBanner = sp.banner()
+	}
+	return pg, err
 }
 
 func (sp *statusPages) handleOverview() http.Handler {

@@ -73,19 +73,22 @@ func TestHandler(t *testing.T) {
 		}
 	}
 	want := map[string]dto.MetricType{
-		"toolpulse_runs_total":                 dto.MetricType_COUNTER,
-		"toolpulse_run_duration_seconds":       dto.MetricType_HISTOGRAM,
-		"toolpulse_attempts_total":             dto.MetricType_COUNTER,
-		"toolpulse_retried_runs_total":         dto.MetricType_COUNTER,
-		"toolpulse_last_outcome":               dto.MetricType_GAUGE,
-		"toolpulse_last_run_timestamp_seconds": dto.MetricType_GAUGE,
-		"toolpulse_validated_items":            dto.MetricType_GAUGE,
-		"toolpulse_drift_events_total":         dto.MetricType_COUNTER,
-		"toolpulse_alerts_sent_total":          dto.MetricType_COUNTER,
-		"toolpulse_alerts_failed_total":        dto.MetricType_COUNTER,
-		"toolpulse_store_errors_total":         dto.MetricType_COUNTER,
-		"toolpulse_results_dropped_total":      dto.MetricType_COUNTER,
-		"toolpulse_build_info":                 dto.MetricType_GAUGE,
+		"toolpulse_runs_total":                                   dto.MetricType_COUNTER,
+		"toolpulse_run_duration_seconds":                         dto.MetricType_HISTOGRAM,
+		"toolpulse_attempts_total":                               dto.MetricType_COUNTER,
+		"toolpulse_retried_runs_total":                           dto.MetricType_COUNTER,
+		"toolpulse_last_outcome":                                 dto.MetricType_GAUGE,
+		"toolpulse_last_run_timestamp_seconds":                   dto.MetricType_GAUGE,
+		"toolpulse_validated_items":                              dto.MetricType_GAUGE,
+		"toolpulse_drift_events_total":                           dto.MetricType_COUNTER,
+		"toolpulse_alerts_sent_total":                            dto.MetricType_COUNTER,
+		"toolpulse_alerts_failed_total":                          dto.MetricType_COUNTER,
+		"toolpulse_store_errors_total":                           dto.MetricType_COUNTER,
+		"toolpulse_results_dropped_total":                        dto.MetricType_COUNTER,
+		"toolpulse_build_info":                                   dto.MetricType_GAUGE,
+		"toolpulse_results_pending":                              dto.MetricType_GAUGE,
+		"toolpulse_config_last_reload_successful":                dto.MetricType_GAUGE,
+		"toolpulse_config_last_reload_success_timestamp_seconds": dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		mf, ok := families[name]

@@ -19,7 +19,13 @@
 //	toolpulse_alerts_failed_total{kind,final}            counter of failed delivery attempts
 //	toolpulse_store_errors_total{op}                     counter
 //	toolpulse_results_dropped_total                      counter of runs the store never got
+//	toolpulse_results_pending                            gauge: runs waiting in the write queue
 //	toolpulse_build_info{version}                        gauge, always 1
+//	toolpulse_config_last_reload_successful              gauge: 1 if the last config load succeeded
+//	toolpulse_config_last_reload_success_timestamp_seconds gauge: when it last did
+//
+// The two config gauges have the names Prometheus and Alertmanager give
+// their own, so that one alert rule covers all three.
 //
 // NewRegistry adds the Go runtime and process metrics, renamed
 // toolpulse_go_* and toolpulse_process_*.
@@ -60,6 +66,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +100,9 @@ type Metrics struct {
 	failed    *prometheus.CounterVec
 	storeErrs *prometheus.CounterVec
 	dropped   prometheus.Counter
+	reloadOK  prometheus.Gauge
+	reloadAt  prometheus.Gauge
+	pending   atomic.Pointer[func() int]
 	builtin   map[results.Code]bool
 	sentBy    map[results.AlertKind]prometheus.Counter
 	failedBy  map[results.AlertKind][2]prometheus.Counter // [retry, final]
@@ -123,6 +134,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolpulse_results_dropped_total",
 			Help: "Runs lost because the store could not take them: the oldest pushed out of a full write queue, or still waiting at shutdown.",
 		}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolpulse_config_last_reload_successful",
+			Help: "1 if the last attempt to load the config (at start or on SIGHUP) succeeded, 0 if it was refused.",
+		}),
+		reloadAt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolpulse_config_last_reload_success_timestamp_seconds",
+			Help: "When the running config was loaded, in seconds since the Unix epoch.",
+		}),
 		builtin:  map[results.Code]bool{},
 		sentBy:   map[results.AlertKind]prometheus.Counter{},
 		failedBy: map[results.AlertKind][2]prometheus.Counter{},
@@ -133,6 +152,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Always 1; the version label says which toolpulse is running.",
 	}, []string{"version"})
 	buildInfo.WithLabelValues(version()).Set(1)
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "toolpulse_results_pending",
+		Help: "Runs waiting in the write queue because the store has not taken them yet.",
+	}, func() float64 {
+		if fn := m.pending.Load(); fn != nil {
+			return float64((*fn)())
+		}
+		return 0
+	})
 
 	for _, c := range results.UnavailableCodes {
 		m.builtin[c] = true
@@ -143,6 +171,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
 		probes, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
+		m.reloadOK, m.reloadAt, pending,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -157,6 +186,23 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	return m, nil
 }
+
+// ConfigLoaded records an attempt to load the config, at start or on a
+// reload: ok says whether it is now the running config. A refused one
+// leaves the success timestamp where it was.
+func (m *Metrics) ConfigLoaded(ok bool, at time.Time) {
+	if !ok {
+		m.reloadOK.Set(0)
+		return
+	}
+	m.reloadOK.Set(1)
+	m.reloadAt.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// WatchPending makes toolpulse_results_pending read fn at every scrape;
+// fn must be cheap and safe for concurrent use. Until it is called the
+// gauge reads 0.
+func (m *Metrics) WatchPending(fn func() int) { m.pending.Store(&fn) }
 
 // version is the main module's version as the Go toolchain recorded it:
 // a tag for `go install ...@v1.2.3`, "(devel)" for a build from a checkout.

@@ -437,6 +437,50 @@ func TestBuildInfo(t *testing.T) {
 	}
 }
 
+// TestConfigLoaded: the reload gauges follow Prometheus's own: a refused
+// load sets successful to 0 and leaves the success timestamp alone.
+func TestConfigLoaded(t *testing.T) {
+	m, reg := newMetrics(t)
+	t0 := time.Date(2026, 10, 26, 13, 7, 0, 500_000_000, time.UTC)
+	steps := []struct {
+		name   string
+		ok     bool
+		at     time.Time
+		wantOK float64
+		wantAt float64
+	}{
+		{"start", true, t0, 1, 1793020020.5},
+		{"refused", false, t0.Add(time.Minute), 0, 1793020020.5},
+		{"reloaded", true, t0.Add(2 * time.Minute), 1, 1793020140.5},
+	}
+	for _, s := range steps {
+		m.ConfigLoaded(s.ok, s.at)
+		if got, _ := value(t, reg, "toolpulse_config_last_reload_successful", nil); got != s.wantOK {
+			t.Errorf("%s: toolpulse_config_last_reload_successful = %v, want %v", s.name, got, s.wantOK)
+		}
+		if got, _ := value(t, reg, "toolpulse_config_last_reload_success_timestamp_seconds", nil); got != s.wantAt {
+			t.Errorf("%s: toolpulse_config_last_reload_success_timestamp_seconds = %v, want %v", s.name, got, s.wantAt)
+		}
+	}
+}
+
+// TestResultsPending: the write queue's length is read at scrape time.
+func TestResultsPending(t *testing.T) {
+	m, reg := newMetrics(t)
+	if got, ok := value(t, reg, "toolpulse_results_pending", nil); !ok || got != 0 {
+		t.Errorf("before WatchPending: toolpulse_results_pending = %v (present %v), want 0", got, ok)
+	}
+	n := 3
+	m.WatchPending(func() int { return n })
+	if got, _ := value(t, reg, "toolpulse_results_pending", nil); got != 3 {
+		t.Errorf("toolpulse_results_pending = %v, want 3", got)
+	}
+	n = 7
+	if got, _ := value(t, reg, "toolpulse_results_pending", nil); got != 7 {
+		t.Errorf("after the queue grew: toolpulse_results_pending = %v, want 7", got)
+	}
+}
+
 // TestNew: New needs a registry and registers on it, not on the global one.
 func TestNew(t *testing.T) {
 	if _, err := metrics.New(nil); err == nil {

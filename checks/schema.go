@@ -1,0 +1,254 @@
+package checks
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// The committed checks.schema.json at the repository root is Schema's
+// output; TestSchemaFile fails when they differ. Regenerate it with:
+//
+//go:generate go test -run ^TestSchemaFile$ . -update
+
+// SchemaID is the $id of the schema of checks.yaml.
+const SchemaID = "https://github.com/toolpulse/toolpulse/checks.schema.json"
+
+// Schema returns the JSON Schema of checks.yaml for editors
+// (yaml-language-server), in draft-07, which they all read. It is built
+// from the loader's own tables of known keys, so that a key the loader
+// accepts or rejects is one the schema accepts or rejects; a key without a
+// type here is an error. A schema sees one file's text: what needs the
+// environment, another file, an expr compile or two settings at once (a
+// consumer that exists, jitter below interval, a CA file that parses) only
+// Load checks.
+func Schema() ([]byte, error) {
+	b := schemaBuilder{}
+	str := scalarString
+	integer := func(min int64) map[string]any { return intSchema(&min, nil) }
+	tuning := map[string]any{
+		"interval":       durationSchema("how often the probe runs", true),
+		"jitter":         durationSchema("the first run starts at a random offset in [0, jitter)", false),
+		"timeout":        durationSchema("per attempt, including reading the body", true),
+		"max_body_bytes": withDoc(integer(1), "largest response body read"),
+		"retries": b.object("retries", retriesKeys, nil, map[string]any{
+			"max_attempts": withDoc(intSchema(ptr(int64(1)), ptr(int64(10))), "attempts in total, the first included"),
+			"base_delay":   durationSchema("first back-off", true),
+			"max_delay":    durationSchema("longest back-off", true),
+			"budget":       durationSchema("time for all attempts and back-offs", true),
+		}),
+		"expect": b.object("expect", expectKeys, nil, map[string]any{
+			"status": map[string]any{
+				"type":     "array",
+				"minItems": 1,
+				"items":    intSchema(ptr(int64(100)), ptr(int64(599))),
+			},
+			"min_results": withDoc(integer(0), "fewest selected items a pass needs"),
+		}),
+	}
+	outcomes := make([]string, len(results.Outcomes))
+	for i, o := range results.Outcomes {
+		outcomes[i] = string(o)
+	}
+	expectation := map[string]any{"anyOf": []any{
+		map[string]any{"enum": outcomes},
+		b.object("expectation", expectationKeys, []string{"outcome"}, map[string]any{
+			"outcome":      map[string]any{"enum": outcomes},
+			"code":         str(),
+			"min_selected": integer(0),
+		}),
+	}}
+	fixture := b.object("fixture", fixtureKeys, []string{"name", "response", "expect"}, map[string]any{
+		"name":        str(),
+		"response":    map[string]any{"description": "the decoded JSON answer"},
+		"status":      intSchema(ptr(int64(100)), ptr(int64(599))),
+		"headers":     stringMap(),
+		"min_results": integer(0),
+		"expect":      expectation,
+	})
+	mutation := b.object("accepted mutation", mutationKeys, mutationKeys, map[string]any{
+		"mutation": nonEmptyString(),
+		"reason":   nonEmptyString(),
+	})
+	consumer := b.object("consumer", consumerRefKeys, nil, map[string]any{
+		"name":             str(),
+		"file":             withDoc(nonEmptyString(), "a consumer file, relative to checks.yaml; nothing else may be given with it"),
+		"version":          str(),
+		"select":           withDoc(str(), "expr rule evaluating to the list of items the caller uses"),
+		"validate":         withDoc(str(), "expr rule every selected item must satisfy"),
+		"fixtures":         map[string]any{"type": "array", "items": fixture},
+		"accept_mutations": map[string]any{"type": "array", "items": mutation},
+	})
+	// A consumer is a file (its name may be in the file) or inline rules
+	// with a name, never both.
+	inline := []any{}
+	for _, k := range consumerRefKeys {
+		if k != "name" && k != "file" {
+			inline = append(inline, map[string]any{"required": []string{k}})
+		}
+	}
+	consumer["if"] = map[string]any{"required": []string{"file"}}
+	consumer["then"] = map[string]any{"not": map[string]any{"anyOf": inline}}
+	consumer["else"] = map[string]any{"required": []string{"name", "select"}}
+
+	probeProps := map[string]any{
+		"name": map[string]any{"type": "string", "pattern": probeName.String()},
+		"request": b.object("request", requestKeys, []string{"url"}, map[string]any{
+			"method":  map[string]any{"enum": methods},
+			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "absolute http:// or https:// URL"},
+			"headers": stringMap(),
+			"query":   stringMap(),
+			"json":    map[string]any{"description": "the JSON body sent"},
+			"body":    str(),
+		}),
+		"consumer": str(),
+		"labels": map[string]any{
+			"type":                 "object",
+			"propertyNames":        map[string]any{"pattern": labelName.String(), "not": map[string]any{"anyOf": labelNameExclusions()}},
+			"additionalProperties": scalarString(),
+		},
+		"tls": b.object("tls", tlsKeys, nil, map[string]any{
+			"ca_file":  nonEmptyString(),
+			"insecure": boolSchema(),
+		}),
+	}
+	for k, v := range tuning {
+		probeProps[k] = v
+	}
+	probe := b.object("probe", probeKeys, []string{"name", "request", "consumer"}, probeProps)
+	probe["not"] = map[string]any{"properties": map[string]any{"request": map[string]any{"required": []string{"json", "body"}}}, "required": []string{"request"}}
+
+	alertTriggers := slices.Clone(alertOn)
+	root := b.object("checks.yaml", topKeys, []string{"version"}, map[string]any{
+		"version": map[string]any{"const": 1},
+		"storage": b.object("storage", storageKey, nil, map[string]any{
+			"path":      withDoc(nonEmptyString(), "the SQLite file, relative to checks.yaml"),
+			"retention": durationSchema("prune older results; 0 keeps everything", false),
+		}),
+		"server": b.object("server", serverKeys, nil, map[string]any{
+			"listen": withDoc(str(), "host:port of the status page, API and /metrics; \"\" disables it"),
+			"token":  withDoc(str(), "bearer token; required for a non-loopback listen"),
+		}),
+		"max_concurrency": withDoc(integer(1), "runs in flight at once, across all probes"),
+		"defaults":        b.object("defaults", tuningKeys, nil, tuning),
+		"notify": b.object("notify", notifyKeys, nil, map[string]any{
+			"slack": b.object("slack", slackKeys, nil, map[string]any{
+				"webhook_url": str(),
+				"token":       str(),
+				"channel":     str(),
+				"api_url":     str(),
+			}),
+			"on": map[string]any{
+				"type":        "array",
+				"uniqueItems": true,
+				"items":       map[string]any{"enum": alertTriggers},
+			},
+			"failure_threshold": withDoc(integer(1), "consecutive non-pass runs before the first alert"),
+			"repeat_interval":   durationSchema("a still-failing probe is re-alerted at most this often", true),
+			"send_resolved":     boolSchema(),
+		}),
+		"consumers": map[string]any{"type": "array", "items": consumer},
+		"probes":    map[string]any{"type": "array", "items": probe},
+	})
+	if b.err != nil {
+		return nil, b.err
+	}
+	root["$schema"] = "http://json-schema.org/draft-07/schema#"
+	root["$id"] = SchemaID
+	root["title"] = "toolpulse checks.yaml"
+	out, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// schemaBuilder collects the first table that does not match its types.
+type schemaBuilder struct{ err error }
+
+// object is a closed object whose properties are exactly the keys of
+// known, the table the loader rejects unknown keys with.
+func (b *schemaBuilder) object(name string, known, required []string, props map[string]any) map[string]any {
+	for _, k := range known {
+		if _, ok := props[k]; !ok && b.err == nil {
+			b.err = fmt.Errorf("checks: Schema: %s key %q has no type", name, k)
+		}
+	}
+	for k := range props {
+		if !slices.Contains(known, k) && b.err == nil {
+			b.err = fmt.Errorf("checks: Schema: %s has a type for %q, which the loader does not know", name, k)
+		}
+	}
+	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+// envRef matches a scalar written as a ${VAR} reference, which only Load
+// can resolve.
+const envRef = `\$\{`
+
+// scalarString is a string setting: the loader takes any scalar as its text.
+func scalarString() map[string]any {
+	return map[string]any{"type": []string{"string", "number", "boolean", "null"}}
+}
+
+func nonEmptyString() map[string]any {
+	return map[string]any{"type": "string", "pattern": `\S`}
+}
+
+func stringMap() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": scalarString()}
+}
+
+func boolSchema() map[string]any {
+	return map[string]any{"anyOf": []any{map[string]any{"type": "boolean"}, map[string]any{"type": "string", "pattern": envRef}}}
+}
+
+// intSchema is an integer within [min, max] (nil: unbounded), or a string
+// the loader reads as one.
+func intSchema(min, max *int64) map[string]any {
+	n := map[string]any{"type": "integer"}
+	if min != nil {
+		n["minimum"] = *min
+	}
+	if max != nil {
+		n["maximum"] = *max
+	}
+	return map[string]any{"anyOf": []any{n, map[string]any{"type": "string", "pattern": `^\s*[-+]?[0-9]+\s*$|` + envRef}}}
+}
+
+// durationSchema is a Go duration with a unit, never negative, or a bare
+// 0; a positive one refuses every spelling of zero.
+func durationSchema(description string, positive bool) map[string]any {
+	unit := `([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)`
+	written := map[string]any{"pattern": `^\s*\+?(` + unit + `)+\s*$|^\s*0\s*$`}
+	if positive {
+		zero := `([0]+(\.0*)?|\.0+)(ns|us|µs|μs|ms|s|m|h)`
+		written["not"] = map[string]any{"pattern": `^\s*\+?(` + zero + `)+\s*$|^\s*0\s*$`}
+	}
+	alts := []any{map[string]any{"type": "string", "anyOf": []any{map[string]any{"pattern": envRef}, written}}}
+	if !positive {
+		alts = append(alts, map[string]any{"const": 0})
+	}
+	return map[string]any{"anyOf": alts, "description": description + " (Go syntax: 500ms, 30s, 1h30m)"}
+}
+
+func labelNameExclusions() []any {
+	out := []any{map[string]any{"pattern": "^__"}}
+	for _, l := range reservedLabels {
+		out = append(out, map[string]any{"const": l})
+	}
+	return out
+}
+
+func withDoc(s map[string]any, d string) map[string]any {
+	s["description"] = d
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
