@@ -236,9 +236,8 @@ func runError(rule, text string, err error, prefixRunes int) *results.Error {
 	var fail *failError
 	if errors.As(err, &fail) {
 		if !results.ValidCustomCode(fail.code) {
-			return results.NewError(results.CodeRuleError,
-				"%s rule called fail with invalid code %q (want snake_case, not an unavailable code): %s",
-				rule, clip(fail.code, 80), clip(fail.message, maxMessageBytes))
+			return results.NewError(results.CodeRuleError, "%s rule: %s: %s",
+				rule, invalidCodeMessage(fail.code), clip(fail.message, maxMessageBytes))
 		}
 		return &results.Error{Code: results.Code(fail.code), Message: clip(fail.message, maxMessageBytes)}
 	}
