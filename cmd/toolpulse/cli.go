@@ -18,6 +18,7 @@ const (
 	exitContractError = 1
 	exitUnavailable   = 2
 	exitUsage         = 64 // EX_USAGE: bad flags or arguments
+	exitNoInput       = 66 // EX_NOINPUT: the database to read does not exist or cannot be read
 	exitSoftware      = 70 // EX_SOFTWARE: toolpulse itself failed (store, I/O)
 	exitConfig        = 78 // EX_CONFIG: the configuration is invalid
 )
@@ -43,6 +44,15 @@ func usageError(format string, args ...any) error {
 }
 
 func softwareError(err error) error { return &exitError{code: exitSoftware, err: err} }
+
+// unknownProbe is the usage error for a --probe that names no probe, with
+// the closest known name when one is close.
+func unknownProbe(name string, known []string) error {
+	if s := checks.Suggest(name, known); s != "" {
+		return usageError("unknown probe %q (did you mean %q?)", name, s)
+	}
+	return usageError("unknown probe %q", name)
+}
 
 // exitStatus is a verdict without a message: the command printed what it had
 // to say already.
