@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Exit codes, in one place. 0/1/2 are the verdict of `check` (SPEC §6);
@@ -68,6 +69,9 @@ func exitStatus(code int) error {
 type cli struct {
 	Config string `short:"c" placeholder:"FILE" help:"Config file (default ./checks.yaml, or $$TOOLPULSE_CONFIG)."`
 	DB     string `placeholder:"FILE" help:"SQLite database; overrides storage.path."`
+	// ShowVersion is --version; `toolpulse version` prints the same, for
+	// those who type the subcommand the way they type the others.
+	ShowVersion kong.VersionFlag `name:"version" help:"Print the version and exit."`
 
 	Run      runCmd      `cmd:"" help:"The daemon: schedule, run, record and alert; SIGHUP reloads, SIGTERM drains."`
 	Check    checkCmd    `cmd:"" help:"Run the probes once now and print their outcomes."`
@@ -76,6 +80,15 @@ type cli struct {
 	Stats    statsCmd    `cmd:"" help:"Per probe: runs, outcome rates, retries, latency percentiles, drift."`
 	Test     testCmd     `cmd:"" help:"Run every consumer's fixtures; --mutate also finds the contract changes a rule would miss."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
+	Version  versionCmd  `cmd:"" help:"Print the version: release or dev, commit, commit time, Go version."`
+}
+
+type versionCmd struct{}
+
+// Run prints the same line as --version.
+func (versionCmd) Run(e *env) error {
+	_, err := fmt.Fprintln(e.stdout, results.ReadBuild())
+	return err
 }
 
 // configPath resolves the config file: the flag, then $TOOLPULSE_CONFIG,
@@ -125,6 +138,7 @@ func (e *env) run(args []string) (code int) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(helpExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Vars{"version": results.ReadBuild().String()},
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolpulse: %v\n", err)

@@ -57,7 +57,6 @@ package prometheus
 
 import (
 	"errors"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -132,7 +131,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Name: "toolpulse_build_info",
 		Help: "Always 1; the version label says which toolpulse is running.",
 	}, []string{"version"})
-	buildInfo.WithLabelValues(version()).Set(1)
+	buildInfo.WithLabelValues(results.ReadBuild().Label()).Set(1)
 
 	for _, c := range results.UnavailableCodes {
 		m.builtin[c] = true
@@ -156,15 +155,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
-}
-
-// version is the main module's version as the Go toolchain recorded it:
-// a tag for `go install ...@v1.2.3`, "(devel)" for a build from a checkout.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }
 
 // SetProbes declares the configured probes, on start and after every
