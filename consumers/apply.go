@@ -121,8 +121,13 @@ func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, v
 			return v
 		}
 		if !valid {
-			v.Err = results.NewError(results.CodeInvalidItem,
-				"item %d failed validate: %s", i, preview(item))
+			if why := c.explainInvalid(st); why != "" {
+				v.Err = results.NewError(results.CodeInvalidItem,
+					"item %d failed validate: %s (item %s)", i, clip(why, maxMessageBytes/2), preview(item))
+			} else {
+				v.Err = results.NewError(results.CodeInvalidItem,
+					"item %d failed validate: %s", i, preview(item))
+			}
 			return v
 		}
 		v.Validated++

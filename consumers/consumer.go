@@ -71,6 +71,9 @@ type Consumer struct {
 	// validateFastMemory is the memory budget of a validateFast run (see
 	// unwrapValidate).
 	validateFastMemory uint
+	// clauses explain an invalid_item (explain.go); nil when the validate
+	// rule cannot be split into clauses safe to run on their own.
+	clauses []clause
 }
 
 // Ref names the consumer in a result.
@@ -167,6 +170,9 @@ func Compile(src Source) (*Consumer, []*RuleError) {
 		return nil, errs
 	}
 	c.compileFast(sel, val)
+	if val != nil {
+		c.clauses = compileClauses(src.Validate)
+	}
 	sum := sha256.Sum256([]byte(src.Select + "\x00" + src.Validate))
 	c.RuleHash = hex.EncodeToString(sum[:8])
 	return c, nil
