@@ -141,6 +141,10 @@ var invalidConfigs = []struct {
 	{rule: "retention", want: []string{
 		"testdata/invalid-retention.yaml:3:14: storage.retention: must not be negative (0 keeps everything), got -1h",
 	}},
+	{rule: "fail-code", want: []string{
+		`testdata/invalid-fail-code.yaml:7:16: select rule (line 3, column 10): fail code "Not-Snake" is not snake_case (a lower-case letter, then up to 63 of a-z, 0-9 and _)`,
+		`testdata/invalid-fail-code.yaml:8:34: validate rule (line 1, column 20): fail code "timeout" is reserved for unavailable outcomes; a rule raises contract_error codes only`,
+	}},
 	{rule: "select-compile", want: []string{
 		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons",
 	}},

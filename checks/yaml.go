@@ -354,7 +354,7 @@ func (d *decoder) object(n ast.Node, path string, known []string, fn func(e entr
 	for _, e := range es {
 		if !slices.Contains(known, e.key) {
 			hint := ""
-			if s := suggest(e.key, known); s != "" {
+			if s := Suggest(e.key, known); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			d.errorf(e.keyN, "%s: unknown key %q%s; expected one of %s", label(path), e.key, hint, strings.Join(known, ", "))
@@ -366,8 +366,10 @@ func (d *decoder) object(n ast.Node, path string, known []string, fn func(e entr
 	return present, true
 }
 
-// suggest returns the known key closest to a misspelt one, if it is close.
-func suggest(key string, known []string) string {
+// Suggest returns the known word closest to a misspelt one (at most two
+// edits away), or "" when none is close: the "did you mean" of config keys
+// and of probe names on the command line.
+func Suggest(key string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if dist := editDistance(key, k); dist < bestDist {

@@ -121,8 +121,13 @@ func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, v
 			return v
 		}
 		if !valid {
-			v.Err = results.NewError(results.CodeInvalidItem,
-				"item %d failed validate: %s", i, preview(item))
+			if why := c.explainInvalid(st); why != "" {
+				v.Err = results.NewError(results.CodeInvalidItem,
+					"item %d failed validate: %s (item %s)", i, clip(why, maxMessageBytes/2), preview(item))
+			} else {
+				v.Err = results.NewError(results.CodeInvalidItem,
+					"item %d failed validate: %s", i, preview(item))
+			}
 			return v
 		}
 		v.Validated++
@@ -236,9 +241,8 @@ func runError(rule, text string, err error, prefixRunes int) *results.Error {
 	var fail *failError
 	if errors.As(err, &fail) {
 		if !results.ValidCustomCode(fail.code) {
-			return results.NewError(results.CodeRuleError,
-				"%s rule called fail with invalid code %q (want snake_case, not an unavailable code): %s",
-				rule, clip(fail.code, 80), clip(fail.message, maxMessageBytes))
+			return results.NewError(results.CodeRuleError, "%s rule: %s: %s",
+				rule, invalidCodeMessage(fail.code), clip(fail.message, maxMessageBytes))
 		}
 		return &results.Error{Code: results.Code(fail.code), Message: clip(fail.message, maxMessageBytes)}
 	}

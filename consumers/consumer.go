@@ -71,6 +71,9 @@ type Consumer struct {
 	// validateFastMemory is the memory budget of a validateFast run (see
 	// unwrapValidate).
 	validateFastMemory uint
+	// clauses explain an invalid_item (explain.go); nil when the validate
+	// rule cannot be split into clauses safe to run on their own.
+	clauses []clause
 }
 
 // Ref names the consumer in a result.
@@ -167,6 +170,9 @@ func Compile(src Source) (*Consumer, []*RuleError) {
 		return nil, errs
 	}
 	c.compileFast(sel, val)
+	if val != nil {
+		c.clauses = compileClauses(src.Validate)
+	}
 	sum := sha256.Sum256([]byte(src.Select + "\x00" + src.Validate))
 	c.RuleHash = hex.EncodeToString(sum[:8])
 	return c, nil
@@ -238,6 +244,9 @@ func compileRule(rule, text, prefix string) (*compiledRule, *RuleError) {
 		return nil, ruleError(rule, text, err, prefixRunes)
 	}
 	if err := reservedName(prog.Node()); err != nil {
+		return nil, ruleError(rule, text, err.Bind(prog.Source()), prefixRunes)
+	}
+	if err := literalFailCode(prog.Node()); err != nil {
 		return nil, ruleError(rule, text, err.Bind(prog.Source()), prefixRunes)
 	}
 	r := &compiledRule{prog: prog}
@@ -319,6 +328,46 @@ func reservedName(n ast.Node) *file.Error {
 		return nil
 	}
 	return &file.Error{Location: found.Location(), Message: "unknown name " + name}
+}
+
+// literalFailCode refuses a fail() whose code is a literal that Apply would
+// refuse at run time (not snake_case, an unavailable code, or a word the
+// metrics keep for themselves): the author learns it from validate, not
+// from a rule_error the first time the branch runs. A code computed at run
+// time is still checked by runError.
+func literalFailCode(n ast.Node) *file.Error {
+	var found *file.Error
+	rewrite(&n, func(n *ast.Node) {
+		if found != nil {
+			return
+		}
+		call, ok := (*n).(*ast.CallNode)
+		if !ok || len(call.Arguments) == 0 {
+			return
+		}
+		if id, ok := call.Callee.(*ast.IdentifierNode); !ok || id.Value != "fail" {
+			return
+		}
+		lit, ok := call.Arguments[0].(*ast.StringNode)
+		if !ok || results.ValidCustomCode(lit.Value) {
+			return
+		}
+		found = &file.Error{Location: lit.Location(), Message: invalidCodeMessage(lit.Value)}
+	})
+	return found
+}
+
+// invalidCodeMessage says why code cannot be raised by fail(), in the same
+// words at load and at run time.
+func invalidCodeMessage(code string) string {
+	code = clip(code, 80)
+	switch {
+	case results.Code(code).Outcome() == results.Unavailable:
+		return fmt.Sprintf("fail code %q is reserved for unavailable outcomes; a rule raises contract_error codes only", code)
+	case code == "none" || code == "other":
+		return fmt.Sprintf("fail code %q is reserved by the metrics", code)
+	}
+	return fmt.Sprintf("fail code %q is not snake_case (a lower-case letter, then up to 63 of a-z, 0-9 and _)", code)
 }
 
 // kindName names a static type the way expr's type() names its values.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -39,9 +40,24 @@ func (e *tooLargeError) Error() string {
 }
 
 // jsonError is a body that consumers.DecodeJSON rejected.
-type jsonError struct{ err error }
+// contentType is the answer's Content-Type header, "" when it had none:
+// an HTML error page or text/plain says at once where the fault lies.
+type jsonError struct {
+	err         error
+	contentType string
+}
 
-func (e *jsonError) Error() string { return "response is not valid JSON: " + e.err.Error() }
+func (e *jsonError) Error() string {
+	ct := "no Content-Type"
+	if e.contentType != "" {
+		v := e.contentType
+		if len(v) > 100 {
+			v = strings.ToValidUTF8(v[:100], "") + "…"
+		}
+		ct = "Content-Type " + strconv.Quote(v)
+	}
+	return "response is not valid JSON (" + ct + "): " + e.err.Error()
+}
 func (e *jsonError) Unwrap() error { return e.err }
 
 // panicError is a panic recovered inside Run.

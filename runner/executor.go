@@ -37,7 +37,7 @@ type Options struct {
 	NewID    func() string     // operation ids; nil: uuid.NewString
 	Redactor *results.Redactor // scrubs secrets from messages and samples; nil scrubs nothing
 	// Version is sent in the User-Agent as toolpulse/<Version>. "": the
-	// module version from the build info, or "dev".
+	// binary's own (results.ReadBuild().Label()).
 	Version string
 }
 
@@ -97,19 +97,10 @@ func NewExecutor(opts Options) *Executor {
 	}
 	version := opts.Version
 	if version == "" {
-		version = buildVersion()
+		version = results.ReadBuild().Label()
 	}
 	e.userAgent = "toolpulse/" + version
 	return e
-}
-
-// buildVersion is the main module's version when the binary was built from
-// a tagged module, and "dev" otherwise.
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "dev"
 }
 
 // CloseIdleConnections closes the idle connections of every transport,

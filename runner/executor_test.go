@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,8 +143,10 @@ func TestNewExecutorDefaults(t *testing.T) {
 	if len(got.OperationID) != 36 {
 		t.Errorf("operation id %q is not a UUID", got.OperationID)
 	}
-	if ua, _ := agent.Load().(string); !strings.HasPrefix(ua, "toolpulse/") {
-		t.Errorf("User-Agent = %q, want toolpulse/<version>", ua)
+	// The version is the binary's own, the one --version and
+	// toolpulse_build_info show.
+	if ua, _ := agent.Load().(string); ua != "toolpulse/"+results.ReadBuild().Label() {
+		t.Errorf("User-Agent = %q, want toolpulse/%s", ua, results.ReadBuild().Label())
 	}
 }
 

@@ -55,7 +55,7 @@ func (op *operation) run(res *results.Result) {
 func (op *operation) judge(res *results.Result, meta answerMeta) {
 	v, err := consumers.DecodeJSON(op.payload)
 	if err != nil {
-		jerr := &jsonError{err: err}
+		jerr := &jsonError{err: err, contentType: meta.headers["content-type"]}
 		res.Fail(results.NewError(classify(jerr, 0, nil), "%s", truncate(jerr.Error())))
 		return
 	}

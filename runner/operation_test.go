@@ -149,7 +149,14 @@ func rows() []row {
 			message: regexp.MustCompile(`^HTTP 404 Not Found; expect.status is \[200\]$`)}},
 		{name: "HTML with 200", provider: jsonBody(200, bodyHTML), want: want{
 			outcome: results.ContractError, code: results.CodeInvalidJSON, attempts: 1, status: 200,
-			message: regexp.MustCompile(`^response is not valid JSON: invalid character '<'`)}},
+			message: regexp.MustCompile(`^response is not valid JSON \(Content-Type "application/json"\): invalid character '<'`)}},
+		// The content type says at once whose page came back.
+		{name: "HTML error page", provider: typedBody("text/html; charset=utf-8", bodyHTML), want: want{
+			outcome: results.ContractError, code: results.CodeInvalidJSON, attempts: 1, status: 200,
+			message: regexp.MustCompile(`^response is not valid JSON \(Content-Type "text/html; charset=utf-8"\): invalid character '<'`)}},
+		{name: "no content type", provider: typedBody("", "ok"), want: want{
+			outcome: results.ContractError, code: results.CodeInvalidJSON, attempts: 1, status: 200,
+			message: regexp.MustCompile(`^response is not valid JSON \(no Content-Type\): `)}},
 		{name: "3 MB body with Content-Length", provider: bigBody(3<<20, true), want: want{
 			outcome: results.ContractError, code: results.CodeResponseTooLarge, attempts: 1, status: 200,
 			message: regexp.MustCompile(`^Content-Length 3145728 exceeds max_body_bytes \(1048576\)$`)}},
@@ -163,7 +170,7 @@ func rows() []row {
 			message: regexp.MustCompile(`^timed out after 250ms reading the response body$`)}},
 		{name: "deep nesting", provider: jsonBody(200, strings.Repeat("[", 20000)+strings.Repeat("]", 20000)), want: want{
 			outcome: results.ContractError, code: results.CodeInvalidJSON, attempts: 1, status: 200,
-			message: regexp.MustCompile(`^response is not valid JSON: nested deeper than`)}},
+			message: regexp.MustCompile(`^response is not valid JSON \(Content-Type "application/json"\): nested deeper than`)}},
 
 		// Seed 000: every fixture through the select_results consumer.
 		{name: "seed 000 original list", provider: strictSearch, want: want{

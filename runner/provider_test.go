@@ -93,6 +93,21 @@ func serve(t testing.TB, h http.HandlerFunc) string {
 }
 
 // jsonBody serves body with status on every request.
+// typedBody answers 200 with body under the given Content-Type; "" sends
+// none (net/http would sniff one otherwise).
+func typedBody(contentType, body string) func(testing.TB) string {
+	return func(t testing.TB) string {
+		return serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if contentType == "" {
+				w.Header()["Content-Type"] = nil
+			} else {
+				w.Header().Set("Content-Type", contentType)
+			}
+			io.WriteString(w, body)
+		})
+	}
+}
+
 func jsonBody(status int, body string) func(testing.TB) string {
 	return func(t testing.TB) string {
 		return serve(t, func(w http.ResponseWriter, r *http.Request) {

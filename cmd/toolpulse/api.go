@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -36,6 +38,9 @@ type probeSummary struct {
 
 func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !onlyParams(w, r) {
+			return
+		}
 		latest, err := store.Latest(r.Context())
 		if err != nil {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading the latest results failed")
@@ -64,9 +69,8 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		known := false
-		for _, p := range probes() {
-			known = known || p.Name == name
+		if !onlyParams(w, r, "since", "limit") {
+			return
 		}
 		q, ok := pageQuery(w, r)
 		if !ok {
@@ -77,7 +81,7 @@ func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Han
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
 			return
 		}
-		if !known && len(rows) == 0 {
+		if !configured(probes, name) && len(rows) == 0 {
 			writeAPIError(w, http.StatusNotFound, "not_found", "no probe named "+strconv.Quote(name))
 			return
 		}
@@ -99,16 +103,33 @@ type driftJSON struct {
 	Diff        []string `json:"diff"`
 }
 
-func handleDrifts(store readStore) http.Handler {
+func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !onlyParams(w, r, "probe", "since", "limit") {
+			return
+		}
 		q, ok := pageQuery(w, r)
 		if !ok {
 			return
 		}
-		drifts, err := store.Drifts(r.Context(), r.URL.Query().Get("probe"), q.since, q.limit)
+		probe := r.URL.Query().Get("probe")
+		drifts, err := store.Drifts(r.Context(), probe, q.since, q.limit)
 		if err != nil {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading drifts failed")
 			return
+		}
+		if probe != "" && len(drifts) == 0 && !configured(probes, probe) {
+			// An empty list would read as "no drift" for a misspelt
+			// name; answer as /api/v1/probes/{name}/results does.
+			rows, err := store.History(r.Context(), sqlite.HistoryQuery{Probes: []string{probe}, Limit: 1})
+			if err != nil {
+				writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
+				return
+			}
+			if len(rows) == 0 {
+				writeAPIError(w, http.StatusNotFound, "not_found", "no probe named "+strconv.Quote(probe))
+				return
+			}
 		}
 		out := make([]driftJSON, len(drifts))
 		for i, d := range drifts {
@@ -117,6 +138,44 @@ func handleDrifts(store readStore) http.Handler {
 		}
 		writeJSON(w, map[string]any{"drifts": out})
 	})
+}
+
+// configured reports whether the running config has a probe named name.
+func configured(probes func() []*checks.Probe, name string) bool {
+	for _, p := range probes() {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyParams answers 400 itself, naming them, when the request has query
+// parameters other than allowed: a filter the endpoint does not support
+// (?outcome=) must not be silently ignored, or the caller reads an
+// unfiltered answer as a filtered one.
+func onlyParams(w http.ResponseWriter, r *http.Request, allowed ...string) bool {
+	var unknown []string
+	for name := range r.URL.Query() {
+		if !slices.Contains(allowed, name) {
+			unknown = append(unknown, strconv.Quote(name))
+		}
+	}
+	if len(unknown) == 0 {
+		return true
+	}
+	slices.Sort(unknown)
+	takes := "takes no query parameters"
+	if len(allowed) > 0 {
+		takes = "takes " + strings.Join(allowed, ", ")
+	}
+	noun := "parameter"
+	if len(unknown) > 1 {
+		noun = "parameters"
+	}
+	writeAPIError(w, http.StatusBadRequest, "bad_request",
+		"unknown query "+noun+" "+strings.Join(unknown, ", ")+"; "+r.URL.Path+" "+takes)
+	return false
 }
 
 type apiPage struct {

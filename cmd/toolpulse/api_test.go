@@ -71,11 +71,30 @@ func TestAPI(t *testing.T) {
 		"/api/v1/probes/nope/results":              {http.StatusNotFound, "not_found"},
 		"/api/v1/probes/search/results?limit=zero": {http.StatusBadRequest, "bad_request"},
 		"/api/v1/drifts?since=yesterday":           {http.StatusBadRequest, "bad_request"},
+		"/api/v1/drifts?probe=nope":                {http.StatusNotFound, "not_found"},
 	} {
 		apiErr = apiError{}
 		if code := get(path, &apiErr); code != want.status || apiErr.Error.Code != want.code {
 			t.Errorf("GET %s = %d %q, want %d %q", path, code, apiErr.Error.Code, want.status, want.code)
 		}
+	}
+	// A filter an endpoint does not have is refused by name, never ignored.
+	for path, want := range map[string]string{
+		"/api/v1/probes?outcome=pass":                       `unknown query parameter "outcome"; /api/v1/probes takes no query parameters`,
+		"/api/v1/probes/search_strict/results?outcome=pass": `unknown query parameter "outcome"; /api/v1/probes/search_strict/results takes since, limit`,
+		"/api/v1/drifts?limit=5&until=1h&code=x":            `unknown query parameters "code", "until"; /api/v1/drifts takes probe, since, limit`,
+	} {
+		apiErr = apiError{}
+		if code := get(path, &apiErr); code != http.StatusBadRequest || apiErr.Error.Code != "bad_request" || apiErr.Error.Message != want {
+			t.Errorf("GET %s = %d %+v, want 400 bad_request %q", path, code, apiErr.Error, want)
+		}
+	}
+	// A probe that is configured but has never drifted is an empty list.
+	var none struct {
+		Drifts []driftJSON `json:"drifts"`
+	}
+	if code := get("/api/v1/drifts?probe=tracker", &none); code != http.StatusOK || none.Drifts == nil || len(none.Drifts) != 0 {
+		t.Errorf("/api/v1/drifts?probe=tracker: %d %+v, want 200 and []", code, none)
 	}
 	var drifts struct {
 		Drifts []driftJSON `json:"drifts"`

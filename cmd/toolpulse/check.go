@@ -63,7 +63,7 @@ func selectProbes(cfg *checks.Config, names []string) ([]*checks.Probe, error) {
 	wanted := map[string]bool{}
 	for _, n := range names {
 		if cfg.Probe(n) == nil {
-			return nil, usageError("unknown probe %q", n)
+			return nil, unknownProbe(n, probeNames(cfg))
 		}
 		wanted[n] = true
 	}
@@ -74,6 +74,14 @@ func selectProbes(cfg *checks.Config, names []string) ([]*checks.Probe, error) {
 		}
 	}
 	return out, nil
+}
+
+func probeNames(cfg *checks.Config) []string {
+	names := make([]string, len(cfg.Probes))
+	for i, p := range cfg.Probes {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // runAll runs every probe once with at most limit in flight and records each

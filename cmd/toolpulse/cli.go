@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Exit codes, in one place. 0/1/2 are the verdict of `check` (SPEC §6);
@@ -18,6 +19,7 @@ const (
 	exitContractError = 1
 	exitUnavailable   = 2
 	exitUsage         = 64 // EX_USAGE: bad flags or arguments
+	exitNoInput       = 66 // EX_NOINPUT: the database to read does not exist or cannot be read
 	exitSoftware      = 70 // EX_SOFTWARE: toolpulse itself failed (store, I/O)
 	exitConfig        = 78 // EX_CONFIG: the configuration is invalid
 )
@@ -44,6 +46,15 @@ func usageError(format string, args ...any) error {
 
 func softwareError(err error) error { return &exitError{code: exitSoftware, err: err} }
 
+// unknownProbe is the usage error for a --probe that names no probe, with
+// the closest known name when one is close.
+func unknownProbe(name string, known []string) error {
+	if s := checks.Suggest(name, known); s != "" {
+		return usageError("unknown probe %q (did you mean %q?)", name, s)
+	}
+	return usageError("unknown probe %q", name)
+}
+
 // exitStatus is a verdict without a message: the command printed what it had
 // to say already.
 func exitStatus(code int) error {
@@ -58,6 +69,9 @@ func exitStatus(code int) error {
 type cli struct {
 	Config string `short:"c" placeholder:"FILE" help:"Config file (default ./checks.yaml, or $$TOOLPULSE_CONFIG)."`
 	DB     string `placeholder:"FILE" help:"SQLite database; overrides storage.path."`
+	// ShowVersion is --version; `toolpulse version` prints the same, for
+	// those who type the subcommand the way they type the others.
+	ShowVersion kong.VersionFlag `name:"version" help:"Print the version and exit."`
 
 	Run      runCmd      `cmd:"" help:"The daemon: schedule, run, record and alert; SIGHUP reloads, SIGTERM drains."`
 	Check    checkCmd    `cmd:"" help:"Run the probes once now and print their outcomes."`
@@ -66,6 +80,15 @@ type cli struct {
 	Stats    statsCmd    `cmd:"" help:"Per probe: runs, outcome rates, retries, latency percentiles, drift."`
 	Test     testCmd     `cmd:"" help:"Run every consumer's fixtures; --mutate also finds the contract changes a rule would miss."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
+	Version  versionCmd  `cmd:"" help:"Print the version: release or dev, commit, commit time, Go version."`
+}
+
+type versionCmd struct{}
+
+// Run prints the same line as --version.
+func (versionCmd) Run(e *env) error {
+	_, err := fmt.Fprintln(e.stdout, results.ReadBuild())
+	return err
 }
 
 // configPath resolves the config file: the flag, then $TOOLPULSE_CONFIG,
@@ -115,6 +138,7 @@ func (e *env) run(args []string) (code int) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(helpExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Vars{"version": results.ReadBuild().String()},
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolpulse: %v\n", err)

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
@@ -48,11 +52,14 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	for _, c := range h.Code {
 		q.Codes = append(q.Codes, results.Code(c))
 	}
-	store, err := openStoreForReading(e.ctx, root, e)
+	store, cfg, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := knownProbes(e.ctx, store, cfg, h.Probe); err != nil {
+		return err
+	}
 	rows, err := store.History(e.ctx, q)
 	if err != nil {
 		return softwareError(err)
@@ -71,24 +78,65 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	return nil
 }
 
-// openStoreForReading opens the database the config (or --db) names.
-func openStoreForReading(ctx context.Context, root *cli, e *env) (*sqlite.Store, error) {
+// openStoreForReading opens the database the config (or --db) names. The
+// config is nil when --db named the database and the config did not load:
+// reading a database needs no config.
+func openStoreForReading(ctx context.Context, root *cli, e *env) (*sqlite.Store, *checks.Config, error) {
+	var cfg *checks.Config
 	path := root.DB
 	if path == "" {
-		cfg, err := root.loadConfig(e)
-		if err != nil {
-			return nil, err
+		var err error
+		if cfg, err = root.loadConfig(e); err != nil {
+			return nil, nil, err
 		}
 		path = cfg.Storage.Path
+	} else if c, err := root.loadConfig(e); err == nil {
+		cfg = c
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, softwareError(fmt.Errorf("no database at %s (has toolpulse recorded anything yet?): %w", path, err))
+		// Not toolpulse failing (70): its input is missing, and opening
+		// it would create an empty database instead.
+		var msg string
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("no database at %s: nothing has been recorded there yet (run `toolpulse check` or `toolpulse run`, or pass --db FILE)", path)
+		} else {
+			msg = fmt.Sprintf("cannot read the database at %s: %v", path, err)
+		}
+		return nil, nil, &exitError{code: exitNoInput, err: errors.New(msg)}
 	}
 	store, err := sqlite.Open(ctx, path)
 	if err != nil {
-		return nil, softwareError(err)
+		return nil, nil, softwareError(err)
 	}
-	return store, nil
+	return store, cfg, nil
+}
+
+// knownProbes refuses a --probe that names neither a configured probe nor
+// one with recorded results: an empty history for a misspelt name would
+// read as "no runs".
+func knownProbes(ctx context.Context, store *sqlite.Store, cfg *checks.Config, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var known []string
+	if cfg != nil {
+		known = probeNames(cfg)
+	}
+	latest, err := store.Latest(ctx)
+	if err != nil {
+		return softwareError(err)
+	}
+	for _, r := range latest {
+		if !slices.Contains(known, r.Probe) {
+			known = append(known, r.Probe)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return unknownProbe(n, known)
+		}
+	}
+	return nil
 }
 
 // parseInstant reads a point in time: "" (none), a duration ago ("24h",

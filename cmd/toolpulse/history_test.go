@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +90,57 @@ func TestHistoryAndStats(t *testing.T) {
 	}
 	if code, _, _ := h.run("history", "--since", "yesterday"); code != exitUsage {
 		t.Errorf("history --since yesterday: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestReadCommandsRefuseWhatIsNotThere: a misspelt --probe and a missing
+// database are the user's mistake, said as such, never an empty answer or
+// exit 70 ("toolpulse failed").
+func TestReadCommandsRefuseWhatIsNotThere(t *testing.T) {
+	h := newCLIRun(t)
+	db := filepath.Join(h.dir, "results.db")
+	for _, cmd := range []string{"history", "stats"} {
+		code, out, errOut := h.run(cmd)
+		want := "toolpulse: no database at " + db + ": nothing has been recorded there yet"
+		if code != exitNoInput || !strings.HasPrefix(errOut, want) || out != "" {
+			t.Errorf("%s without a database: exit %d, stderr %q; want %d and %q", cmd, code, errOut, exitNoInput, want)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("reading created the database (stat err %v)", err)
+	}
+	if code, _, errOut := h.run("--db", filepath.Join(h.dir, "elsewhere.db"), "stats"); code != exitNoInput || !strings.Contains(errOut, "elsewhere.db") {
+		t.Errorf("stats --db missing: exit %d, stderr %q; want %d naming the file", code, errOut, exitNoInput)
+	}
+
+	if code, _, errOut := h.run("check", "--probe", "search"); code != exitOK {
+		t.Fatalf("check: exit %d\n%s", code, errOut)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"history, close to a probe", []string{"history", "--probe", "serach"}, `toolpulse: unknown probe "serach" (did you mean "search"?)` + "\n"},
+		{"history, nothing close", []string{"history", "--probe", "weather"}, `toolpulse: unknown probe "weather"` + "\n"},
+		{"history, one of several", []string{"history", "--probe", "search", "--probe", "trackr"}, `toolpulse: unknown probe "trackr" (did you mean "tracker"?)` + "\n"},
+		{"check, close to a probe", []string{"check", "--probe", "search_stict"}, `toolpulse: unknown probe "search_stict" (did you mean "search_strict"?)` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := h.run(tt.args...)
+			if code != exitUsage || errOut != tt.want || out != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want %d and %q", code, errOut, out, exitUsage, tt.want)
+			}
+		})
+	}
+	// A probe removed from the config keeps its history.
+	h.env["PROVIDER"] = "http://127.0.0.1:1"
+	cfg := strings.Replace(testConfig, "  - name: search\n", "  - name: search_v2\n", 1)
+	if err := os.WriteFile(filepath.Join(h.dir, "checks.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := h.run("history", "--probe", "search"); code != exitOK || !strings.Contains(out, "search") {
+		t.Errorf("history of a recorded probe no longer configured: exit %d\n%s%s", code, out, errOut)
 	}
 }

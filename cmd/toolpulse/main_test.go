@@ -311,3 +311,19 @@ func serveStored(t *testing.T, h *cliRun) string {
 	}
 	return all.String()
 }
+
+// TestVersion: --version and `toolpulse version` print the build the
+// metric and the User-Agent also name, and exit 0 without a config.
+func TestVersion(t *testing.T) {
+	want := results.ReadBuild().String() + "\n"
+	if !strings.HasPrefix(want, "toolpulse dev") && !strings.HasPrefix(want, "toolpulse v") {
+		t.Fatalf("version line %q names neither a release nor dev", want)
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}, {"-c", "/nonexistent.yaml", "--version"}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, func(string) (string, bool) { return "", false }, &out, &errOut)
+		if code != exitOK || out.String() != want || errOut.Len() != 0 {
+			t.Errorf("toolpulse %s: exit %d, stdout %q, stderr %q; want 0 and %q", strings.Join(args, " "), code, out.String(), errOut.String(), want)
+		}
+	}
+}

@@ -54,10 +54,18 @@ func printTable(w io.Writer, all []results.Result) error {
 	return err
 }
 
+// nothingSelected stands for the counts of a run that selected nothing:
+// "0/0" or "0 selected, 0 validated" reads like a measurement, where there
+// was nothing to count.
+const nothingSelected = "–"
+
 // codeAndMessage is what a table row says of a result: its code and
 // message, or "-" and the counts of a pass, on one line.
 func codeAndMessage(r *results.Result) (code, message string) {
 	code, message = "-", fmt.Sprintf("%d selected, %d validated", r.SelectedCount, r.ValidatedCount)
+	if r.SelectedCount == 0 {
+		message = nothingSelected
+	}
 	if r.Error != nil {
 		code, message = string(r.Error.Code), r.Error.Message
 	}

@@ -123,9 +123,23 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	_ = lvl.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	if format == "json" {
+		opts.ReplaceAttr = durationAsString
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
+	// The text handler already writes durations as "1.5s".
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationAsString writes a time.Duration as the text handler does
+// ("1.5s"): slog's JSON handler writes nanoseconds, a bare number that a
+// reader of "wait":1500000000 takes for milliseconds or seconds. Every
+// duration any package logs goes through here, so no call site has to
+// remember.
+func durationAsString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // profiles writes the hidden --cpu-profile and --heap-profile of a run.

@@ -43,7 +43,7 @@ func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	mux.Handle("GET /metrics", requireToken(deps.token, deps.metrics))
 	mux.Handle("GET /api/v1/probes", requireToken(deps.token, handleProbes(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.token, handleProbeResults(deps.store, deps.probes)))
-	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store)))
+	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store, deps.probes)))
 	pages := newStatusPages(deps)
 	mux.Handle("GET /{$}", requireToken(deps.token, pages.handleOverview()))
 	mux.Handle("GET /probes/{name}", requireToken(deps.token, pages.handleProbe()))

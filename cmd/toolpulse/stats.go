@@ -34,7 +34,7 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	if until.IsZero() {
 		until = now
 	}
-	store, err := openStoreForReading(e.ctx, root, e)
+	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}

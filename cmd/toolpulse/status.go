@@ -329,14 +329,17 @@ type runView struct {
 	Latency  string
 	Attempts int
 	Status   string
-	Selected string // "selected/validated"
+	Selected string // "selected/validated", or nothingSelected
 	Shape    string
 }
 
 func newRunView(now time.Time, r *results.Result) runView {
 	v := runView{ID: r.OperationID, When: momentOf(now, r.StartedAt), State: stateOf(r.Outcome),
 		Latency: formatLatency(r.Duration), Attempts: r.AttemptCount(), Status: statusText(r.HTTPStatus),
-		Selected: fmt.Sprintf("%d/%d", r.SelectedCount, r.ValidatedCount), Code: "-"}
+		Selected: nothingSelected, Code: "-"}
+	if r.SelectedCount > 0 {
+		v.Selected = fmt.Sprintf("%d/%d", r.SelectedCount, r.ValidatedCount)
+	}
 	if r.Error != nil {
 		v.Code, v.Message = string(r.Error.Code), oneLine(r.Error.Message, maxMessageRunes)
 	}

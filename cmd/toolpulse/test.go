@@ -197,7 +197,7 @@ func expectStatus(probes []*checks.Probe) []int {
 // database, as a mutation base named "db: <probe>" judged under the
 // probe's own min_results.
 func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.MutationBase, error) {
-	store, err := openStoreForReading(e.ctx, root, e)
+	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return nil, err
 	}

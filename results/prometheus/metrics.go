@@ -63,7 +63,6 @@ package prometheus
 
 import (
 	"errors"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,7 +150,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Name: "toolpulse_build_info",
 		Help: "Always 1; the version label says which toolpulse is running.",
 	}, []string{"version"})
-	buildInfo.WithLabelValues(version()).Set(1)
+	buildInfo.WithLabelValues(results.ReadBuild().Label()).Set(1)
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolpulse_results_pending",
 		Help: "Runs waiting in the write queue because the store has not taken them yet.",
@@ -203,15 +202,6 @@ func (m *Metrics) ConfigLoaded(ok bool, at time.Time) {
 // fn must be cheap and safe for concurrent use. Until it is called the
 // gauge reads 0.
 func (m *Metrics) WatchPending(fn func() int) { m.pending.Store(&fn) }
-
-// version is the main module's version as the Go toolchain recorded it:
-// a tag for `go install ...@v1.2.3`, "(devel)" for a build from a checkout.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
-}
 
 // SetProbes declares the configured probes, on start and after every
 // reload. The series of a probe no longer listed are deleted (counters

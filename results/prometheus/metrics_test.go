@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -425,10 +424,7 @@ toolpulse_drift_events_total{probe="weather"} 1
 // TestBuildInfo: one series at 1, labelled with the binary's version.
 func TestBuildInfo(t *testing.T) {
 	_, reg := newMetrics(t)
-	want := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		want = bi.Main.Version
-	}
+	want := results.ReadBuild().Label()
 	if got, ok := value(t, reg, "toolpulse_build_info", map[string]string{"version": want}); !ok || got != 1 {
 		t.Errorf("toolpulse_build_info{version=%q} = %v (present %v), want 1", want, got, ok)
 	}
