@@ -146,6 +146,7 @@ var beyondSchema = map[string]string{
 	"unknown-consumer":       "refers to another item",
 	"unset-env":              "needs the environment",
 	"validate-inline":        "compiles expr",
+	"fail-code":              "compiles expr: the code is a literal inside a rule",
 	"header-name":            "header names are keys of a free map",
 	"listen":                 "host:port syntax",
 	"api-url":                "URL syntax",
