@@ -201,14 +201,48 @@ type driftView struct {
 	Baseline, Current string
 	Lines             []string
 	More              int
+	// Now says where the probe's latest run stands against this drift:
+	// still in the drifted shape, back to the baseline, in another shape,
+	// or without one; "" when the probe has no run.
+	Now string
 }
 
-func newDriftView(now time.Time, d results.Drift, max int) *driftView {
-	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff}
+func newDriftView(now time.Time, d results.Drift, max int, latest *results.Result) *driftView {
+	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff,
+		Now: driftNow(d, latest)}
 	if max > 0 && len(v.Lines) > max {
 		v.Lines, v.More = v.Lines[:max], len(v.Lines)-max
 	}
 	return v
+}
+
+// driftNow says whether the latest run is in the drifted shape d reported.
+func driftNow(d results.Drift, latest *results.Result) string {
+	switch {
+	case latest == nil:
+		return ""
+	case latest.Shape == nil:
+		return "the latest run has no shape (no JSON answer)"
+	case latest.Shape.Fingerprint == d.Current:
+		return "the latest run is in this drifted shape"
+	case latest.Shape.Fingerprint == d.Baseline:
+		return "the latest run is back to the baseline shape"
+	}
+	return "the latest run has another shape, " + latest.Shape.Fingerprint
+}
+
+// requestView is what a probe's page shows of its request: the method,
+// host and path, never the query or headers, which may carry secrets.
+type requestView struct {
+	Method, Host, Path string
+}
+
+func newRequestView(r checks.Request) *requestView {
+	u, err := url.Parse(r.URL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	return &requestView{Method: cmp.Or(r.Method, http.MethodGet), Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
 }
 
 func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
@@ -241,7 +275,7 @@ func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlit
 		r.LastRun, r.Latency = &at, formatLatency(latest.Duration)
 	}
 	if drift != nil {
-		r.Drift = newDriftView(now, *drift, overviewDiffLines)
+		r.Drift = newDriftView(now, *drift, overviewDiffLines, latest)
 	}
 	return r
 }
@@ -317,6 +351,9 @@ type probeView struct {
 	Runs       []runView
 	Failure    *failureView
 	Drifts     []*driftView
+	Request    *requestView // nil for a probe no longer configured
+	Select     string       // the consumer's rules, as written; "" when unknown
+	Validate   string
 }
 
 // runView is one run in a probe's table.
@@ -406,6 +443,12 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 		return nil, errNoProbe
 	}
 	pv := &probeView{Configured: cfg != nil}
+	if cfg != nil {
+		pv.Request = newRequestView(cfg.Request)
+		if cfg.Consumer != nil {
+			pv.Select, pv.Validate = cfg.Consumer.Select, cfg.Consumer.Validate
+		}
+	}
 	if cfg == nil {
 		// A probe removed from the config, still in the store.
 		cfg = &checks.Probe{Name: name}
@@ -434,7 +477,7 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 		pv.Runs = append(pv.Runs, newRunView(now, &recent[i]))
 	}
 	for _, d := range drifts {
-		pv.Drifts = append(pv.Drifts, newDriftView(now, d, 0))
+		pv.Drifts = append(pv.Drifts, newDriftView(now, d, 0, latest))
 	}
 	failures, err := sp.store.History(ctx, sqlite.HistoryQuery{Probes: []string{name},
 		Outcomes: []results.Outcome{results.ContractError, results.Unavailable}, Limit: 1})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
@@ -223,7 +224,10 @@ func newStatusFixture(t *testing.T) *statusFixture {
 
 	probes := []*checks.Probe{
 		{Name: "weather", Interval: time.Minute},
-		{Name: "search", Interval: 30 * time.Second, Labels: map[string]string{"team": "search", "tier": "1"}},
+		{Name: "search", Interval: 30 * time.Second, Labels: map[string]string{"team": "search", "tier": "1"},
+			Request: checks.Request{Method: "POST", URL: "https://search.example.com/v1/search?api_key=k3y-in-the-query"},
+			Consumer: &consumers.Consumer{Name: ref.Name, Version: ref.Version, RuleHash: ref.RuleHash,
+				Select: "response.results | filter(.score >= 0.75)", Validate: `type(.id) == "string"`}},
 		{Name: "fresh", Interval: time.Minute},
 		{Name: "tracker", Interval: time.Minute},
 	}
@@ -336,10 +340,19 @@ func TestStatusProbePage(t *testing.T) {
 		`<dt>Interval</dt><dd>30s</dd>`,
 		`<dd>select_results v2 <code>9f86d081884c7d65</code></dd>`,
 		"results: list&lt;object(1 keys)&gt; -&gt; object(1 keys)",
+		// the request without its query, the rules as written, and
+		// whether the latest run is still in the drifted shape
+		`<dt>Request</dt><dd><code>POST search.example.com/v1/search</code></dd>`,
+		`<pre class="rule">response.results | filter(.score &gt;= 0.75)</pre>`,
+		`<pre class="rule">type(.id) == &#34;string&#34;</pre>`,
+		`<div class="caption">the latest run is in this drifted shape</div>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/probes/search lacks %q", want)
 		}
+	}
+	if strings.Contains(body, "k3y-in-the-query") || strings.Contains(body, "api_key") {
+		t.Errorf("/probes/search shows the request's query")
 	}
 	if got := strings.Count(body, `<tr data-state=`); got != 4 {
 		t.Errorf("/probes/search lists %d runs, want 4", got)
