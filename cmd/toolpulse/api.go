@@ -21,6 +21,8 @@ type readStore interface {
 	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
 	RecentRuns(ctx context.Context, probes []string, n int) (map[string][]sqlite.Run, error)
 	LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error)
+	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
+	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
 }
 
 // maxAPILimit bounds one page of the API, whatever the client asks.
@@ -34,6 +36,7 @@ type probeSummary struct {
 	Interval string              `json:"interval"`
 	Labels   map[string]string   `json:"labels"`
 	Latest   *results.Envelope   `json:"latest"`
+	Alert    probeAlert          `json:"alert"`
 }
 
 func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
@@ -50,9 +53,22 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 		for i := range latest {
 			byProbe[latest[i].Probe] = &latest[i]
 		}
+		ps := probes()
+		names := make([]string, len(ps))
+		for i, p := range ps {
+			names[i] = p.Name
+		}
+		alerts, err := readAlerts(r.Context(), store, names)
+		if err != nil {
+			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading the alert state failed")
+			return
+		}
 		out := []probeSummary{}
-		for _, p := range probes() {
-			s := probeSummary{Name: p.Name, Consumer: p.Consumer.Ref(), Interval: p.Interval.String(), Labels: p.Labels}
+		for _, p := range ps {
+			s := probeSummary{Name: p.Name, Interval: p.Interval.String(), Labels: p.Labels}
+			if p.Consumer != nil { // the loader always sets one; a hand-built probe may not
+				s.Consumer = p.Consumer.Ref()
+			}
 			if s.Labels == nil {
 				s.Labels = map[string]string{}
 			}
@@ -60,6 +76,7 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 				env := res.Envelope()
 				s.Latest = &env
 			}
+			s.Alert = alerts[p.Name]
 			out = append(out, s)
 		}
 		writeJSON(w, map[string]any{"probes": out})

@@ -193,6 +193,7 @@ type row struct {
 	Strip    strip
 	Spark    sparkline
 	Drift    *driftView
+	Alert    *alertView // nil: never alerted and not firing
 }
 
 // driftView is a drift event with its diff, cut to max lines when max > 0.
@@ -326,6 +327,10 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 	if err != nil {
 		return nil, err
 	}
+	alerts, err := readAlerts(ctx, sp.store, names)
+	if err != nil {
+		return nil, err
+	}
 	drifts, err := sp.store.LastDrifts(ctx, names)
 	if err != nil {
 		return nil, err
@@ -335,7 +340,9 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 		if d, ok := drifts[p.Name]; ok {
 			drift = &d
 		}
-		ov.Rows = append(ov.Rows, newRow(now, p, byProbe[p.Name], runs[p.Name], drift))
+		r := newRow(now, p, byProbe[p.Name], runs[p.Name], drift)
+		r.Alert = newAlertView(now, alerts[p.Name])
+		ov.Rows = append(ov.Rows, r)
 	}
 	slices.SortStableFunc(ov.Rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(severity(a.State), severity(b.State)), strings.Compare(a.Name, b.Name))
@@ -473,6 +480,11 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 		drift = &drifts[0]
 	}
 	pv.Row = newRow(now, cfg, latest, runs, drift)
+	alerts, err := readAlerts(ctx, sp.store, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	pv.Row.Alert = newAlertView(now, alerts[name])
 	for i := range recent {
 		pv.Runs = append(pv.Runs, newRunView(now, &recent[i]))
 	}

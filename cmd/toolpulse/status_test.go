@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -217,7 +218,17 @@ func newStatusFixture(t *testing.T) *statusFixture {
 	drifted := runAt("search", 2*time.Minute, results.ContractError, 40)
 	record(drifted, &results.Drift{Probe: "search", OperationID: drifted.OperationID, DetectedAt: drifted.StartedAt,
 		Baseline: listShape.Fingerprint, Current: mapShape.Fingerprint, Diff: []string{"results: list<object(1 keys)> -> object(1 keys)"}})
-	record(runAt("search", time.Minute, results.ContractError, 45), nil)
+	// The latest search run fires an alert that Slack has refused once.
+	firing := runAt("search", time.Minute, results.ContractError, 45)
+	alert := results.NewAlert(results.AlertFiring, &firing, firing.StartedAt)
+	rec := &results.RunRecord{Result: firing, Alerts: []results.Alert{alert}, AlertState: &results.AlertState{Probe: "search",
+		ConsecutiveFailures: 2, FailingSince: drifted.StartedAt, Firing: true, LastNotifiedAt: firing.StartedAt}}
+	if err := store.RecordRun(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkAlertRetry(ctx, rec.Alerts[0].ID, 1, now.Add(time.Minute), "HTTP 503 from Slack"); err != nil {
+		t.Fatal(err)
+	}
 	record(runAt("tracker", 90*time.Second, results.Unavailable, 3015), nil)
 	record(runAt("weather", 30*time.Second, results.Pass, 60), nil)
 	record(runAt("retired", 72*time.Hour, results.Pass, 10), nil)
@@ -284,6 +295,8 @@ func TestStatusOverview(t *testing.T) {
 		`<span class="label">team=search</span> <span class="label">tier=1</span>`,
 		`aria-label="last 4 runs, oldest to newest: 2 pass, 2 contract_error"`,
 		`<div class="caption">2/4 pass</div>`,
+		// the alert that fires, and that Slack has not taken yet
+		`<strong>alert firing</strong> since <time datetime="2026-11-30T11:58:00.000Z" title="2026-11-30T11:58:00.000Z">2m ago</time>, notified <time datetime="2026-11-30T11:59:00.000Z" title="2026-11-30T11:59:00.000Z">1m ago</time>; last message (firing) <span class="delivery retrying">retrying</span>: HTTP 503 from Slack`,
 		`<div class="caption">last 45ms · p95 120ms</div>`,
 		`<code>unsupported_results_container</code></div><div class="message">results is map</div>`,
 		`<time datetime="2026-11-30T11:58:00.000Z" title="2026-11-30T11:58:00.000Z">2m ago</time>: <code>99ba02a8b482ce41</code> → <code>3a105e99edea2dbb</code>`,
@@ -346,6 +359,7 @@ func TestStatusProbePage(t *testing.T) {
 		`<pre class="rule">response.results | filter(.score &gt;= 0.75)</pre>`,
 		`<pre class="rule">type(.id) == &#34;string&#34;</pre>`,
 		`<div class="caption">the latest run is in this drifted shape</div>`,
+		`<dt>Alert</dt><dd><div class="caption alert"><strong>alert firing</strong>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/probes/search lacks %q", want)
@@ -362,6 +376,10 @@ func TestStatusProbePage(t *testing.T) {
 		t.Errorf("recent runs are not newest first")
 	}
 
+	_, body = f.get(t, "/probes/tracker")
+	if !strings.Contains(body, "<dt>Alert</dt><dd>never alerted</dd>") {
+		t.Errorf("/probes/tracker does not say it was never alerted")
+	}
 	_, body = f.get(t, "/probes/weather")
 	if !strings.Contains(body, "No failed run is recorded.") {
 		t.Errorf("/probes/weather does not say it never failed")
@@ -411,5 +429,43 @@ func TestStatusPageErrorsAndHeaders(t *testing.T) {
 		if strings.Contains(body, "<script") || strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "style=") {
 			t.Errorf("GET %s: the page loads something external, runs a script or uses inline style attributes", path)
 		}
+	}
+}
+
+// TestAPIProbesAlertState: /api/v1/probes says of each probe whether it
+// fires, since when, when it was last notified and where its last message
+// is; a probe never alerted has no message.
+func TestAPIProbesAlertState(t *testing.T) {
+	f := newStatusFixture(t)
+	resp, body := f.get(t, "/api/v1/probes")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/probes = %d\n%s", resp.StatusCode, body)
+	}
+	var got struct {
+		Probes []struct {
+			Name  string     `json:"name"`
+			Alert probeAlert `json:"alert"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]probeAlert{}
+	for _, p := range got.Probes {
+		alerts[p.Name] = p.Alert
+	}
+	search := alerts["search"]
+	if !search.Firing || search.FailingSince != "2026-11-30T11:58:00.000Z" || search.LastNotifiedAt != "2026-11-30T11:59:00.000Z" {
+		t.Errorf("search alert = %+v, want firing since 11:58, notified 11:59", search)
+	}
+	if m := search.LastMessage; m == nil || m.Kind != results.AlertFiring || m.Delivery != "retrying" ||
+		m.Tries != 1 || m.LastError != "HTTP 503 from Slack" {
+		t.Errorf("search last message = %+v, want the firing alert, retrying after one failure", m)
+	}
+	if w := alerts["weather"]; w.Firing || w.LastMessage != nil {
+		t.Errorf("weather alert = %+v, want not firing and no message", w)
+	}
+	if !strings.Contains(body, `"last_message":null`) {
+		t.Errorf("a probe never alerted does not show last_message null:\n%s", body)
 	}
 }

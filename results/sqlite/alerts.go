@@ -94,6 +94,31 @@ func (s *Store) Alerts(ctx context.Context) ([]results.Alert, error) {
 	return alerts, nil
 }
 
+// latestAlert is a probe's newest alert, read from alerts_by_probe.
+const latestAlert = `SELECT ` + alertColumns + `
+` + alertFrom + `
+WHERE a.probe = ?
+ORDER BY a.id DESC
+LIMIT 1`
+
+// LatestAlerts returns the newest alert about each of probes that has one,
+// whatever its delivery state, with one search of the index on (probe, id)
+// per probe: the status page and the API show from it whether the last
+// message about a probe reached its receiver.
+func (s *Store) LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error) {
+	out := make(map[string]results.Alert, len(probes))
+	for _, probe := range probes {
+		alerts, err := s.queryAlerts(ctx, latestAlert, probe)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: latest alerts: probe %q: %w", probe, err)
+		}
+		if len(alerts) > 0 {
+			out[probe] = alerts[0]
+		}
+	}
+	return out, nil
+}
+
 // DueAlerts returns up to limit pending alerts whose next attempt is at or
 // before now, or that were never tried (no next attempt set), oldest
 // first. Each comes back whole, as RecordRun stored it with the delivery

@@ -246,3 +246,34 @@ func outboxModes(t *testing.T, impl Impl) {
 		t.Errorf("alert state read back as %+v, want the modes of %+v", got, *up.AlertState)
 	}
 }
+
+// outboxLatest: the newest alert of each probe, whatever its state, as
+// the status page shows it; a probe without alerts is absent.
+func outboxLatest(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	first := alertRun("op-1", results.AlertFiring, time.Minute, results.DeliveryPending)
+	recordRun(t, s, first)
+	second := alertRun("op-2", results.AlertReminder, 2*time.Minute, results.DeliveryPending)
+	recordRun(t, s, second)
+	other := alertRun("op-3", results.AlertResolved, 3*time.Minute, results.DeliveryPending)
+	other.Result.Probe, other.Alerts[0].Probe = "tracker", "tracker"
+	recordRun(t, s, other)
+	if err := s.MarkAlertFailed(ctx, second.Alerts[0].ID, 3, "HTTP 404 channel_not_found"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LatestAlerts(ctx, []string{first.Result.Probe, other.Result.Probe, "never_alerted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("LatestAlerts: %d probes, want the two that have alerts: %+v", len(got), got)
+	}
+	if a := got[first.Result.Probe]; a.ID != second.Alerts[0].ID || a.State != results.DeliveryFailed ||
+		a.LastError != "HTTP 404 channel_not_found" || a.DeliveryTries != 3 {
+		t.Errorf("latest alert of %s = %+v, want the failed reminder %d", first.Result.Probe, a, second.Alerts[0].ID)
+	}
+	if a := got[other.Result.Probe]; a.ID != other.Alerts[0].ID || a.Kind != results.AlertResolved {
+		t.Errorf("latest alert of %s = %+v, want the resolved %d", other.Result.Probe, a, other.Alerts[0].ID)
+	}
+}

@@ -59,6 +59,9 @@ type Store interface {
 	// Alerts returns every stored alert in recording order, whatever its
 	// delivery state.
 	Alerts(ctx context.Context) ([]results.Alert, error)
+	// LatestAlerts returns the newest alert about each of probes that has
+	// one, in any delivery state.
+	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
 	// RecordedRuns returns the results of probe ("" every probe) in the
 	// order they were recorded.
 	RecordedRuns(ctx context.Context, probe string) ([]results.Result, error)
@@ -104,6 +107,7 @@ var behaviours = []behaviour{
 	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},
 	{"Outbox/due order and limit", outboxDueOrderAndLimit},
 	{"Outbox/failure modes read back", outboxModes},
+	{"Outbox/latest alert of each probe", outboxLatest},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
