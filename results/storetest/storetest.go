@@ -104,6 +104,7 @@ var behaviours = []behaviour{
 	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},
 	{"Outbox/due order and limit", outboxDueOrderAndLimit},
 	{"Outbox/failure modes read back", outboxModes},
+	{"Outbox/receiver and labels read back", outboxReceivers},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
