@@ -200,7 +200,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
-		Logger: d.logger, Deliver: sender != nil, Observer: d.observer, Wake: d.deliv.Wake,
+		Logger: d.logger, Deliver: sender != nil, Labels: ProbeLabels(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
 	})
 	d.observer.SetProbes(probeNames(cfg))
@@ -400,7 +400,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	d.sender.set(sender)
 	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)
-	d.rec.SetNotify(cfg.Notify, sender != nil)
+	d.rec.SetConfig(cfg, sender != nil)
 	// Before the schedule changes, so that the first runs of added probes
 	// count.
 	d.observer.SetProbes(probeNames(cfg))
