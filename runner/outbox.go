@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -364,6 +363,9 @@ func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why 
 // the Sender, whose contract keeps secrets out of it.
 func (d *Deliverer) attrs(a results.Alert, tries int, err error) []any {
 	attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "tries", tries}
+	if a.Receiver != "" {
+		attrs = append(attrs, "receiver", a.Receiver)
+	}
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())
 	}
@@ -380,30 +382,4 @@ func lastError(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// switchSender lets a reload change where alerts go without restarting the
-// Deliverer. With no receiver configured it refuses for good, which the
-// Deliverer records as a failed delivery: it only sees alerts recorded
-// while a receiver existed (others are recorded as skipped).
-type switchSender struct {
-	mu     sync.RWMutex
-	sender Sender
-}
-
-func (s *switchSender) set(sender Sender) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sender = sender
-}
-
-// Send implements Sender.
-func (s *switchSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
-	s.mu.RLock()
-	sender := s.sender
-	s.mu.RUnlock()
-	if sender == nil {
-		return false, 0, errors.New("no alert receiver is configured any more")
-	}
-	return sender.Send(ctx, a)
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results/alertmanager"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
 	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/results/webhook"
 	"github.com/toolpulse/toolpulse/runner"
 )
 
@@ -51,7 +54,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	s.metricsHandler = prometheus.Handler(reg)
 	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
-		Senders:     newSender,
+		Senders:     newSenders(logger),
 		Observer:    s.metrics,
 		Logger:      logger,
 		GracePeriod: opts.grace,
@@ -97,18 +100,59 @@ func (s *stack) healthy(ctx context.Context) error {
 // reload applies a new, already validated config to the running daemon.
 func (s *stack) reload(cfg *checks.Config) error { return s.daemon.Reload(cfg) }
 
-// newSender returns the Slack sender the config asks for, or nil when
-// alerts are only recorded.
-func newSender(cfg *checks.Config) (runner.Sender, error) {
-	sl := cfg.Notify.Slack
-	if !sl.Enabled() {
-		return nil, nil
+// newSenders returns a receiver for every receiver key of cfg's routes
+// (checks.Route.Receivers), the default route's Slack included; none when
+// alerts are only recorded. Every receiver links to the probe's page when
+// server.public_url is set, and scrubs every secret of the config. logger
+// gets what receivers do on their own (Alertmanager's re-posts).
+func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	return slack.New(slack.Config{
-		WebhookURL: sl.WebhookURL.Reveal(),
-		Token:      sl.Token.Reveal(),
-		Channel:    sl.Channel,
-		APIURL:     sl.APIURL,
-		Redactor:   cfg.Redactor(),
-	})
+	return func(cfg *checks.Config) (runner.Senders, error) { return buildSenders(cfg, logger) }
+}
+
+func buildSenders(cfg *checks.Config, logger *slog.Logger) (runner.Senders, error) {
+	out := runner.Senders{}
+	redactor, base := cfg.Redactor(), cfg.Server.PublicURL
+	for _, r := range cfg.Notify.AllRoutes() {
+		for _, key := range r.Receivers() {
+			var (
+				sender runner.Sender
+				err    error
+			)
+			switch strings.TrimPrefix(key, r.Name+"/") {
+			case checks.ReceiverSlack:
+				sender, err = slack.New(slack.Config{
+					WebhookURL: r.Slack.WebhookURL.Reveal(),
+					Token:      r.Slack.Token.Reveal(),
+					Channel:    r.Slack.Channel,
+					APIURL:     r.Slack.APIURL,
+					Redactor:   redactor,
+					BaseURL:    base,
+				})
+			case checks.ReceiverAlertmanager:
+				sender, err = alertmanager.New(alertmanager.Config{
+					URL:      r.Alertmanager.URL.Reveal(),
+					Redactor: redactor,
+					BaseURL:  base,
+					Logger:   logger.With("receiver", key),
+				})
+			case checks.ReceiverWebhook:
+				sender, err = webhook.New(webhook.Config{
+					URL:      r.Webhook.URL.Reveal(),
+					Secret:   r.Webhook.Secret.Reveal(),
+					Redactor: redactor,
+					BaseURL:  base,
+				})
+			default:
+				err = fmt.Errorf("unknown receiver kind")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("receiver %s: %w", key, err)
+			}
+			out[key] = sender
+		}
+	}
+	return out, nil
 }
