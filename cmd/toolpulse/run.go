@@ -66,7 +66,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		return softwareError(err)
 	}
 	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
-		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
+		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled(), "routes", len(cfg.Notify.Routes))
 
 	var current atomic.Pointer[checks.Config]
 	current.Store(cfg)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -105,23 +106,59 @@ func (s *stack) reload(cfg *checks.Config) error { return s.daemon.Reload(cfg) }
 // alerts are only recorded. Every receiver links to the probe's page when
 // server.public_url is set, and scrubs every secret of the config. logger
 // gets what receivers do on their own (Alertmanager's re-posts).
+//
+// A receiver a reload leaves as it was is kept, not built again: the
+// Alertmanager receiver remembers the firing alerts it re-posts, and a
+// new one would let them end.
 func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return func(cfg *checks.Config) (runner.Senders, error) { return buildSenders(cfg, logger) }
+	var (
+		mu   sync.Mutex
+		kept = map[string]builtSender{}
+	)
+	return func(cfg *checks.Config) (runner.Senders, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		built, err := buildSenders(cfg, logger, kept)
+		if err != nil {
+			return nil, err
+		}
+		kept = built
+		out := make(runner.Senders, len(built))
+		for key, b := range built {
+			out[key] = b.sender
+		}
+		return out, nil
+	}
 }
 
-func buildSenders(cfg *checks.Config, logger *slog.Logger) (runner.Senders, error) {
-	out := runner.Senders{}
+// builtSender is a receiver with what it was built from.
+type builtSender struct {
+	spec   string
+	sender runner.Sender
+}
+
+func buildSenders(cfg *checks.Config, logger *slog.Logger, kept map[string]builtSender) (map[string]builtSender, error) {
+	out := map[string]builtSender{}
 	redactor, base := cfg.Redactor(), cfg.Server.PublicURL
+	// The redactor is part of every receiver: new secrets mean new ones.
+	common := base + "\x00" + strings.Join(cfg.Secrets(), "\x00")
 	for _, r := range cfg.Notify.AllRoutes() {
 		for _, key := range r.Receivers() {
+			kind := strings.TrimPrefix(key, r.Name+"/")
+			spec := strings.Join([]string{kind, r.Slack.WebhookURL.Reveal(), r.Slack.Token.Reveal(), r.Slack.Channel,
+				r.Slack.APIURL, r.Alertmanager.URL.Reveal(), r.Webhook.URL.Reveal(), r.Webhook.Secret.Reveal(), common}, "\x00")
+			if k, ok := kept[key]; ok && k.spec == spec {
+				out[key] = k
+				continue
+			}
 			var (
 				sender runner.Sender
 				err    error
 			)
-			switch strings.TrimPrefix(key, r.Name+"/") {
+			switch kind {
 			case checks.ReceiverSlack:
 				sender, err = slack.New(slack.Config{
 					WebhookURL: r.Slack.WebhookURL.Reveal(),
@@ -151,7 +188,7 @@ func buildSenders(cfg *checks.Config, logger *slog.Logger) (runner.Senders, erro
 			if err != nil {
 				return nil, fmt.Errorf("receiver %s: %w", key, err)
 			}
-			out[key] = sender
+			out[key] = builtSender{spec: spec, sender: sender}
 		}
 	}
 	return out, nil
