@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +120,14 @@ func TestRoutesEachTeamItsOwnAlerts(t *testing.T) {
 			if m.Probe != name {
 				t.Errorf("the Slack of %s got a message about %s: %s", name, m.Probe, m.Text)
 			}
+			if link := "https://toolpulse.example.com/probes/" + name; !strings.Contains(string(m.Blocks), link) {
+				t.Errorf("a message about %s lacks the link %s", name, link)
+			}
+		}
+	}
+	for _, m := range searchSlack.Messages() {
+		if !strings.Contains(string(m.Blocks), "labels `team=search`") {
+			t.Errorf("a message about search lacks its labels: %s", m.Blocks)
 		}
 	}
 	for _, b := range hook.payloads() {
