@@ -73,11 +73,11 @@ const (
 // tries or too old. Delivery is at least once: an alert whose delivery
 // could not be recorded may be sent again.
 type Deliverer struct {
-	// pausedUntil holds every delivery back after the receiver asked for
-	// it (a 429's Retry-After): the limit is the receiver's, not one
-	// alert's, so the next alert must wait too. Only Run's goroutine
-	// touches it.
-	pausedUntil time.Time
+	// pausedUntil holds a receiver's deliveries back after it asked for
+	// it (a 429's Retry-After), by receiver key: the limit is the
+	// receiver's, not one alert's, so its next alert must wait too, but
+	// another receiver's need not. Only Run's goroutine touches it.
+	pausedUntil map[string]time.Time
 	observer    Observer
 	store       Store
 	sender      Sender
@@ -117,6 +117,7 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 		grace:       shutdownGrace,
 		wake:        make(chan struct{}, 1),
 		unmarked:    map[int64]time.Time{},
+		pausedUntil: map[string]time.Time{},
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -185,8 +186,17 @@ func (d *Deliverer) Run(ctx context.Context) {
 // sleep returns how long Run may wait before the next pass: until the
 // earliest pending alert is due, but never longer than the poll interval.
 func (d *Deliverer) sleep(ctx context.Context) time.Duration {
-	if pause := d.pausedUntil.Sub(d.now()); pause > 0 {
-		return pause
+	// The earliest due alert may be one of a paused receiver, which the
+	// pass left: then the end of the first pause is the next thing to do.
+	pause := time.Duration(0)
+	now := d.now()
+	for key, until := range d.pausedUntil {
+		switch left := until.Sub(now); {
+		case left <= 0:
+			delete(d.pausedUntil, key)
+		case pause == 0 || left < pause:
+			pause = left
+		}
 	}
 	next, ok, err := d.store.NextAlertDue(ctx)
 	if err != nil {
@@ -199,10 +209,15 @@ func (d *Deliverer) sleep(ctx context.Context) time.Duration {
 	if !ok {
 		return d.poll
 	}
-	return min(max(next.Sub(d.now()), 0), d.poll)
+	wait := max(next.Sub(d.now()), 0)
+	if pause > 0 && wait < pause {
+		wait = pause
+	}
+	return min(wait, d.poll)
 }
 
-// pass delivers every alert due now, and reports false when the store
+// pass delivers every alert due now whose receiver is not paused, and
+// reports false when the store
 // failed, so that Run waits a full poll interval before it asks again
 // rather than spinning on alerts the store cannot mark. Each alert is tried
 // at most once per pass, so that a retry due at once (full jitter may draw
@@ -226,14 +241,15 @@ func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
 			if ctx.Err() != nil {
 				return true
 			}
-			if d.now().Before(d.pausedUntil) {
-				return true
-			}
 			if tried[a.ID] {
 				continue
 			}
 			tried[a.ID] = true
 			fresh++
+			if d.now().Before(d.pausedUntil[a.Receiver]) {
+				// Its receiver asked to wait; the others need not.
+				continue
+			}
 			if !d.deliver(ctx, a) {
 				return false
 			}
@@ -262,7 +278,7 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	tries := a.DeliveryTries + 1
 	retry, retryAfter, err := d.send(ctx, a)
 	if retryAfter > 0 {
-		d.pausedUntil = d.now().Add(min(retryAfter, maxRetryAfter))
+		d.pausedUntil[a.Receiver] = d.now().Add(min(retryAfter, maxRetryAfter))
 	}
 	switch {
 	case err == nil:
