@@ -168,12 +168,3 @@ func (c *Config) Probe(name string) *Probe {
 	}
 	return nil
 }
-
-// ProbeLink returns the address of the probe's page on the status page,
-// {server.public_url}/probes/{name}, or "" without a public URL.
-func (c *Config) ProbeLink(name string) string {
-	if c.Server.PublicURL == "" {
-		return ""
-	}
-	return c.Server.PublicURL + "/probes/" + url.PathEscape(name)
-}

@@ -17,9 +17,6 @@ func TestLoadRoutes(t *testing.T) {
 	if got, want := cfg.Server.PublicURL, "https://toolpulse.example.com"; got != want {
 		t.Errorf("PublicURL = %q, want %q (trailing slash dropped)", got, want)
 	}
-	if got, want := cfg.ProbeLink("research_gold"), "https://toolpulse.example.com/probes/research_gold"; got != want {
-		t.Errorf("ProbeLink = %q, want %q", got, want)
-	}
 	// The top-level policy, written after routes, is what routes start from.
 	top := Notify{On: DefaultNotifyOn, FailureThreshold: 2, RepeatInterval: 2 * time.Hour,
 		SendResolved: true, UpdateOnCodeChange: true}
@@ -73,15 +70,14 @@ func TestLoadRoutes(t *testing.T) {
 	if got := r[2].Slack; got.Token.Reveal() != "xoxb-payments-1" || got.Channel != "#payments" {
 		t.Errorf("slack = %+v", got)
 	}
-	if got := cfg.AllRoutesNames(); !slices.Equal(got, []string{"routes[0]", "routes[1]", "routes[2]", "default"}) {
+	if got := routeNames(cfg.Notify.AllRoutes()); !slices.Equal(got, []string{"routes[0]", "routes[1]", "routes[2]", "default"}) {
 		t.Errorf("AllRoutes = %v", got)
 	}
 }
 
-// AllRoutesNames is a test helper listing AllRoutes by name.
-func (c *Config) AllRoutesNames() []string {
+func routeNames(routes []Route) []string {
 	var out []string
-	for _, r := range c.Notify.AllRoutes() {
+	for _, r := range routes {
 		out = append(out, r.Name)
 	}
 	return out
