@@ -45,6 +45,9 @@ type Storage struct {
 type Server struct {
 	Listen string // "" disables the server
 	Token  Secret
+	// PublicURL is where people reach the status page, without a trailing
+	// slash; messages link to {PublicURL}/probes/{name}. "" means no links.
+	PublicURL string
 }
 
 // Notify says where alerts go and when.
@@ -57,6 +60,9 @@ type Notify struct {
 	// UpdateOnCodeChange sends an update when a firing alert's code
 	// changes within the same outcome; a change of outcome always does.
 	UpdateOnCodeChange bool
+	// Routes send the alerts of matching probes elsewhere, in file order;
+	// see Route.
+	Routes []Route
 }
 
 // Slack is either a webhook or a bot token with a channel.
@@ -125,6 +131,14 @@ func (c *Config) Secrets() []string {
 	add(c.Server.Token)
 	add(c.Notify.Slack.WebhookURL)
 	add(c.Notify.Slack.Token)
+	for _, r := range c.Notify.Routes {
+		add(r.Slack.WebhookURL)
+		add(r.Slack.Token)
+		add(Secret(urlPassword(r.Alertmanager.URL.Reveal())))
+		add(r.Webhook.URL)
+		add(Secret(urlPassword(r.Webhook.URL.Reveal())))
+		add(r.Webhook.Secret)
+	}
 	for _, p := range c.Probes {
 		// Credentials in the URL: Go sends them as "Basic base64(user:pass)",
 		// and a provider may echo either form.

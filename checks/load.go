@@ -23,8 +23,8 @@ const maxConfigBytes = 16 << 20
 var (
 	topKeys    = []string{"version", "storage", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
 	storageKey = []string{"path", "retention"}
-	serverKeys = []string{"listen", "token"}
-	notifyKeys = []string{"slack", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
+	serverKeys = []string{"listen", "token", "public_url"}
+	notifyKeys = []string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
 	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
 )
@@ -235,6 +235,16 @@ func (l *loader) server(e entry, s *Server) {
 		case "token":
 			v, _ := d.str(x.value, x.path)
 			s.Token = Secret(v)
+		case "public_url":
+			v, ok := d.str(x.value, x.path)
+			if !ok || v == "" {
+				return
+			}
+			if problem := publicURLProblem(v); problem != "" {
+				d.errorf(x.value, "%s: expected an absolute http:// or https:// URL such as https://toolpulse.example.com: %s", x.path, problem)
+				return
+			}
+			s.PublicURL = strings.TrimRight(v, "/")
 		}
 	})
 	if listenN == nil || !listenOK || s.Listen == "" {
@@ -262,49 +272,21 @@ func isLoopback(host string) bool {
 
 func (l *loader) notify(e entry, n *Notify) {
 	d := l.d
+	var routes *entry
 	d.object(e.value, e.path, notifyKeys, func(x entry) {
-		switch x.key {
-		case "slack":
+		switch {
+		case x.key == "slack":
 			l.slack(x, &n.Slack)
-		case "on":
-			items, ok := d.list(x.value, x.path)
-			if !ok {
-				return
-			}
-			n.On = []string{}
-			seen := map[string]bool{}
-			for i, item := range items {
-				p := index(x.path, i)
-				s, ok := d.str(item, p)
-				switch {
-				case !ok:
-				case !slices.Contains(alertOn, s):
-					d.errorf(item, "%s: unknown alert trigger %q; expected contract_error, unavailable or shape_drift", p, s)
-				case seen[s]:
-					d.errorf(item, "%s: %s is listed twice", p, s)
-				default:
-					seen[s] = true
-					n.On = append(n.On, s)
-				}
-			}
-		case "failure_threshold":
-			v, ok := d.integer(x.value, x.path)
-			if ok && v < 1 {
-				d.errorf(x.value, "%s: must be at least 1 (consecutive non-pass runs before the first alert), got %d", x.path, v)
-			}
-			n.FailureThreshold = int(v)
-		case "repeat_interval":
-			v, ok := d.duration(x.value, x.path)
-			if ok && v <= 0 {
-				d.errorf(x.value, "%s: must be positive, got %s", x.path, fmtDuration(v))
-			}
-			n.RepeatInterval = v
-		case "send_resolved":
-			n.SendResolved, _ = d.boolean(x.value, x.path)
-		case "update_on_code_change":
-			n.UpdateOnCodeChange, _ = d.boolean(x.value, x.path)
+		case x.key == "routes":
+			// Routes start from the top-level policy, which may come later.
+			routes = &x
+		default:
+			l.policyKey(x, n)
 		}
 	})
+	if routes != nil {
+		n.Routes = l.routes(*routes, n.Default().Notify)
+	}
 }
 
 func (l *loader) slack(e entry, s *Slack) {
@@ -348,6 +330,21 @@ func (l *loader) slack(e entry, s *Slack) {
 	case s.Channel != "" && at["token"] == nil:
 		d.errorf(at["channel"], "%s.channel: channel needs token (a Slack bot token)", e.path)
 	}
+}
+
+// publicURLProblem says why s cannot prefix the links in messages, or "".
+func publicURLProblem(s string) string {
+	if p := httpURLProblem(s); p != "" {
+		return p
+	}
+	u, _ := url.Parse(s)
+	switch {
+	case u.User != nil:
+		return "it must not carry credentials: it is shown in every message"
+	case u.RawQuery != "" || u.Fragment != "":
+		return "it must not have a query or fragment"
+	}
+	return ""
 }
 
 // httpURLProblem says why s is not an absolute http(s) URL, or "". It never

@@ -135,6 +135,9 @@ var invalidConfigs = []struct {
 	{rule: "probe-name", want: []string{
 		`testdata/invalid-probe-name.yaml:6:11: probes[0].name: "External Search" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 	}},
+	{rule: "public-url", want: []string{
+		"testdata/invalid-public-url.yaml:3:15: server.public_url: expected an absolute http:// or https:// URL such as https://toolpulse.example.com: no scheme",
+	}},
 	{rule: "repeat-interval", want: []string{
 		"testdata/invalid-repeat-interval.yaml:3:20: notify.repeat_interval: must be positive, got 0s",
 	}},
@@ -144,6 +147,20 @@ var invalidConfigs = []struct {
 	{rule: "fail-code", want: []string{
 		`testdata/invalid-fail-code.yaml:7:16: select rule (line 3, column 10): fail code "Not-Snake" is not snake_case (a lower-case letter, then up to 63 of a-z, 0-9 and _)`,
 		`testdata/invalid-fail-code.yaml:8:34: validate rule (line 1, column 20): fail code "timeout" is reserved for unavailable outcomes; a rule raises contract_error codes only`,
+	}},
+	{rule: "routes", want: []string{
+		"testdata/invalid-routes.yaml:4:7: notify.routes[0]: a route needs at least one receiver: slack, alertmanager, webhook",
+		"testdata/invalid-routes.yaml:5:7: notify.routes[1]: match is required: the labels a probe must carry, such as match: {team: search}",
+		"testdata/invalid-routes.yaml:6:14: notify.routes[2].match: must list at least one label; a route that matches every probe belongs in notify.slack",
+		`testdata/invalid-routes.yaml:8:15: notify.routes[3].match: "team-name" is not a valid label name; expected letters, digits and _, not starting with a digit or __`,
+		"testdata/invalid-routes.yaml:9:27: notify.routes[3].alertmanager.url: expected an absolute http:// or https:// URL: no scheme",
+		"testdata/invalid-routes.yaml:10:26: notify.routes[3].failure_threshold: must be at least 1 (consecutive non-pass runs before the first alert), got 0",
+		`testdata/invalid-routes.yaml:11:7: notify.routes[3]: unknown key "colour"; expected one of match, slack, alertmanager, webhook, on, failure_threshold, repeat_interval, send_resolved, update_on_code_change`,
+		"testdata/invalid-routes.yaml:13:16: notify.routes[4].webhook: secret is required: the key that signs every body",
+		"testdata/invalid-routes.yaml:14:14: notify.routes[4].slack: expected webhook_url, or token with channel; a route's receiver cannot be empty",
+		"testdata/invalid-routes.yaml:16:21: notify.routes[5].alertmanager: url is required, such as http://127.0.0.1:9093",
+		`testdata/invalid-routes.yaml:17:12: notify.routes[5].on[0]: unknown alert trigger "pass"; expected contract_error, unavailable or shape_drift`,
+		"testdata/invalid-routes.yaml:18:24: notify.routes[5].repeat_interval: must be positive, got 0s",
 	}},
 	{rule: "select-compile", want: []string{
 		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons",

@@ -121,6 +121,41 @@ func Schema() ([]byte, error) {
 	probe["not"] = map[string]any{"properties": map[string]any{"request": map[string]any{"required": []string{"json", "body"}}}, "required": []string{"request"}}
 
 	alertTriggers := slices.Clone(alertOn)
+	slackReceiver := func(name string) map[string]any {
+		return b.object(name, slackKeys, nil, map[string]any{
+			"webhook_url": str(),
+			"token":       str(),
+			"channel":     str(),
+			"api_url":     str(),
+		})
+	}
+	onList := map[string]any{
+		"type":        "array",
+		"uniqueItems": true,
+		"items":       map[string]any{"enum": alertTriggers},
+	}
+	route := b.object("route", routeKeys, []string{"match"}, map[string]any{
+		"match": map[string]any{
+			"type":                 "object",
+			"minProperties":        1,
+			"propertyNames":        map[string]any{"pattern": labelName.String()},
+			"additionalProperties": scalarString(),
+			"description":          "the labels a probe must carry, every one of them",
+		},
+		"slack":                 slackReceiver("route slack"),
+		"alertmanager":          b.object("alertmanager", alertmanagerKeys, []string{"url"}, map[string]any{"url": str()}),
+		"webhook":               b.object("webhook", webhookKeys, []string{"url", "secret"}, map[string]any{"url": str(), "secret": str()}),
+		"on":                    onList,
+		"failure_threshold":     integer(1),
+		"repeat_interval":       durationSchema("a still-failing probe is re-alerted at most this often", true),
+		"send_resolved":         boolSchema(),
+		"update_on_code_change": boolSchema(),
+	})
+	route["anyOf"] = []any{
+		map[string]any{"required": []string{"slack"}},
+		map[string]any{"required": []string{"alertmanager"}},
+		map[string]any{"required": []string{"webhook"}},
+	}
 	root := b.object("checks.yaml", topKeys, []string{"version"}, map[string]any{
 		"version": map[string]any{"const": 1},
 		"storage": b.object("storage", storageKey, nil, map[string]any{
@@ -130,21 +165,15 @@ func Schema() ([]byte, error) {
 		"server": b.object("server", serverKeys, nil, map[string]any{
 			"listen": withDoc(str(), "host:port of the status page, API and /metrics; \"\" disables it"),
 			"token":  withDoc(str(), "bearer token; required for a non-loopback listen"),
+			"public_url": map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)",
+				"description": "absolute http(s) URL of the status page, for links in alerts"},
 		}),
 		"max_concurrency": withDoc(integer(1), "runs in flight at once, across all probes"),
 		"defaults":        b.object("defaults", tuningKeys, nil, tuning),
 		"notify": b.object("notify", notifyKeys, nil, map[string]any{
-			"slack": b.object("slack", slackKeys, nil, map[string]any{
-				"webhook_url": str(),
-				"token":       str(),
-				"channel":     str(),
-				"api_url":     str(),
-			}),
-			"on": map[string]any{
-				"type":        "array",
-				"uniqueItems": true,
-				"items":       map[string]any{"enum": alertTriggers},
-			},
+			"slack":                 slackReceiver("slack"),
+			"routes":                map[string]any{"type": "array", "items": route, "description": "the first route whose match a probe's labels meet takes its alerts"},
+			"on":                    onList,
 			"failure_threshold":     withDoc(integer(1), "consecutive non-pass runs before the first alert"),
 			"repeat_interval":       durationSchema("a still-failing probe is re-alerted at most this often", true),
 			"send_resolved":         boolSchema(),

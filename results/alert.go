@@ -54,7 +54,12 @@ type Alert struct {
 	Probe string
 	// Labels are the probe's labels (checks.yaml), for receivers that
 	// carry them and for routing by label (SPEC §8); nil when it has none.
-	Labels      map[string]string
+	Labels map[string]string
+	// Receiver is the key of the receiver the alert is for, such as
+	// "default/slack" or "routes[0]/webhook": a route with several
+	// receivers makes one alert for each. "" when it has none (a skipped
+	// alert, or one recorded before receivers had keys).
+	Receiver    string
 	CreatedAt   time.Time
 	OperationID string
 	Outcome     Outcome

@@ -48,12 +48,16 @@ func policyRun(p string, i int, s policyStep) *results.Result {
 	return r
 }
 
+// testSlack is a default receiver for tests, so that alerts of probes on the
+// default route have one to be pending for.
+var testSlack = checks.Slack{WebhookURL: "http://127.0.0.1:9/slack"}
+
 func notifyOn(threshold int, repeat time.Duration, sendResolved bool, on ...string) checks.Notify {
 	if len(on) == 0 {
 		on = []string{"contract_error", "unavailable", "shape_drift"}
 	}
 	return checks.Notify{On: on, FailureThreshold: threshold, RepeatInterval: repeat, SendResolved: sendResolved,
-		UpdateOnCodeChange: true}
+		UpdateOnCodeChange: true, Slack: testSlack}
 }
 
 const (

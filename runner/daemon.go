@@ -44,10 +44,12 @@ var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
 type Deps struct {
 	// Store is where runs are recorded and alerts wait to be delivered.
 	Store Store
-	// Senders returns the alert receiver a config asks for, or nil when it
-	// configures none (alerts are then recorded, not sent). New and Reload
-	// call it; nil: no config has a receiver.
-	Senders func(*checks.Config) (Sender, error)
+	// Senders returns the alert receivers a config asks for, by receiver
+	// key (checks.Route.Receivers); none means alerts are recorded, not
+	// sent. New and Reload call it; nil: no config has a receiver. A
+	// Sender that is also a Looper is run while the daemon runs, until a
+	// reload replaces it.
+	Senders func(*checks.Config) (Senders, error)
 	// Observer is told of every finished run, drift event, delivery and
 	// store failure, for metrics; nil: none.
 	Observer Observer
@@ -112,8 +114,8 @@ type Daemon struct {
 	exec     *Executor
 	rec      *Recorder
 	deliv    *Deliverer
-	senders  func(*checks.Config) (Sender, error)
-	sender   *switchSender
+	senders  func(*checks.Config) (Senders, error)
+	sender   *receiverSet
 	grace    time.Duration
 	limit    *limiter
 	// drainWait is how long shutdown waits for cancelled runs to return:
@@ -160,7 +162,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		clock:    deps.Clock,
 		rand:     deps.Rand,
 		senders:  deps.Senders,
-		sender:   &switchSender{},
+		sender:   &receiverSet{},
 		grace:    deps.GracePeriod,
 		observer: observerOr(deps.Observer),
 		limit:    newLimiter(cfg.MaxConcurrency),
@@ -179,7 +181,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		d.rand = rand.Float64
 	}
 	if d.senders == nil {
-		d.senders = func(*checks.Config) (Sender, error) { return nil, nil }
+		d.senders = func(*checks.Config) (Senders, error) { return nil, nil }
 	}
 	switch {
 	case d.grace == 0:
@@ -187,11 +189,11 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	case d.grace < 0:
 		d.grace = 0
 	}
-	sender, err := d.senders(cfg)
+	senders, err := d.senders(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runner: New: %w", err)
 	}
-	d.sender.set(sender)
+	d.sender.set(senders)
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
@@ -200,7 +202,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
-		Logger: d.logger, Deliver: sender != nil, Observer: d.observer, Wake: d.deliv.Wake,
+		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
 	})
 	d.observer.SetProbes(probeNames(cfg))
@@ -296,12 +298,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer close(delivered)
 		d.deliv.Run(dctx)
 	}()
+	d.sender.start(ctx)
 
 	<-ctx.Done()
 	d.shutdown()
 	closeQueue()
 	stopDeliverer()
 	<-delivered
+	d.sender.stop()
 	d.exec.CloseIdleConnections()
 	d.setState(stateStopped)
 	d.logger.Info("scheduler stopped")
@@ -392,15 +396,15 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	if state >= stateStopping {
 		return ErrDaemonStopped
 	}
-	sender, err := d.senders(cfg)
+	senders, err := d.senders(cfg)
 	if err != nil {
 		return fmt.Errorf("runner: Reload: %w", err)
 	}
 
-	d.sender.set(sender)
+	d.sender.set(senders)
 	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)
-	d.rec.SetNotify(cfg.Notify, sender != nil)
+	d.rec.SetConfig(cfg, len(senders) > 0)
 	// Before the schedule changes, so that the first runs of added probes
 	// count.
 	d.observer.SetProbes(probeNames(cfg))

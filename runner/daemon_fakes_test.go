@@ -181,7 +181,7 @@ func schedProbe(t *testing.T, name, url string, interval time.Duration) *checks.
 func schedConfig(maxConcurrency int, probes ...*checks.Probe) *checks.Config {
 	return &checks.Config{
 		MaxConcurrency: maxConcurrency,
-		Notify:         checks.Notify{FailureThreshold: 1, RepeatInterval: time.Hour, SendResolved: true},
+		Notify:         checks.Notify{FailureThreshold: 1, RepeatInterval: time.Hour, SendResolved: true, Slack: testSlack},
 		Probes:         probes,
 	}
 }

@@ -547,7 +547,7 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	cfg.Notify.On = []string{"unavailable", "contract_error"}
 	sender := &schedSender{}
 	h := schedNew(t, cfg, func(o *Deps) {
-		o.Senders = func(*checks.Config) (Sender, error) { return sender, nil }
+		o.Senders = func(*checks.Config) (Senders, error) { return Senders{"default/slack": sender}, nil }
 		o.Delivery = DelivererOptions{PollInterval: time.Hour}
 	})
 	h.run()
@@ -604,7 +604,7 @@ func TestNewRequires(t *testing.T) {
 		}
 	}
 	refused := errors.New("webhook URL is not https")
-	if _, err := New(cfg, Deps{Store: store, Senders: func(*checks.Config) (Sender, error) { return nil, refused }}); !errors.Is(err, refused) {
+	if _, err := New(cfg, Deps{Store: store, Senders: func(*checks.Config) (Senders, error) { return nil, refused }}); !errors.Is(err, refused) {
 		t.Errorf("with a receiver the config cannot build: err = %v, want %v", err, refused)
 	}
 	d, err := New(cfg, Deps{Store: store})
@@ -626,12 +626,12 @@ func TestReloadRefusesReceiverFirst(t *testing.T) {
 	first, second := &schedSender{}, &schedSender{}
 	h := schedNew(t, schedConfig(2), func(o *Deps) {
 		o.Observer = obs
-		o.Senders = func(cfg *checks.Config) (Sender, error) {
+		o.Senders = func(cfg *checks.Config) (Senders, error) {
 			switch cfg.MaxConcurrency {
 			case 2:
-				return first, nil
+				return Senders{"default/slack": first}, nil
 			case 3:
-				return second, nil
+				return Senders{"default/slack": second}, nil
 			}
 			return nil, refused
 		}
@@ -648,7 +648,7 @@ func TestReloadRefusesReceiverFirst(t *testing.T) {
 	if _, _, limit := h.d.limit.counts(); limit != 3 || obs.count("probes") != 2 {
 		h.Errorf("after the reload: limit %d, SetProbes called %d times; want 3 and 2", limit, obs.count("probes"))
 	}
-	if _, _, err := h.d.sender.Send(t.Context(), results.Alert{Probe: "a"}); err != nil || len(second.alerts()) != 1 || len(first.alerts()) != 0 {
+	if _, _, err := h.d.sender.Send(t.Context(), results.Alert{Probe: "a", Receiver: "default/slack"}); err != nil || len(second.alerts()) != 1 || len(first.alerts()) != 0 {
 		h.Errorf("alerts go to the old receiver after the reload (err %v)", err)
 	}
 }

@@ -43,7 +43,8 @@ type Store interface {
 	MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error
 }
 
-// Sender delivers one alert to its receiver (Slack). retry says whether a
+// Sender delivers one alert to its receiver (Slack, Alertmanager, a
+// webhook). retry says whether a
 // failure is worth another attempt; retryAfter, when positive, is the
 // receiver's own wish (a 429's Retry-After). Messages in err must not
 // contain secrets.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -74,11 +73,11 @@ const (
 // tries or too old. Delivery is at least once: an alert whose delivery
 // could not be recorded may be sent again.
 type Deliverer struct {
-	// pausedUntil holds every delivery back after the receiver asked for
-	// it (a 429's Retry-After): the limit is the receiver's, not one
-	// alert's, so the next alert must wait too. Only Run's goroutine
-	// touches it.
-	pausedUntil time.Time
+	// pausedUntil holds a receiver's deliveries back after it asked for
+	// it (a 429's Retry-After), by receiver key: the limit is the
+	// receiver's, not one alert's, so its next alert must wait too, but
+	// another receiver's need not. Only Run's goroutine touches it.
+	pausedUntil map[string]time.Time
 	observer    Observer
 	store       Store
 	sender      Sender
@@ -118,6 +117,7 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 		grace:       shutdownGrace,
 		wake:        make(chan struct{}, 1),
 		unmarked:    map[int64]time.Time{},
+		pausedUntil: map[string]time.Time{},
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -186,8 +186,17 @@ func (d *Deliverer) Run(ctx context.Context) {
 // sleep returns how long Run may wait before the next pass: until the
 // earliest pending alert is due, but never longer than the poll interval.
 func (d *Deliverer) sleep(ctx context.Context) time.Duration {
-	if pause := d.pausedUntil.Sub(d.now()); pause > 0 {
-		return pause
+	// The earliest due alert may be one of a paused receiver, which the
+	// pass left: then the end of the first pause is the next thing to do.
+	pause := time.Duration(0)
+	now := d.now()
+	for key, until := range d.pausedUntil {
+		switch left := until.Sub(now); {
+		case left <= 0:
+			delete(d.pausedUntil, key)
+		case pause == 0 || left < pause:
+			pause = left
+		}
 	}
 	next, ok, err := d.store.NextAlertDue(ctx)
 	if err != nil {
@@ -200,10 +209,15 @@ func (d *Deliverer) sleep(ctx context.Context) time.Duration {
 	if !ok {
 		return d.poll
 	}
-	return min(max(next.Sub(d.now()), 0), d.poll)
+	wait := max(next.Sub(d.now()), 0)
+	if pause > 0 && wait < pause {
+		wait = pause
+	}
+	return min(wait, d.poll)
 }
 
-// pass delivers every alert due now, and reports false when the store
+// pass delivers every alert due now whose receiver is not paused, and
+// reports false when the store
 // failed, so that Run waits a full poll interval before it asks again
 // rather than spinning on alerts the store cannot mark. Each alert is tried
 // at most once per pass, so that a retry due at once (full jitter may draw
@@ -227,14 +241,15 @@ func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
 			if ctx.Err() != nil {
 				return true
 			}
-			if d.now().Before(d.pausedUntil) {
-				return true
-			}
 			if tried[a.ID] {
 				continue
 			}
 			tried[a.ID] = true
 			fresh++
+			if d.now().Before(d.pausedUntil[a.Receiver]) {
+				// Its receiver asked to wait; the others need not.
+				continue
+			}
 			if !d.deliver(ctx, a) {
 				return false
 			}
@@ -263,7 +278,7 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	tries := a.DeliveryTries + 1
 	retry, retryAfter, err := d.send(ctx, a)
 	if retryAfter > 0 {
-		d.pausedUntil = d.now().Add(min(retryAfter, maxRetryAfter))
+		d.pausedUntil[a.Receiver] = d.now().Add(min(retryAfter, maxRetryAfter))
 	}
 	switch {
 	case err == nil:
@@ -364,6 +379,9 @@ func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why 
 // the Sender, whose contract keeps secrets out of it.
 func (d *Deliverer) attrs(a results.Alert, tries int, err error) []any {
 	attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "tries", tries}
+	if a.Receiver != "" {
+		attrs = append(attrs, "receiver", a.Receiver)
+	}
 	if err != nil {
 		attrs = append(attrs, "error", err.Error())
 	}
@@ -380,30 +398,4 @@ func lastError(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// switchSender lets a reload change where alerts go without restarting the
-// Deliverer. With no receiver configured it refuses for good, which the
-// Deliverer records as a failed delivery: it only sees alerts recorded
-// while a receiver existed (others are recorded as skipped).
-type switchSender struct {
-	mu     sync.RWMutex
-	sender Sender
-}
-
-func (s *switchSender) set(sender Sender) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sender = sender
-}
-
-// Send implements Sender.
-func (s *switchSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
-	s.mu.RLock()
-	sender := s.sender
-	s.mu.RUnlock()
-	if sender == nil {
-		return false, 0, errors.New("no alert receiver is configured any more")
-	}
-	return sender.Send(ctx, a)
 }

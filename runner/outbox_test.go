@@ -483,8 +483,10 @@ func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
 	if n := sender.callCount(); n != 1 {
 		t.Fatalf("Send called %d times in the pass that was rate limited, want 1", n)
 	}
-	if wait := d.sleep(context.Background()); wait != 30*time.Second {
-		t.Errorf("sleep after a 30s Retry-After = %v, want 30s", wait)
+	// The alerts left are the paused receiver's: no spinning on them, but
+	// no sleeping past the poll either (another receiver's may come due).
+	if wait := d.sleep(context.Background()); wait != DefaultDeliveryPoll {
+		t.Errorf("sleep after a 30s Retry-After = %v, want the poll interval %v", wait, DefaultDeliveryPoll)
 	}
 	clock.Advance(10 * time.Second)
 	d.pass(context.Background())
@@ -495,5 +497,35 @@ func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
 	d.pass(context.Background())
 	if got := store.storedAlert(secondID).State; got != results.DeliveryDelivered {
 		t.Errorf("second alert %s after the pause, want delivered", got)
+	}
+}
+
+// TestDeliverRetryAfterHoldsOnlyItsReceiver: a receiver's Retry-After holds
+// back its own alerts, not another receiver's.
+func TestDeliverRetryAfterHoldsOnlyItsReceiver(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	sender := &fakeSender{reply: func(_ int, a results.Alert) (bool, time.Duration, error) {
+		if a.Receiver == "default/slack" {
+			return true, 30 * time.Second, errors.New("slack: rate limited")
+		}
+		return false, 0, nil
+	}}
+	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0)})
+	var ids []int64
+	for _, key := range []string{"default/slack", "default/slack", "routes[0]/webhook"} {
+		a := testAlert(alertT0)
+		a.Receiver = key
+		ids = append(ids, store.enqueue(a))
+	}
+	d.pass(context.Background())
+	if got := store.storedAlert(ids[2]).State; got != results.DeliveryDelivered {
+		t.Errorf("the webhook's alert is %s while Slack is rate limited, want delivered", got)
+	}
+	if n := sender.callCount(); n != 2 {
+		t.Errorf("Send called %d times, want 2: Slack once, then the webhook", n)
+	}
+	if got := store.storedAlert(ids[1]); got.State != results.DeliveryPending || got.DeliveryTries != 0 {
+		t.Errorf("Slack's second alert: %s after %d tries, want pending, untried", got.State, got.DeliveryTries)
 	}
 }

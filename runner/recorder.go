@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -19,10 +20,15 @@ import (
 // RecorderOptions are a Recorder's dependencies. Every field is optional.
 type RecorderOptions struct {
 	Logger *slog.Logger // nil: discard
-	// Deliver says whether alerts go to a receiver. false (no Slack
-	// configured): alerts are still recorded, in the skipped state, so
-	// that the alerts table tells what would have been sent.
+	// Deliver says whether alerts go to their receivers at all. false
+	// (nothing to send with): alerts are still recorded, in the skipped
+	// state, so that the alerts table tells what would have been sent. A
+	// probe whose route has no receiver (the default route without Slack)
+	// has its alerts skipped either way.
 	Deliver bool
+	// Labels are each probe's labels, by probe name: they choose its route
+	// and travel with its alerts. nil: no probe has labels.
+	Labels map[string]map[string]string
 	// Observer is told of every recorded run, drift event, store failure
 	// and dropped run; nil: none.
 	Observer Observer
@@ -71,8 +77,9 @@ type Recorder struct {
 	baselines baselineCache
 	queue     *writeQueue
 
-	mu      sync.RWMutex // guards notify, deliver and states
+	mu      sync.RWMutex // guards notify, labels, deliver and states
 	notify  checks.Notify
+	labels  map[string]map[string]string
 	deliver bool
 	states  map[string]results.AlertState
 
@@ -93,13 +100,16 @@ type Decision struct {
 }
 
 // NewRecorder returns a Recorder that records into store and alerts as
-// notify says. Call Load before the first Record.
+// notify says: each probe by the policy of its route (see
+// checks.Notify.Route), one alert for each receiver of the route. Call Load
+// before the first Record.
 func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recorder {
 	rc := &Recorder{
 		store:    store,
 		logger:   opts.Logger,
 		wake:     opts.Wake,
 		notify:   notify,
+		labels:   opts.Labels,
 		deliver:  opts.Deliver,
 		observer: observerOr(opts.Observer),
 		states:   map[string]results.AlertState{},
@@ -153,6 +163,28 @@ func (rc *Recorder) SetNotify(n checks.Notify, deliver bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.deliver = n, deliver
+}
+
+// SetConfig is SetNotify with cfg's notify section, which also takes the
+// labels of cfg's probes, so that a reload that changes a probe's labels
+// moves its next alerts to the route they now match.
+func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
+	labels := ProbeLabels(cfg)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.notify, rc.labels, rc.deliver = cfg.Notify, labels, deliver
+}
+
+// ProbeLabels returns the labels of cfg's probes by probe name, as
+// RecorderOptions.Labels takes them.
+func ProbeLabels(cfg *checks.Config) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(cfg.Probes))
+	for _, p := range cfg.Probes {
+		if len(p.Labels) > 0 {
+			out[p.Name] = p.Labels
+		}
+	}
+	return out
 }
 
 // Record takes a finished run and records it with what it calls for: its
@@ -214,10 +246,12 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	defer rc.lockProbe(r.Probe)()
 
 	rc.mu.RLock()
-	notify, deliver := rc.notify, rc.deliver
+	route := rc.notify.Route(rc.labels[r.Probe])
+	labels, deliver := rc.labels[r.Probe], rc.deliver
 	st, known := rc.states[r.Probe]
 	rc.mu.RUnlock()
 	now := rc.now()
+	notify := route.Notify
 
 	var rec results.RunRecord
 	var d Decision
@@ -237,14 +271,11 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	}
 	next, alerts := decide(notify, st, r, now)
 	rec.Alerts = append(rec.Alerts, alerts...)
-	for i := range rec.Alerts {
-		a := &rec.Alerts[i]
-		if deliver {
-			a.State, a.NextAttemptAt = results.DeliveryPending, now
-		} else {
-			a.State = results.DeliverySkipped
-		}
+	var receivers []string
+	if deliver {
+		receivers = route.Receivers()
 	}
+	rec.Alerts = address(rec.Alerts, receivers, labels, now)
 	if !known || !sameState(next, st) {
 		rec.AlertState = &next
 	}
@@ -264,6 +295,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	for _, a := range rec.Alerts {
 		attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "state", a.State,
 			"operation_id", a.OperationID, "outcome", a.Outcome}
+		if a.Receiver != "" {
+			attrs = append(attrs, "receiver", a.Receiver)
+		}
 		if a.Code != "" {
 			attrs = append(attrs, "code", a.Code)
 		}
@@ -274,6 +308,32 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	}
 	d.Alerts = rec.Alerts
 	return d, nil
+}
+
+// address gives each alert the probe's labels and makes one copy of it
+// for each receiver, pending and due now: every receiver goes through the
+// outbox on its own, so one that is down holds up no other. With no
+// receiver an alert is recorded once, skipped.
+func address(alerts []results.Alert, receivers []string, labels map[string]string, now time.Time) []results.Alert {
+	if len(alerts) == 0 {
+		return alerts
+	}
+	out := make([]results.Alert, 0, len(alerts)*max(1, len(receivers)))
+	for _, a := range alerts {
+		a.Labels = maps.Clone(labels)
+		if len(receivers) == 0 {
+			a.State, a.NextAttemptAt = results.DeliverySkipped, time.Time{}
+			out = append(out, a)
+			continue
+		}
+		for _, key := range receivers {
+			b := a
+			b.Labels = maps.Clone(labels)
+			b.Receiver, b.State, b.NextAttemptAt = key, results.DeliveryPending, now
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // lockProbe locks probe's mutex and returns its unlock. The scheduler never

@@ -131,7 +131,7 @@ func allInStack(b *testing.B, providerURL string) (*runner.Executor, *runner.Rec
 	// The daemon's own Executor and Recorder, wired as runner.New wires
 	// them.
 	exec := runner.NewExecutor(runner.Options{Logger: s.logger, Redactor: cfg.Redactor()})
-	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Logger: s.logger, Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled()})
+	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Logger: s.logger, Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled(), Labels: runner.ProbeLabels(cfg)})
 	if err := rec.Load(context.Background()); err != nil {
 		b.Fatal(err)
 	}

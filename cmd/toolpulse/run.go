@@ -65,7 +65,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		return softwareError(err)
 	}
 	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
-		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled())
+		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled(), "routes", len(cfg.Notify.Routes))
 
 	state := newConfigState(root.configPath(e), cfg, nil)
 	load := func() (*checks.Config, error) { return root.loadConfig(e) }

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results/alertmanager"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
 	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/results/webhook"
 	"github.com/toolpulse/toolpulse/runner"
 )
 
@@ -51,7 +55,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	s.metricsHandler = prometheus.Handler(reg)
 	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
-		Senders:     newSender,
+		Senders:     newSenders(logger),
 		Observer:    s.metrics,
 		Logger:      logger,
 		GracePeriod: opts.grace,
@@ -121,18 +125,95 @@ func (s *stack) reloadFrom(state *configState, load func() (*checks.Config, erro
 	s.logger.Info("config reloaded", "config", next.Path, "probes", len(next.Probes))
 }
 
-// newSender returns the Slack sender the config asks for, or nil when
-// alerts are only recorded.
-func newSender(cfg *checks.Config) (runner.Sender, error) {
-	sl := cfg.Notify.Slack
-	if !sl.Enabled() {
-		return nil, nil
+// newSenders returns a receiver for every receiver key of cfg's routes
+// (checks.Route.Receivers), the default route's Slack included; none when
+// alerts are only recorded. Every receiver links to the probe's page when
+// server.public_url is set, and scrubs every secret of the config. logger
+// gets what receivers do on their own (Alertmanager's re-posts).
+//
+// A receiver a reload leaves as it was is kept, not built again: the
+// Alertmanager receiver remembers the firing alerts it re-posts, and a
+// new one would let them end.
+func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	return slack.New(slack.Config{
-		WebhookURL: sl.WebhookURL.Reveal(),
-		Token:      sl.Token.Reveal(),
-		Channel:    sl.Channel,
-		APIURL:     sl.APIURL,
-		Redactor:   cfg.Redactor(),
-	})
+	var (
+		mu   sync.Mutex
+		kept = map[string]builtSender{}
+	)
+	return func(cfg *checks.Config) (runner.Senders, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		built, err := buildSenders(cfg, logger, kept)
+		if err != nil {
+			return nil, err
+		}
+		kept = built
+		out := make(runner.Senders, len(built))
+		for key, b := range built {
+			out[key] = b.sender
+		}
+		return out, nil
+	}
+}
+
+// builtSender is a receiver with what it was built from.
+type builtSender struct {
+	spec   string
+	sender runner.Sender
+}
+
+func buildSenders(cfg *checks.Config, logger *slog.Logger, kept map[string]builtSender) (map[string]builtSender, error) {
+	out := map[string]builtSender{}
+	redactor, base := cfg.Redactor(), cfg.Server.PublicURL
+	// The redactor is part of every receiver: new secrets mean new ones.
+	common := base + "\x00" + strings.Join(cfg.Secrets(), "\x00")
+	for _, r := range cfg.Notify.AllRoutes() {
+		for _, key := range r.Receivers() {
+			kind := strings.TrimPrefix(key, r.Name+"/")
+			spec := strings.Join([]string{kind, r.Slack.WebhookURL.Reveal(), r.Slack.Token.Reveal(), r.Slack.Channel,
+				r.Slack.APIURL, r.Alertmanager.URL.Reveal(), r.Webhook.URL.Reveal(), r.Webhook.Secret.Reveal(), common}, "\x00")
+			if k, ok := kept[key]; ok && k.spec == spec {
+				out[key] = k
+				continue
+			}
+			var (
+				sender runner.Sender
+				err    error
+			)
+			switch kind {
+			case checks.ReceiverSlack:
+				sender, err = slack.New(slack.Config{
+					WebhookURL: r.Slack.WebhookURL.Reveal(),
+					Token:      r.Slack.Token.Reveal(),
+					Channel:    r.Slack.Channel,
+					APIURL:     r.Slack.APIURL,
+					Redactor:   redactor,
+					BaseURL:    base,
+				})
+			case checks.ReceiverAlertmanager:
+				sender, err = alertmanager.New(alertmanager.Config{
+					URL:      r.Alertmanager.URL.Reveal(),
+					Redactor: redactor,
+					BaseURL:  base,
+					Logger:   logger.With("receiver", key),
+				})
+			case checks.ReceiverWebhook:
+				sender, err = webhook.New(webhook.Config{
+					URL:      r.Webhook.URL.Reveal(),
+					Secret:   r.Webhook.Secret.Reveal(),
+					Redactor: redactor,
+					BaseURL:  base,
+				})
+			default:
+				err = fmt.Errorf("unknown receiver kind")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("receiver %s: %w", key, err)
+			}
+			out[key] = builtSender{spec: spec, sender: sender}
+		}
+	}
+	return out, nil
 }

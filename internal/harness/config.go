@@ -45,8 +45,9 @@ func Retain(d time.Duration) *time.Duration { return &d }
 // Server is the server: block. Listen is always written, "" disabling
 // the HTTP surface.
 type Server struct {
-	Listen string
-	Token  string
+	Listen    string
+	Token     string
+	PublicURL string
 }
 
 // Defaults is the defaults: block every probe inherits.
@@ -71,6 +72,52 @@ type Notify struct {
 	WebhookURL       string
 	FailureThreshold int
 	RepeatInterval   time.Duration
+	Routes           []Route
+}
+
+// Route is one entry of notify.routes: the labels it matches, its
+// receivers (each written when its URL is set) and its overrides of the
+// alert policy (each written when set).
+type Route struct {
+	Match            map[string]string
+	SlackWebhookURL  string
+	AlertmanagerURL  string
+	WebhookURL       string
+	WebhookSecret    string
+	On               []string
+	FailureThreshold int
+	RepeatInterval   time.Duration
+	SendResolved     *bool
+}
+
+func (r Route) fields() []string {
+	fields := []string{"match: " + flow(r.Match)}
+	if r.SlackWebhookURL != "" {
+		fields = append(fields, "slack: {webhook_url: "+strconv.Quote(r.SlackWebhookURL)+"}")
+	}
+	if r.AlertmanagerURL != "" {
+		fields = append(fields, "alertmanager: {url: "+strconv.Quote(r.AlertmanagerURL)+"}")
+	}
+	if r.WebhookURL != "" {
+		fields = append(fields, "webhook: {url: "+strconv.Quote(r.WebhookURL)+", secret: "+strconv.Quote(r.WebhookSecret)+"}")
+	}
+	if len(r.On) > 0 {
+		on := make([]any, len(r.On))
+		for i, o := range r.On {
+			on[i] = o
+		}
+		fields = append(fields, "on: "+flow(on))
+	}
+	if r.FailureThreshold > 0 {
+		fields = append(fields, "failure_threshold: "+strconv.Itoa(r.FailureThreshold))
+	}
+	if r.RepeatInterval != 0 {
+		fields = append(fields, "repeat_interval: "+duration(r.RepeatInterval))
+	}
+	if r.SendResolved != nil {
+		fields = append(fields, "send_resolved: "+strconv.FormatBool(*r.SendResolved))
+	}
+	return fields
 }
 
 // Consumer is one entry of consumers:, inline (Select, Validate) or from
@@ -159,6 +206,9 @@ func (c Config) YAML() string {
 	if c.Server.Token != "" {
 		server = append(server, "token: "+scalar(c.Server.Token))
 	}
+	if c.Server.PublicURL != "" {
+		server = append(server, "public_url: "+strconv.Quote(c.Server.PublicURL))
+	}
 	fmt.Fprintf(&b, "server: {%s}\n", strings.Join(server, ", "))
 	if c.MaxConcurrency > 0 {
 		fmt.Fprintf(&b, "max_concurrency: %d\n", c.MaxConcurrency)
@@ -190,6 +240,18 @@ func (c Config) YAML() string {
 			fmt.Fprintf(&b, "  failure_threshold: %d\n", n.FailureThreshold)
 		}
 		line(&b, "  repeat_interval", n.RepeatInterval)
+		if len(n.Routes) > 0 {
+			b.WriteString("  routes:\n")
+		}
+		for _, r := range n.Routes {
+			for i, f := range r.fields() {
+				if i == 0 {
+					fmt.Fprintf(&b, "    - %s\n", f)
+				} else {
+					fmt.Fprintf(&b, "      %s\n", f)
+				}
+			}
+		}
 	}
 	if len(c.Consumers) > 0 {
 		b.WriteString("consumers:\n")

@@ -33,6 +33,19 @@ func TestConfigYAML(t *testing.T) {
 	}{
 		{"daemon", Fast(prov, slack, "alpha", "beta")},
 		{"crash", crash},
+		{"routes", func() Config {
+			c := Fast(prov, slack, "alpha", "beta")
+			off := false
+			c.Server.PublicURL = "https://toolpulse.example.com"
+			c.Notify.Routes = []Route{
+				{Match: map[string]string{"team": "search"}, SlackWebhookURL: slack + "/search",
+					On: []string{"contract_error"}, FailureThreshold: 2, RepeatInterval: time.Minute, SendResolved: &off},
+				{Match: map[string]string{"team": "payments", "tier": "gold"}, WebhookURL: "http://127.0.0.1:4444/hook", WebhookSecret: "s3cret",
+					AlertmanagerURL: "http://127.0.0.1:9093"},
+			}
+			c.Probes[0].Labels = map[string]string{"team": "search"}
+			return c
+		}()},
 		{"every-field", Config{
 			Storage: Storage{Path: "x$y/results.db", Retention: Retain(8760 * time.Hour)},
 			Server:  Server{Listen: "127.0.0.1:9", Token: "${TOKEN}"},

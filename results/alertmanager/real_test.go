@@ -194,7 +194,7 @@ func TestRealAlertmanager(t *testing.T) {
 		"summary":      "external_search contract_error (unsupported_results_container): results is map",
 		"message":      "results is map",
 		"operation_id": f.OperationID,
-		"link":         "https://toolpulse.example.com/api/v1/probes/external_search/results",
+		"link":         "https://toolpulse.example.com/probes/external_search",
 	}
 	if fmt.Sprint(got.Annotations) != fmt.Sprint(wantAnn) {
 		t.Errorf("annotations = %v, want %v", got.Annotations, wantAnn)

@@ -97,11 +97,12 @@ func (n *Notifier) redact(s string) string {
 	return n.secrets.Redact(n.redactor.Redact(s))
 }
 
-// probeLink points at the probe's recent results in toolpulse's own API,
-// the link Slack messages carry too; "" without a base URL.
+// probeLink points at the probe's page on the status page,
+// {server.public_url}/probes/{name}, the link Slack messages carry too; ""
+// without a base URL.
 func probeLink(baseURL, probe string) string {
 	if baseURL == "" || probe == "" {
 		return ""
 	}
-	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+	return strings.TrimRight(baseURL, "/") + "/probes/" + url.PathEscape(probe)
 }

@@ -2,7 +2,9 @@ package slack
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -260,19 +262,31 @@ func contextBlock(a results.Alert, baseURL string) *goslack.ContextBlock {
 		add(fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>",
 			a.CreatedAt.Unix(), results.FormatTime(a.CreatedAt)))
 	}
+	if len(a.Labels) > 0 {
+		add("labels " + code(labelText(a.Labels)))
+	}
 	if link := probeLink(baseURL, a.Probe); link != "" {
-		add("<" + esc(link) + "|recent runs>")
+		add("<" + esc(link) + "|probe page>")
 	}
 	return goslack.NewContextBlock("", els...)
 }
 
-// probeLink points at the probe's recent results in toolpulse's own API
-// (SPEC §9), the one per-probe address the contract promises.
+// labelText is a probe's labels as "team=search, tier=gold", sorted.
+func labelText(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// probeLink points at the probe's page on the status page,
+// {server.public_url}/probes/{name} (SPEC §8).
 func probeLink(baseURL, probe string) string {
 	if baseURL == "" || probe == "" || strings.ContainsAny(baseURL, "|<> ") {
 		return ""
 	}
-	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+	return strings.TrimRight(baseURL, "/") + "/probes/" + url.PathEscape(probe)
 }
 
 // fallback is the one line a phone notification shows, e.g.

@@ -61,7 +61,7 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
-    a.previous_mode, a.modes,
+    a.previous_mode, a.modes, a.receiver, a.labels,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff`
 
 const alertFrom = `FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id`
@@ -167,12 +167,12 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		durationMS                            int64
 		httpStatus                            sql.NullInt64
 		dProbe, dOp, dAt, dBase, dCur, dLines sql.NullString
-		previous, modes                       sql.NullString
+		previous, modes, receiver, labels     sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
-		&previous, &modes,
+		&previous, &modes, &receiver, &labels,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines)
 	if err != nil {
 		return results.Alert{}, err
@@ -189,6 +189,10 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	if a.Modes, err = parseModes(modes); err != nil {
+		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
+	}
+	a.Receiver = receiver.String
+	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	for _, f := range []struct {

@@ -61,8 +61,8 @@ ON CONFLICT (probe) DO UPDATE SET
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
-    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
 func (s *Store) Record(ctx context.Context, r results.Result) error {
@@ -194,7 +194,8 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		}
 		previous, err1 := nullMode(a.Previous)
 		modes, err2 := nullModes(a.Modes)
-		if err := errors.Join(err1, err2); err != nil {
+		labels, err3 := nullLabels(a.Labels)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
 		res, err := tx.ExecContext(ctx, insertAlert,
@@ -202,7 +203,7 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
-			previous, modes)
+			previous, modes, nullString(a.Receiver), labels)
 		if err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}

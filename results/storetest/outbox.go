@@ -277,3 +277,46 @@ func outboxLatest(t *testing.T, impl Impl) {
 		t.Errorf("latest alert of %s = %+v, want the resolved %d", other.Result.Probe, a, other.Alerts[0].ID)
 	}
 }
+
+// outboxReceivers: an alert keeps the receiver it is for and the probe's
+// labels, so that a restart delivers each to its own receiver with the
+// labels the receiver shows; one run may carry an alert per receiver.
+func outboxReceivers(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	rec := alertRun("op-routed", results.AlertFiring, 0, results.DeliveryPending)
+	labels := map[string]string{"team": "search", "tier": "gold"}
+	slack := rec.Alerts[0]
+	slack.Receiver, slack.Labels = "routes[0]/slack", labels
+	hook := slack
+	hook.Receiver = "routes[0]/webhook"
+	bare := rec.Alerts[0]
+	bare.State = results.DeliverySkipped
+	rec.Alerts = []results.Alert{slack, hook, bare}
+	recordRun(t, s, rec)
+
+	all, err := s.Alerts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Fatalf("Alerts: %d, want 3", len(all))
+	}
+	got := map[int64]results.Alert{}
+	for _, a := range all {
+		got[a.ID] = a
+	}
+	for i, want := range []struct {
+		receiver string
+		labels   map[string]string
+	}{{"routes[0]/slack", labels}, {"routes[0]/webhook", labels}, {"", nil}} {
+		a, ok := got[rec.Alerts[i].ID]
+		if !ok {
+			t.Fatalf("alert %d (id %d) not read back", i, rec.Alerts[i].ID)
+		}
+		if a.Receiver != want.receiver || !reflect.DeepEqual(a.Labels, want.labels) {
+			t.Errorf("alert %d read back with receiver %q and labels %v, want %q and %v",
+				i, a.Receiver, a.Labels, want.receiver, want.labels)
+		}
+	}
+}

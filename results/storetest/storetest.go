@@ -108,6 +108,7 @@ var behaviours = []behaviour{
 	{"Outbox/due order and limit", outboxDueOrderAndLimit},
 	{"Outbox/failure modes read back", outboxModes},
 	{"Outbox/latest alert of each probe", outboxLatest},
+	{"Outbox/receiver and labels read back", outboxReceivers},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},

@@ -30,7 +30,7 @@ type Payload struct {
 	// CreatedAt is when the alert was made: for resolved, when the probe
 	// passed again.
 	CreatedAt time.Time `json:"created_at"`
-	// Link is the probe's recent runs in toolpulse's API; omitted when
+	// Link is the probe's page on toolpulse's status page; omitted when
 	// server.public_url is not set.
 	Link  string `json:"link,omitempty"`
 	Drift *Drift `json:"drift,omitempty"` // shape_drift only
@@ -93,11 +93,12 @@ func (n *Notifier) redact(s string) string {
 	return n.secrets.Redact(n.redactor.Redact(s))
 }
 
-// probeLink points at the probe's recent results in toolpulse's own API,
-// the link Slack messages carry too; "" without a base URL.
+// probeLink points at the probe's page on the status page,
+// {server.public_url}/probes/{name}, the link Slack messages carry too; ""
+// without a base URL.
 func probeLink(baseURL, probe string) string {
 	if baseURL == "" || probe == "" {
 		return ""
 	}
-	return strings.TrimRight(baseURL, "/") + "/api/v1/probes/" + url.PathEscape(probe) + "/results"
+	return strings.TrimRight(baseURL, "/") + "/probes/" + url.PathEscape(probe)
 }

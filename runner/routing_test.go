@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// routedNotify is a default route (Slack, threshold 1) and one route for
+// team search (Slack and a webhook, threshold 2, no resolved messages).
+func routedNotify() checks.Notify {
+	n := notifyOn(1, time.Hour, true)
+	search := notifyOn(2, time.Hour, false)
+	search.Slack = checks.Slack{}
+	n.Routes = []checks.Route{{
+		Name:    "routes[0]",
+		Match:   map[string]string{"team": "search"},
+		Slack:   checks.Slack{WebhookURL: "http://127.0.0.1:9/search"},
+		Webhook: checks.Webhook{URL: "http://127.0.0.1:9/hook", Secret: "s"},
+		Notify:  search,
+	}}
+	return n
+}
+
+// alertSummary is "kind receiver state labels" for each alert.
+func alertSummary(alerts []results.Alert) string {
+	var out []string
+	for _, a := range alerts {
+		out = append(out, fmt.Sprintf("%s %s %s %v", a.Kind, a.Receiver, a.State, a.Labels))
+	}
+	return fmt.Sprint(out)
+}
+
+func TestRecorderRoutes(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	labels := map[string]map[string]string{
+		"search":  {"team": "search"},
+		"billing": {"team": "billing"},
+	}
+	p := NewRecorder(store, routedNotify(), RecorderOptions{Clock: clock, Deliver: true, Labels: labels})
+
+	steps := []struct {
+		probe, code string
+		want        string
+	}{
+		// The route's threshold is 2: its first failure alerts nobody.
+		{"search", "timeout", "[]"},
+		// Then one alert for each of its receivers, with its labels.
+		{"search", "timeout", "[firing routes[0]/slack pending map[team:search] firing routes[0]/webhook pending map[team:search]]"},
+		// A probe that matches no route: the default, threshold 1.
+		{"billing", "timeout", "[firing default/slack pending map[team:billing]]"},
+		{"plain", "timeout", "[firing default/slack pending map[]]"},
+		// The route's send_resolved is off; the default's is on.
+		{"search", "", "[]"},
+		{"billing", "", "[resolved default/slack pending map[team:billing]]"},
+	}
+	for i, s := range steps {
+		clock.Advance(time.Minute)
+		alerts := process(t, p, pipelineRun(t, s.probe, clock.Now(), "", results.Code(s.code)))
+		// Each alert has labels of its own: changing one changes neither
+		// another nor the config.
+		if len(alerts) > 0 && alerts[0].Labels != nil {
+			alerts[0].Labels["team"] = "changed"
+			if len(alerts) > 1 && alerts[1].Labels["team"] == "changed" {
+				t.Errorf("step %d: two alerts share one labels map", i)
+			}
+			alerts[0].Labels["team"] = s.probe
+		}
+		if got := alertSummary(alerts); got != s.want {
+			t.Errorf("step %d (%s %q): alerts %s, want %s", i, s.probe, s.code, got, s.want)
+		}
+		for _, a := range alerts {
+			if !a.NextAttemptAt.Equal(clock.Now()) {
+				t.Errorf("step %d: %s due at %v, want now", i, a.Receiver, a.NextAttemptAt)
+			}
+		}
+	}
+	if labels["search"]["team"] != "search" || labels["billing"]["team"] != "billing" {
+		t.Errorf("an alert's labels are the config's map: %v", labels["search"])
+	}
+}
+
+// TestRecorderSetConfigMovesProbe: a reload that gives a probe new labels
+// sends its next alerts by its new route, and one without a receiver for
+// the default route records them as skipped.
+func TestRecorderSetConfigMovesProbe(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	probe := &checks.Probe{Name: "search"}
+	cfg := &checks.Config{Notify: routedNotify(), Probes: []*checks.Probe{probe}}
+	p := NewRecorder(store, cfg.Notify, RecorderOptions{Clock: clock, Deliver: true, Labels: ProbeLabels(cfg)})
+
+	clock.Advance(time.Minute)
+	if got, want := alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))),
+		"[firing default/slack pending map[]]"; got != want {
+		t.Fatalf("before the reload: %s, want %s", got, want)
+	}
+	clock.Advance(time.Minute)
+	process(t, p, pipelineRun(t, "search", clock.Now(), "", ""))
+
+	moved := *cfg
+	moved.Probes = []*checks.Probe{{Name: "search", Labels: map[string]string{"team": "search"}}}
+	p.SetConfig(&moved, true)
+	for range 2 {
+		clock.Advance(time.Minute)
+		process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	}
+	_, _, _, stored := store.snapshot()
+	if got, want := alertSummary(stored[len(stored)-2:]),
+		"[firing routes[0]/slack pending map[team:search] firing routes[0]/webhook pending map[team:search]]"; got != want {
+		t.Errorf("after the reload: %s, want %s", got, want)
+	}
+
+	bare := moved
+	bare.Notify = routedNotify()
+	bare.Notify.Slack = checks.Slack{}
+	bare.Probes = []*checks.Probe{{Name: "other"}}
+	p.SetConfig(&bare, true)
+	clock.Advance(time.Minute)
+	if got, want := alertSummary(process(t, p, pipelineRun(t, "other", clock.Now(), "", results.CodeTimeout))),
+		"[firing  skipped map[]]"; got != want {
+		t.Errorf("default route without a receiver: %s, want %s", got, want)
+	}
+}
