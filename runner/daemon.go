@@ -44,6 +44,9 @@ var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
 type Deps struct {
 	// Store is where runs are recorded and alerts wait to be delivered.
 	Store Store
+	// Silences are the silences that mute probes' alerts, read every
+	// SilenceRefresh; nil: nothing is silenced.
+	Silences Silences
 	// Senders returns the alert receiver a config asks for, or nil when it
 	// configures none (alerts are then recorded, not sent). New and Reload
 	// call it; nil: no config has a receiver.
@@ -202,9 +205,20 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: sender != nil, Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
+		Silences: deps.Silences,
 	})
+	d.rec.SetLabels(probeLabels(cfg))
 	d.observer.SetProbes(probeNames(cfg))
 	return d, nil
+}
+
+// probeLabels are the labels of cfg's probes, by probe name.
+func probeLabels(cfg *checks.Config) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(cfg.Probes))
+	for _, p := range cfg.Probes {
+		out[p.Name] = p.Labels
+	}
+	return out
 }
 
 // probeNames are the names of cfg's probes, in config order.
@@ -401,6 +415,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)
 	d.rec.SetNotify(cfg.Notify, sender != nil)
+	d.rec.SetLabels(probeLabels(cfg))
 	// Before the schedule changes, so that the first runs of added probes
 	// count.
 	d.observer.SetProbes(probeNames(cfg))
