@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,65 @@ func TestSilenceUsageErrors(t *testing.T) {
 	}
 	if code, out, _ := h.run("silence", "list", "--all"); code != exitOK || out != "no silences\n" {
 		t.Errorf("after refused adds: exit %d, list %q; want no silences", code, out)
+	}
+}
+
+// TestAPISilences: GET /api/v1/silences lists the active silences, and
+// with all=true the expired ones too.
+func TestAPISilences(t *testing.T) {
+	h := newCLIRun(t)
+	for _, args := range [][]string{
+		{"silence", "add", "--probe", "search", "--for", "2h", "--reason", "maintenance"},
+		{"silence", "add", "--label", "team=search", "--for", "1h", "--reason", "deploy"},
+		{"silence", "expire", "2"},
+	} {
+		if code, _, errOut := h.run(args...); code != exitOK {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	srv, _ := storedServer(t, h)
+	get := func(path string) (int, []silenceRow) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Silences []silenceRow `json:"silences"`
+		}
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+		return resp.StatusCode, body.Silences
+	}
+	if code, got := get("/api/v1/silences"); code != http.StatusOK || len(got) != 1 || got[0].ID != 1 ||
+		got[0].Reason != "maintenance" || got[0].Matchers.Probes[0] != "search" {
+		t.Errorf("GET /api/v1/silences: %d %+v, want 200 and silence 1 only", code, got)
+	}
+	if code, got := get("/api/v1/silences?all=true"); code != http.StatusOK || len(got) != 2 || got[1].ExpiredAt == nil {
+		t.Errorf("GET /api/v1/silences?all=true: %d %+v, want 200 and both, 2 expired", code, got)
+	}
+	if code, _ := get("/api/v1/silences?all=maybe"); code != http.StatusBadRequest {
+		t.Errorf("GET /api/v1/silences?all=maybe: %d, want 400", code)
+	}
+
+	// The status page names the active silence, not the expired one.
+	for _, path := range []string{"/", "/probes/search"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page := string(body)
+		if !strings.Contains(page, "silence 1: <code>probe=search</code>") || !strings.Contains(page, "maintenance") {
+			t.Errorf("GET %s does not show silence 1:\n%s", path, page)
+		}
+		if strings.Contains(page, "deploy") {
+			t.Errorf("GET %s shows the expired silence 2", path)
+		}
 	}
 }
