@@ -172,3 +172,34 @@ func TestRecorderCachesSilences(t *testing.T) {
 		t.Errorf("6 runs over %v: %d reads of the silences, want 2 (one per %v)", 5*time.Second, src.reads, SilenceRefresh)
 	}
 }
+
+// TestDaemonSilencesByLabel: the daemon hands the Recorder its probes'
+// labels and its Silences, so a label silence in the store mutes a
+// failing probe's alert.
+func TestDaemonSilencesByLabel(t *testing.T) {
+	schedCheckLeaks(t)
+	probe := schedProbe(t, "search", "http://127.0.0.1:1", time.Minute) // connection refused: unavailable
+	probe.Labels = map[string]string{"team": "search"}
+	cfg := schedConfig(4, probe)
+	cfg.Notify.On = []string{"unavailable"}
+	h := schedNew(t, cfg, func(d *Deps) { d.Silences = d.Store.(Silences) })
+	now := h.clock.Now()
+	if _, err := h.store.AddSilence(context.Background(), results.Silence{
+		Matchers: results.Matchers{Labels: map[string]string{"team": "search"}},
+		StartsAt: now, EndsAt: now.Add(time.Hour), Reason: "maintenance", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.tick(1, minStartLead+schedSkew)
+	h.waitRuns("search", 1)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := h.store.Alerts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alerts) != 1 || alerts[0].Kind != firing || alerts[0].State != skipped || alerts[0].LastError != SilencedError {
+		t.Fatalf("alerts %+v, want one firing alert, skipped, last error %q", alerts, SilencedError)
+	}
+}
