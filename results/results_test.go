@@ -142,3 +142,55 @@ func TestEnvelopeNeverEmptySuccess(t *testing.T) {
 		t.Errorf("pass envelope = %+v, want data set and error null", env)
 	}
 }
+
+func TestSilenceMatches(t *testing.T) {
+	labels := map[string]string{"team": "search", "env": "prod"}
+	tests := []struct {
+		name  string
+		m     Matchers
+		probe string
+		want  bool
+	}{
+		{"nothing matches nothing", Matchers{}, "search", false},
+		{"probe named", Matchers{Probes: []string{"weather", "search"}}, "search", true},
+		{"probe not named", Matchers{Probes: []string{"weather"}}, "search", false},
+		{"every label", Matchers{Labels: map[string]string{"team": "search", "env": "prod"}}, "search", true},
+		{"a label differs", Matchers{Labels: map[string]string{"team": "search", "env": "dev"}}, "search", false},
+		{"a label missing", Matchers{Labels: map[string]string{"region": "eu"}}, "search", false},
+		{"probe and label", Matchers{Probes: []string{"search"}, Labels: map[string]string{"env": "prod"}}, "search", true},
+		{"probe but not label", Matchers{Probes: []string{"search"}, Labels: map[string]string{"env": "dev"}}, "search", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (Silence{Matchers: tt.m}).Matches(tt.probe, labels); got != tt.want {
+				t.Errorf("Matches(%q): got %v, want %v", tt.probe, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSilenceActiveAt(t *testing.T) {
+	start := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	s := Silence{StartsAt: start, EndsAt: start.Add(time.Hour)}
+	tests := []struct {
+		name    string
+		expired time.Time
+		at      time.Time
+		want    bool
+	}{
+		{"before the start", time.Time{}, start.Add(-time.Millisecond), false},
+		{"at the start", time.Time{}, start, true},
+		{"at the end", time.Time{}, start.Add(time.Hour), false},
+		{"before its expiry", start.Add(time.Minute), start.Add(time.Second), true},
+		{"at its expiry", start.Add(time.Minute), start.Add(time.Minute), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := s
+			s.ExpiredAt = tt.expired
+			if got := s.ActiveAt(tt.at); got != tt.want {
+				t.Errorf("ActiveAt(%v): got %v, want %v", tt.at, got, tt.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,10 @@ import (
 // other triggers are outcome names.
 const notifyShapeDrift = string(results.AlertDrift)
 
+// SilencedError is the last error of an alert recorded, not sent, because
+// a silence covered its probe.
+const SilencedError = "silenced"
+
 // notifies reports whether notify.on lists trigger.
 func notifies(n checks.Notify, trigger string) bool {
 	return slices.Contains(n.On, trigger)
@@ -42,16 +46,25 @@ func notifies(n checks.Notify, trigger string) bool {
 //     reminder each time repeat_interval has passed since the last alert.
 //   - A run that toolpulse cancelled itself (shutdown) says nothing about
 //     the provider, so it leaves the memory as it was and alerts nothing.
+//   - While the probe is silenced, the run counts as any other, but the
+//     alert it calls for is returned skipped with last error "silenced",
+//     and the memory does not count it as announced: the streak does not
+//     start firing and its last notification and modes stay as they were.
+//     So when the silence ends on a probe still failing, the next run
+//     alerts then.
 //
-// Alerts are returned in the pending state; the caller decides whether
-// they are delivered or only recorded.
-func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.Time) (results.AlertState, []results.Alert) {
+// Alerts are returned in the pending state, unless silenced; the caller
+// decides whether pending ones are delivered or only recorded.
+func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.Time, silenced bool) (results.AlertState, []results.Alert) {
 	st.Probe = r.Probe
 	if r.Outcome == results.Pass {
 		var alerts []results.Alert
 		if st.Firing && n.SendResolved {
 			a := results.NewAlert(results.AlertResolved, r, now)
 			a.FailingSince, a.Modes = st.FailingSince, st.Modes
+			if silenced {
+				a.State, a.LastError = results.DeliverySkipped, SilencedError
+			}
 			alerts = append(alerts, a)
 		}
 		return results.AlertState{Probe: r.Probe}, alerts
@@ -96,6 +109,13 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 	a.FailingSince = st.FailingSince
 	if kind == results.AlertUpdate {
 		a.Previous = st.Notified
+	}
+	if silenced {
+		a.State, a.LastError = results.DeliverySkipped, SilencedError
+		if kind == results.AlertFiring {
+			st.Firing = false
+		}
+		return st, []results.Alert{a}
 	}
 	st.LastNotifiedAt, st.Notified = now, mode
 	st.Announced = results.AddMode(st.Announced, mode)

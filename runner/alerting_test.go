@@ -318,7 +318,7 @@ func TestAlertDecide(t *testing.T) {
 				now := r.StartedAt
 				before := st
 				var alerts []results.Alert
-				st, alerts = decide(c.notify, st, r, now)
+				st, alerts = decide(c.notify, st, r, now, false)
 				var kinds []results.AlertKind
 				for _, a := range alerts {
 					kinds = append(kinds, a.Kind)
@@ -392,7 +392,7 @@ func TestAlertModesInMessages(t *testing.T) {
 	} {
 		r := policyRun("search", i, s)
 		var alerts []results.Alert
-		st, alerts = decide(n, st, r, r.StartedAt)
+		st, alerts = decide(n, st, r, r.StartedAt, false)
 		got = append(got, alerts...)
 	}
 	if len(got) != 3 {

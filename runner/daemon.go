@@ -44,6 +44,9 @@ var ErrDaemonStopped = errors.New("runner: the daemon is stopped")
 type Deps struct {
 	// Store is where runs are recorded and alerts wait to be delivered.
 	Store Store
+	// Silences are the silences that mute probes' alerts, read every
+	// SilenceRefresh; nil: nothing is silenced.
+	Silences Silences
 	// Senders returns the alert receivers a config asks for, by receiver
 	// key (checks.Route.Receivers); none means alerts are recorded, not
 	// sent. New and Reload call it; nil: no config has a receiver. A
@@ -204,6 +207,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
+		Silences: deps.Silences,
 	})
 	d.observer.SetProbes(probeNames(cfg))
 	return d, nil

@@ -43,6 +43,15 @@ type Store interface {
 	MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error
 }
 
+// Silences is where the daemon reads the silences an operator added
+// (results/sqlite implements it). It is read every few seconds, so a new
+// silence takes effect without a reload.
+type Silences interface {
+	// Silences returns the silences not ended or expired at now, or every
+	// silence with includeExpired. An error means the store failed.
+	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
+}
+
 // Sender delivers one alert to its receiver (Slack, Alertmanager, a
 // webhook). retry says whether a
 // failure is worth another attempt; retryAfter, when positive, is the

@@ -47,7 +47,15 @@ type RecorderOptions struct {
 	// Redact scrubs secrets from a panic's text before it is logged; nil:
 	// nothing to scrub.
 	Redact func(string) string
+	// Silences are read, at most every SilenceRefresh on Clock, to decide
+	// whether a probe's alerts are muted; nil: nothing is ever silenced.
+	Silences Silences
 }
+
+// SilenceRefresh is how long the Recorder uses the silences it read
+// before reading them again: a silence added or expired takes effect
+// within this long.
+const SilenceRefresh = 5 * time.Second
 
 // recordTimeout bounds the recording of one run. A run is over when it is
 // recorded, and a shutdown that drains the runs in flight must not lose
@@ -79,12 +87,14 @@ type Recorder struct {
 
 	mu      sync.RWMutex // guards notify, labels, deliver and states
 	notify  checks.Notify
-	labels  map[string]map[string]string
+	labels  map[string]map[string]string // by probe: routes and silences match them
 	deliver bool
 	states  map[string]results.AlertState
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
+
+	silences *silenceCache // nil: nothing is silenced
 }
 
 // Decision is what the Recorder decided about a recorded run.
@@ -126,6 +136,9 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		clock = clockwork.NewRealClock()
 	}
 	rc.now = clock.Now
+	if opts.Silences != nil {
+		rc.silences = &silenceCache{src: opts.Silences}
+	}
 	if random == nil {
 		random = rand.Float64
 	}
@@ -252,6 +265,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	rc.mu.RUnlock()
 	now := rc.now()
 	notify := route.Notify
+	silenced := rc.silenced(ctx, r.Probe, labels, now)
 
 	var rec results.RunRecord
 	var d Decision
@@ -266,10 +280,13 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		if notifies(notify, notifyShapeDrift) {
 			a := results.NewAlert(results.AlertDrift, r, now)
 			a.Drift = drift
+			if silenced {
+				a.State, a.LastError = results.DeliverySkipped, SilencedError
+			}
 			rec.Alerts = append(rec.Alerts, a)
 		}
 	}
-	next, alerts := decide(notify, st, r, now)
+	next, alerts := decide(notify, st, r, now, silenced)
 	rec.Alerts = append(rec.Alerts, alerts...)
 	var receivers []string
 	if deliver {
@@ -321,6 +338,12 @@ func address(alerts []results.Alert, receivers []string, labels map[string]strin
 	out := make([]results.Alert, 0, len(alerts)*max(1, len(receivers)))
 	for _, a := range alerts {
 		a.Labels = maps.Clone(labels)
+		if a.State == results.DeliverySkipped {
+			// Silenced: recorded once, for no receiver, with the reason.
+			a.NextAttemptAt = time.Time{}
+			out = append(out, a)
+			continue
+		}
 		if len(receivers) == 0 {
 			a.State, a.NextAttemptAt = results.DeliverySkipped, time.Time{}
 			out = append(out, a)
@@ -350,4 +373,46 @@ func (rc *Recorder) lockProbe(probe string) (unlock func()) {
 	rc.locksMu.Unlock()
 	m.Lock()
 	return m.Unlock
+}
+
+// silenced reports whether an active silence covers probe at now. When the
+// silences cannot be read, the last ones read stand (none before the first
+// read): a store that fails is logged and counted, and alerting goes on.
+func (rc *Recorder) silenced(ctx context.Context, probe string, labels map[string]string, now time.Time) bool {
+	if rc.silences == nil {
+		return false
+	}
+	list, err := rc.silences.get(ctx, now)
+	if err != nil {
+		rc.logger.Error("reading silences failed; using the last ones read", "error", err)
+		rc.observer.StoreError("silences")
+	}
+	return results.Silenced(list, now, probe, labels)
+}
+
+// silenceCache holds the silences last read, for SilenceRefresh.
+type silenceCache struct {
+	src Silences
+
+	mu     sync.Mutex
+	list   []results.Silence
+	readAt time.Time // zero: never read
+}
+
+// get returns the silences active at now, reading them again when the
+// last read is SilenceRefresh old (or in the future: the clock went back).
+// On a failed read it returns the last list with the error, and tries
+// again on the next call.
+func (c *silenceCache) get(ctx context.Context, now time.Time) ([]results.Silence, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.readAt.IsZero() && now.Sub(c.readAt) < SilenceRefresh && !now.Before(c.readAt) {
+		return c.list, nil
+	}
+	list, err := c.src.Silences(ctx, now, false)
+	if err != nil {
+		return c.list, err
+	}
+	c.list, c.readAt = list, now
+	return list, nil
 }

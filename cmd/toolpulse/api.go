@@ -23,6 +23,7 @@ type readStore interface {
 	LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error)
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
 	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
+	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
 }
 
 // maxAPILimit bounds one page of the API, whatever the client asks.
@@ -154,6 +155,36 @@ func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 				Baseline: d.Baseline, Current: d.Current, Diff: d.Diff}
 		}
 		writeJSON(w, map[string]any{"drifts": out})
+	})
+}
+
+// handleSilences lists the silences not ended or expired at now, as
+// `toolpulse silence list --format json` prints them; all=true adds the
+// rest.
+func handleSilences(store readStore, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !onlyParams(w, r, "all") {
+			return
+		}
+		var all bool
+		switch v := r.URL.Query().Get("all"); v {
+		case "", "false":
+		case "true":
+			all = true
+		default:
+			writeAPIError(w, http.StatusBadRequest, "bad_request", "all: want true or false, got "+strconv.Quote(v))
+			return
+		}
+		silences, err := store.Silences(r.Context(), now(), all)
+		if err != nil {
+			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading silences failed")
+			return
+		}
+		out := make([]silenceRow, len(silences))
+		for i, s := range silences {
+			out[i] = toSilenceRow(s)
+		}
+		writeJSON(w, map[string]any{"silences": out})
 	})
 }
 

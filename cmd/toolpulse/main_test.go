@@ -292,7 +292,7 @@ func storedServer(t *testing.T, h *cliRun) (*httptest.Server, *checks.Config) {
 func serveStored(t *testing.T, h *cliRun) string {
 	t.Helper()
 	srv, cfg := storedServer(t, h)
-	paths := []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/healthz"}
+	paths := []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/api/v1/silences", "/healthz"}
 	for _, p := range cfg.Probes {
 		paths = append(paths, "/probes/"+p.Name, "/api/v1/probes/"+p.Name+"/results")
 	}

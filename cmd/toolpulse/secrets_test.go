@@ -93,7 +93,7 @@ func TestSecretsStayHidden(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		fmt.Fprintf(&served, "%s %d %v\n%s\n", path, resp.StatusCode, resp.Header, body)
 	}
-	for _, p := range []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/metrics", "/healthz",
+	for _, p := range []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/api/v1/silences", "/metrics", "/healthz",
 		"/probes/echo_body", "/probes/echo_error", "/probes/echo_key", "/probes/url_creds", "/probes/url_creds_down",
 		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope"} {
 		get(p, "Bearer "+tokenSecret)

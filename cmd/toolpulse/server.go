@@ -27,6 +27,14 @@ type serverDeps struct {
 	configBanner func() string
 }
 
+// nowFunc returns deps.now, or time.Now when it is nil.
+func (deps serverDeps) nowFunc() func() time.Time {
+	if deps.now == nil {
+		return time.Now
+	}
+	return deps.now
+}
+
 // newServer returns the HTTP surface of SPEC §9: every route is listed in
 // addRoutes; a bearer token, when configured, guards them all but /healthz,
 // which load balancers probe without credentials; the guard in front keeps
@@ -44,6 +52,7 @@ func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	mux.Handle("GET /api/v1/probes", requireToken(deps.token, handleProbes(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.token, handleProbeResults(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store, deps.probes)))
+	mux.Handle("GET /api/v1/silences", requireToken(deps.token, handleSilences(deps.store, deps.nowFunc())))
 	pages := newStatusPages(deps)
 	mux.Handle("GET /{$}", requireToken(deps.token, pages.handleOverview()))
 	mux.Handle("GET /probes/{name}", requireToken(deps.token, pages.handleProbe()))

@@ -55,6 +55,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	s.metricsHandler = prometheus.Handler(reg)
 	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
+		Silences:    store,
 		Senders:     newSenders(logger),
 		Observer:    s.metrics,
 		Logger:      logger,

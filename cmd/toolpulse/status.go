@@ -97,6 +97,15 @@ type page struct {
 	// ConfigBanner warns that the config file on disk is not the running
 	// config; "" when it is.
 	ConfigBanner string
+	// Silences are the silences muting alerts now, so that a quiet
+	// channel is not mistaken for a healthy one.
+	Silences []silenceView
+}
+
+// silenceView is an active silence as the pages show it.
+type silenceView struct {
+	ID                    int64
+	Matches, Ends, Reason string
 }
 
 // state is a probe's or a run's outcome as the page shows it: a class for
@@ -527,6 +536,17 @@ func (sp *statusPages) newPage(r *http.Request, now time.Time, title string) (pa
 		StopRefresh: r.URL.Path + "?" + stop.Encode(), GeneratedAt: results.FormatTime(now)}
 	if sp.banner != nil {
 		pg.ConfigBanner = sp.banner()
+	}
+	silences, serr := sp.store.Silences(r.Context(), now, false)
+	if serr != nil {
+		// The page is still worth showing without them.
+		sp.logger.Error("status page: reading silences failed", "error", serr)
+	}
+	for _, s := range silences {
+		if s.ActiveAt(now) {
+			pg.Silences = append(pg.Silences, silenceView{ID: s.ID, Matches: s.Matchers.String(),
+				Ends: results.FormatTime(s.EndsAt), Reason: s.Reason})
+		}
 	}
 	return pg, err
 }

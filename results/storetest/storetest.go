@@ -65,6 +65,15 @@ type Store interface {
 	// RecordedRuns returns the results of probe ("" every probe) in the
 	// order they were recorded.
 	RecordedRuns(ctx context.Context, probe string) ([]results.Result, error)
+	// AddSilence stores a silence and returns its id.
+	AddSilence(ctx context.Context, s results.Silence) (int64, error)
+	// Silences returns the silences not ended or expired at now, or
+	// every silence with includeExpired, in id order.
+	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
+	// ExpireSilence ends silence id at now, does nothing to one already
+	// ended or expired, and fails wrapping Impl.ErrNotFound for an
+	// unknown id.
+	ExpireSilence(ctx context.Context, id int64, now time.Time) error
 	// Ping checks that the store can read and take its write lock.
 	Ping(ctx context.Context) error
 	// Close closes the store; calling it again does nothing.
@@ -129,6 +138,8 @@ var behaviours = []behaviour{
 	{"Stats/outcome since", statsOutcomeSince},
 	{"Stats/drift events", statsDriftEvents},
 	{"Stats/empty", statsEmpty},
+	// Silences.
+	{"Silences/lifecycle", silencesLifecycle},
 	// Retention.
 	{"Prune/deletes only older", pruneOlder},
 	{"Prune/refuses a zero cutoff", pruneZeroCutoff},

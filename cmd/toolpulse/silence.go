@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
+)
+
+// silenceCmd groups the commands that mute alerts for a while. The daemon
+// reads silences from the database, so they need no reload.
+type silenceCmd struct {
+	Add    silenceAddCmd    `cmd:"" help:"Mute the alerts of probes (by name or label) for a while; prints the silence's id."`
+	List   silenceListCmd   `cmd:"" help:"List the active silences (--all: also the ended and expired)."`
+	Expire silenceExpireCmd `cmd:"" help:"End a silence now."`
+}
+
+type silenceAddCmd struct {
+	Probe  []string      `placeholder:"NAME" help:"Silence this probe (repeatable: any of them)."`
+	Label  []string      `placeholder:"K=V" help:"Silence probes with this label value (repeatable: all of them)."`
+	For    time.Duration `required:"" placeholder:"DURATION" help:"How long, from now: 30m, 2h."`
+	Reason string        `required:"" placeholder:"TEXT" help:"Why, for whoever wonders where the alerts went."`
+}
+
+// Run adds the silence and prints its id.
+func (a *silenceAddCmd) Run(e *env, root *cli) error {
+	m := results.Matchers{Probes: a.Probe}
+	for _, kv := range a.Label {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageError("--label %q: want KEY=VALUE", kv)
+		}
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[k] = v
+	}
+	if m.Empty() {
+		return usageError("silence add: name what to silence with --probe NAME or --label KEY=VALUE")
+	}
+	if a.For <= 0 {
+		return usageError("--for %v: want a positive duration, such as 2h", a.For)
+	}
+	if strings.TrimSpace(a.Reason) == "" {
+		return usageError("--reason: must not be empty")
+	}
+	store, cfg, err := openStoreForWriting(e, root)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := knownProbes(e.ctx, store, cfg, a.Probe); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	id, err := store.AddSilence(e.ctx, results.Silence{Matchers: m, StartsAt: now, EndsAt: now.Add(a.For),
+		Reason: a.Reason, CreatedAt: now})
+	if err != nil {
+		return softwareError(err)
+	}
+	_, err = fmt.Fprintln(e.stdout, id)
+	return err
+}
+
+type silenceListCmd struct {
+	All    bool   `help:"Also the silences that have ended or were expired."`
+	Format string `enum:"table,json" default:"table" help:"Output: table or json (one object per line)."`
+}
+
+// Run prints the silences.
+func (l *silenceListCmd) Run(e *env, root *cli) error {
+	store, _, err := openStoreForWriting(e, root)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	silences, err := store.Silences(e.ctx, time.Now(), l.All)
+	if err != nil {
+		return softwareError(err)
+	}
+	if l.Format == "json" {
+		err = writeSilencesJSON(e.stdout, silences)
+	} else {
+		err = writeSilencesTable(e.stdout, silences)
+	}
+	if err != nil {
+		return softwareError(err)
+	}
+	return nil
+}
+
+type silenceExpireCmd struct {
+	ID string `arg:"" help:"The silence's id, as silence add printed it."`
+}
+
+// Run expires the silence. Expiring one that has already ended is not an
+// error: it is not silencing anything, which is what was asked for.
+func (x *silenceExpireCmd) Run(e *env, root *cli) error {
+	id, err := strconv.ParseInt(x.ID, 10, 64)
+	if err != nil || id <= 0 {
+		return usageError("silence expire %q: want a silence id, a positive number", x.ID)
+	}
+	store, _, err := openStoreForWriting(e, root)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.ExpireSilence(e.ctx, id, time.Now()); err != nil {
+		if errors.Is(err, sqlite.ErrNotFound) {
+			return usageError("silence expire %d: no such silence (see toolpulse silence list --all)", id)
+		}
+		return softwareError(err)
+	}
+	return nil
+}
+
+// openStoreForWriting opens (creating when missing) the database the
+// config or --db names. The config is nil when --db named the database
+// and the config did not load.
+func openStoreForWriting(e *env, root *cli) (*sqlite.Store, *checks.Config, error) {
+	var cfg *checks.Config
+	path := root.DB
+	if path == "" {
+		var err error
+		if cfg, err = root.loadConfig(e); err != nil {
+			return nil, nil, err
+		}
+		path = cfg.Storage.Path
+	} else if c, err := root.loadConfig(e); err == nil {
+		cfg = c
+	}
+	store, err := sqlite.Open(e.ctx, path)
+	if err != nil {
+		return nil, nil, softwareError(err)
+	}
+	return store, cfg, nil
+}
+
+// silenceRow is the JSON form of a silence: the columns of the silences
+// table, with the same names.
+type silenceRow struct {
+	ID        int64            `json:"id"`
+	Matchers  results.Matchers `json:"matchers"`
+	StartsAt  string           `json:"starts_at"`
+	EndsAt    string           `json:"ends_at"`
+	Reason    string           `json:"reason"`
+	CreatedAt string           `json:"created_at"`
+	ExpiredAt *string          `json:"expired_at"`
+}
+
+func toSilenceRow(s results.Silence) silenceRow {
+	row := silenceRow{ID: s.ID, Matchers: s.Matchers, StartsAt: results.FormatTime(s.StartsAt),
+		EndsAt: results.FormatTime(s.EndsAt), Reason: s.Reason, CreatedAt: results.FormatTime(s.CreatedAt)}
+	if !s.ExpiredAt.IsZero() {
+		at := results.FormatTime(s.ExpiredAt)
+		row.ExpiredAt = &at
+	}
+	return row
+}
+
+func writeSilencesJSON(w io.Writer, silences []results.Silence) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, s := range silences {
+		if err := enc.Encode(toSilenceRow(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSilencesTable(w io.Writer, silences []results.Silence) error {
+	if len(silences) == 0 {
+		_, err := fmt.Fprintln(w, "no silences")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tMATCHES\tSTARTS\tENDS\tEXPIRED\tREASON")
+	for _, s := range silences {
+		expired := "-"
+		if !s.ExpiredAt.IsZero() {
+			expired = results.FormatTime(s.ExpiredAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Matchers, results.FormatTime(s.StartsAt),
+			results.FormatTime(s.EndsAt), expired, oneLine(s.Reason, maxMessageRunes))
+	}
+	return tw.Flush()
+}

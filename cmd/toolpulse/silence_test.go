@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestSilenceCommands adds silences by probe and by label, lists them as a
+// table and as JSON, expires one, and lists the expired one only with --all.
+func TestSilenceCommands(t *testing.T) {
+	h := newCLIRun(t)
+	code, out, errOut := h.run("silence", "add", "--probe", "search", "--probe", "tracker", "--for", "2h", "--reason", "provider maintenance")
+	if code != exitOK || strings.TrimSpace(out) != "1" {
+		t.Fatalf("silence add by probe: exit %d, stdout %q, stderr %q; want 0 and id 1", code, out, errOut)
+	}
+	code, out, errOut = h.run("silence", "add", "--label", "team=search", "--label", "env=prod", "--for", "30m", "--reason", "deploy")
+	if code != exitOK || strings.TrimSpace(out) != "2" {
+		t.Fatalf("silence add by label: exit %d, stdout %q, stderr %q; want 0 and id 2", code, out, errOut)
+	}
+
+	code, out, errOut = h.run("silence", "list")
+	if code != exitOK {
+		t.Fatalf("silence list: exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"ID", "probe=search,tracker", "provider maintenance", "env=prod team=search", "deploy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("silence list: no %q in\n%s", want, out)
+		}
+	}
+
+	if code, _, errOut := h.run("silence", "expire", "1"); code != exitOK {
+		t.Fatalf("silence expire 1: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := h.run("silence", "expire", "1"); code != exitOK {
+		t.Errorf("silence expire 1 again: exit %d, stderr %q; want 0 (nothing to do)", code, errOut)
+	}
+	ids := func(args ...string) (got []int64, expired map[int64]bool) {
+		t.Helper()
+		code, out, errOut := h.run(append([]string{"silence", "list", "--format", "json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("silence list %v: exit %d, stderr %q", args, code, errOut)
+		}
+		expired = map[int64]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var row silenceRow
+			if err := json.Unmarshal([]byte(line), &row); err != nil {
+				t.Fatalf("silence list --format json: %v\n%s", err, line)
+			}
+			got = append(got, row.ID)
+			expired[row.ID] = row.ExpiredAt != nil
+		}
+		return got, expired
+	}
+	if got, _ := ids(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("active after expiring 1: got %v, want [2]", got)
+	}
+	if got, expired := ids("--all"); len(got) != 2 || !expired[1] || expired[2] {
+		t.Errorf("--all after expiring 1: got %v, expired %v; want [1 2], only 1 expired", got, expired)
+	}
+}
+
+// TestSilenceUsageErrors: what cannot be a silence exits 64 with a message
+// naming the flag, and nothing is added.
+func TestSilenceUsageErrors(t *testing.T) {
+	h := newCLIRun(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing to match", []string{"silence", "add", "--for", "2h", "--reason", "x"}, "toolpulse: silence add: name what to silence with --probe NAME or --label KEY=VALUE\n"},
+		{"close to a probe", []string{"silence", "add", "--probe", "serach", "--for", "2h", "--reason", "x"}, `toolpulse: unknown probe "serach" (did you mean "search"?)` + "\n"},
+		{"label without a value", []string{"silence", "add", "--label", "team", "--for", "2h", "--reason", "x"}, "toolpulse: --label \"team\": want KEY=VALUE\n"},
+		{"negative duration", []string{"silence", "add", "--probe", "search", "--for=-1h", "--reason", "x"}, "toolpulse: --for -1h0m0s: want a positive duration, such as 2h\n"},
+		{"blank reason", []string{"silence", "add", "--probe", "search", "--for", "1h", "--reason", " "}, "toolpulse: --reason: must not be empty\n"},
+		{"expire, not a number", []string{"silence", "expire", "abc"}, "toolpulse: silence expire \"abc\": want a silence id, a positive number\n"},
+		{"expire, unknown id", []string{"silence", "expire", "7"}, "toolpulse: silence expire 7: no such silence (see toolpulse silence list --all)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := h.run(tt.args...)
+			if code != exitUsage || errOut != tt.want || out != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want %d and %q", code, errOut, out, exitUsage, tt.want)
+			}
+		})
+	}
+	if code, out, errOut := h.run("silence", "add", "--probe", "search", "--reason", "x"); code != exitUsage || out != "" || !strings.Contains(errOut, "--for") {
+		t.Errorf("without --for: exit %d, stdout %q, stderr %q; want %d naming --for", code, out, errOut, exitUsage)
+	}
+	if code, out, _ := h.run("silence", "list", "--all"); code != exitOK || out != "no silences\n" {
+		t.Errorf("after refused adds: exit %d, list %q; want no silences", code, out)
+	}
+}
+
+// TestAPISilences: GET /api/v1/silences lists the active silences, and
+// with all=true the expired ones too.
+func TestAPISilences(t *testing.T) {
+	h := newCLIRun(t)
+	for _, args := range [][]string{
+		{"silence", "add", "--probe", "search", "--for", "2h", "--reason", "maintenance"},
+		{"silence", "add", "--label", "team=search", "--for", "1h", "--reason", "deploy"},
+		{"silence", "expire", "2"},
+	} {
+		if code, _, errOut := h.run(args...); code != exitOK {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	srv, _ := storedServer(t, h)
+	get := func(path string) (int, []silenceRow) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Silences []silenceRow `json:"silences"`
+		}
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+		return resp.StatusCode, body.Silences
+	}
+	if code, got := get("/api/v1/silences"); code != http.StatusOK || len(got) != 1 || got[0].ID != 1 ||
+		got[0].Reason != "maintenance" || got[0].Matchers.Probes[0] != "search" {
+		t.Errorf("GET /api/v1/silences: %d %+v, want 200 and silence 1 only", code, got)
+	}
+	if code, got := get("/api/v1/silences?all=true"); code != http.StatusOK || len(got) != 2 || got[1].ExpiredAt == nil {
+		t.Errorf("GET /api/v1/silences?all=true: %d %+v, want 200 and both, 2 expired", code, got)
+	}
+	if code, _ := get("/api/v1/silences?all=maybe"); code != http.StatusBadRequest {
+		t.Errorf("GET /api/v1/silences?all=maybe: %d, want 400", code)
+	}
+
+	// The status page names the active silence, not the expired one.
+	for _, path := range []string{"/", "/probes/search"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page := string(body)
+		if !strings.Contains(page, "silence 1: <code>probe=search</code>") || !strings.Contains(page, "maintenance") {
+			t.Errorf("GET %s does not show silence 1:\n%s", path, page)
+		}
+		if strings.Contains(page, "deploy") {
+			t.Errorf("GET %s shows the expired silence 2", path)
+		}
+	}
+}
