@@ -126,3 +126,38 @@ func TestRecorderSetConfigMovesProbe(t *testing.T) {
 		t.Errorf("default route without a receiver: %s, want %s", got, want)
 	}
 }
+
+// TestRecorderSilencedRoute: a silenced probe on a route with two
+// receivers records its alert once, skipped for no receiver, with the
+// reason; once the silence ends, the failure fires to both receivers.
+func TestRecorderSilencedRoute(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	labels := map[string]map[string]string{"search": {"team": "search"}}
+	p := NewRecorder(store, routedNotify(), RecorderOptions{Clock: clock, Deliver: true, Labels: labels, Silences: store})
+	if _, err := store.AddSilence(t.Context(), results.Silence{Matchers: results.Matchers{Probes: []string{"search"}},
+		StartsAt: clock.Now(), EndsAt: clock.Now().Add(10 * time.Minute), Reason: "maintenance", CreatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 2 {
+		clock.Advance(time.Minute)
+		alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+		got = append(got, alertSummary(alerts))
+		for _, a := range alerts {
+			if a.LastError != SilencedError {
+				t.Errorf("silenced alert %+v does not say why it was skipped", a)
+			}
+		}
+	}
+	clock.Advance(10 * time.Minute)
+	got = append(got, alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))))
+	want := []string{
+		"[]", // the route's threshold is 2
+		"[firing  skipped map[team:search]]",
+		"[firing routes[0]/slack pending map[team:search] firing routes[0]/webhook pending map[team:search]]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("alerts\n%v\nwant\n%v", got, want)
+	}
+}
