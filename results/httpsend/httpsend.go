@@ -1,0 +1,157 @@
+// Package httpsend is how toolpulse's HTTP receivers other than Slack
+// (results/alertmanager, results/webhook) post one delivery and turn the
+// answer into the runner's Sender contract: delivered, worth another
+// attempt (and when), or refused for good. It is the one place that decides
+// what such a receiver retries, and it keeps credentials out of every
+// error. Standard library only.
+package httpsend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// maxReasonBody is how much of a refusal's body is read, and maxReason how
+// much of it an error keeps: enough for a short reason, never a page.
+const (
+	maxReasonBody = 1024
+	maxReason     = 200
+)
+
+// Receiver names a receiver in its errors and scrubs them.
+type Receiver struct {
+	Prefix  string // starts every error: "alertmanager: "
+	Peer    string // who answers: "Alertmanager", "the receiver"
+	Payload string // what is refused: "the alerts", "the alert"
+	Redact  func(string) string
+	Now     func() time.Time // for a Retry-After given as a date
+}
+
+// Post sends req with client once and classifies the answer:
+//
+//	2xx                                   delivered
+//	429, 408, 5xx                         retry, after the peer's Retry-After if it gave one
+//	timeout, connection error, canceled   retry
+//	other 4xx, other statuses             refused: the same payload would fail again
+func (r Receiver) Post(client *http.Client, req *http.Request) (retry bool, retryAfter time.Duration, err error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return r.classify(0, nil, nil, err)
+	}
+	defer resp.Body.Close()
+	var why []byte
+	if resp.StatusCode/100 != 2 {
+		why, _ = io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
+	}
+	// Drain a little so the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return r.classify(resp.StatusCode, resp.Header, why, nil)
+}
+
+func (r Receiver) classify(status int, h http.Header, body []byte, err error) (retry bool, retryAfter time.Duration, _ error) {
+	if err == nil {
+		switch {
+		case status/100 == 2:
+			return false, 0, nil
+		case status == http.StatusTooManyRequests:
+			return true, r.retryAfter(h), r.Fail(nil, "rate limited (HTTP 429)%s", reason(body))
+		case status == http.StatusRequestTimeout || status >= 500:
+			return true, r.retryAfter(h), r.Fail(nil, "HTTP %d%s", status, reason(body))
+		default:
+			return false, 0, r.Fail(nil, "%s refused %s: HTTP %d%s", r.Peer, r.Payload, status, reason(body))
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		// toolpulse is stopping: the alert stays in the outbox for later.
+		return true, 0, r.Fail(context.Canceled, "canceled before %s answered", r.Peer)
+	case isTimeout(err):
+		return true, 0, r.Fail(context.DeadlineExceeded, "timeout: %s", Detail(err))
+	}
+	_, isURL := errors.AsType[*url.Error](err)
+	_, isNet := errors.AsType[net.Error](err)
+	if isURL || isNet {
+		return true, 0, r.Fail(nil, "connection error: %s", Detail(err))
+	}
+	return false, 0, r.Fail(nil, "%s", Detail(err))
+}
+
+func isTimeout(err error) bool {
+	ne, ok := errors.AsType[net.Error](err)
+	return errors.Is(err, context.DeadlineExceeded) || ok && ne.Timeout()
+}
+
+// Detail is the cause of err without the request URL, which net/http puts
+// in every *url.Error and which may hold credentials.
+func Detail(err error) string {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// reason is the start of a refusal's body as " (text)", when it is short
+// printable text on one line; "" for anything else, so that an HTML error
+// page never lands in the outbox's last_error.
+func reason(body []byte) string {
+	s := strings.TrimSpace(string(body))
+	if s == "" || len(s) > maxReason || strings.HasPrefix(s, "<") {
+		return ""
+	}
+	for _, c := range s {
+		if !unicode.IsPrint(c) {
+			return ""
+		}
+	}
+	return " (" + s + ")"
+}
+
+// retryAfter reads a Retry-After in seconds or as an HTTP date; anything
+// else leaves the outbox's own back-off in charge.
+func (r Receiver) retryAfter(h http.Header) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		return max(time.Duration(s)*time.Second, 0)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		now := time.Now
+		if r.Now != nil {
+			now = r.Now
+		}
+		return max(t.Sub(now()), 0)
+	}
+	return 0
+}
+
+// sendError is a failed delivery. Its text is scrubbed of every secret, and
+// it unwraps only to a context error, so that no caller can reach the
+// original *url.Error and print the URL from it.
+type sendError struct {
+	msg   string
+	cause error
+}
+
+func (e *sendError) Error() string { return e.msg }
+func (e *sendError) Unwrap() error { return e.cause }
+
+// Fail is a failed delivery with the receiver's prefix, scrubbed; cause,
+// when not nil, is what errors.Is may find under it.
+func (r Receiver) Fail(cause error, format string, args ...any) error {
+	msg := r.Prefix + fmt.Sprintf(format, args...)
+	if r.Redact != nil {
+		msg = r.Redact(msg)
+	}
+	return &sendError{msg: msg, cause: cause}
+}
