@@ -161,6 +161,8 @@ var invalidConfigs = []struct {
 		"testdata/invalid-routes.yaml:16:21: notify.routes[5].alertmanager: url is required, such as http://127.0.0.1:9093",
 		`testdata/invalid-routes.yaml:17:12: notify.routes[5].on[0]: unknown alert trigger "pass"; expected contract_error, unavailable or shape_drift`,
 		"testdata/invalid-routes.yaml:18:24: notify.routes[5].repeat_interval: must be positive, got 0s",
+		`testdata/invalid-routes.yaml:19:15: notify.routes[6].match: "probe" is reserved (probe, outcome, code) and no probe carries it as a label; match the probe's own labels`,
+		"testdata/invalid-routes.yaml:20:24: notify.routes[6].slack.channel: channel needs token (a Slack bot token)",
 	}},
 	{rule: "select-compile", want: []string{
 		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons",

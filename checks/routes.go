@@ -185,8 +185,9 @@ func (l *loader) routes(e entry, top Notify) []Route {
 			case "match":
 				r.Match = l.match(x)
 			case "slack":
+				before := len(*d.errs)
 				l.slack(x, &r.Slack)
-				if !r.Slack.Enabled() {
+				if !r.Slack.Enabled() && len(*d.errs) == before {
 					d.errorf(x.value, "%s: expected webhook_url, or token with channel; a route's receiver cannot be empty", x.path)
 				}
 			case "alertmanager":
@@ -220,8 +221,13 @@ func (l *loader) match(x entry) map[string]string {
 		return values
 	}
 	for _, e := range es {
-		if !labelName.MatchString(e.key) || strings.HasPrefix(e.key, "__") {
+		switch {
+		case !labelName.MatchString(e.key) || strings.HasPrefix(e.key, "__"):
 			d.errorf(e.keyN, "%s: %q is not a valid label name; expected letters, digits and _, not starting with a digit or __", x.path, e.key)
+		case slices.Contains(reservedLabels, e.key):
+			// No probe can carry it (see probe labels), so the route would
+			// never match.
+			d.errorf(e.keyN, "%s: %q is reserved (%s) and no probe carries it as a label; match the probe's own labels", x.path, e.key, strings.Join(reservedLabels, ", "))
 		}
 	}
 	return values

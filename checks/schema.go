@@ -138,7 +138,7 @@ func Schema() ([]byte, error) {
 		"match": map[string]any{
 			"type":                 "object",
 			"minProperties":        1,
-			"propertyNames":        map[string]any{"pattern": labelName.String()},
+			"propertyNames":        map[string]any{"pattern": labelName.String(), "not": map[string]any{"anyOf": labelNameExclusions()}},
 			"additionalProperties": scalarString(),
 			"description":          "the labels a probe must carry, every one of them",
 		},
