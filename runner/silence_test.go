@@ -42,9 +42,20 @@ func TestAlertDecideSilenced(t *testing.T) {
 		{"a failure that starts silenced fires once the silence ends", []silencedStep{
 			quiet(failAt(unavailable, 0)),
 			quiet(failAt(unavailable, time.Minute, firing), skipped),
-			quiet(failAt(unavailable, 2*time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 2*time.Minute)), // recorded a minute ago
 			loud(failAt(unavailable, 3*time.Minute, firing), pending),
 			loud(failAt(unavailable, 4*time.Minute)),
+		}},
+		{"a silenced failure is recorded skipped once per repeat interval", []silencedStep{
+			quiet(failAt(unavailable, 0)),
+			quiet(failAt(unavailable, time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 30*time.Minute)),
+			quiet(failAt(contract, 40*time.Minute)),
+			quiet(failAt(unavailable, 61*time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 62*time.Minute)),
+			loud(failAt(unavailable, 63*time.Minute, firing), pending),
+			quiet(failAt(contract, 64*time.Minute, update), skipped), // announced since: a new skip is news
+			quiet(failAt(contract, 65*time.Minute)),
 		}},
 		{"a silenced reminder is due again once the silence ends", []silencedStep{
 			loud(failAt(unavailable, 0)),

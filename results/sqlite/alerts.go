@@ -12,7 +12,7 @@ import (
 )
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
-    notified, modes, announced
+    notified, modes, announced, receivers, silenced_at
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -27,19 +27,22 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 	out := map[string]results.AlertState{}
 	for rows.Next() {
 		var (
-			st                         results.AlertState
-			since, lastNotified        sql.NullString
-			notified, modes, announced sql.NullString
+			st                            results.AlertState
+			since, lastNotified, silenced sql.NullString
+			notified, modes, announced    sql.NullString
+			receivers                     sql.NullString
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
-			&notified, &modes, &announced); err != nil {
+			&notified, &modes, &announced, &receivers, &silenced); err != nil {
 			return nil, fmt.Errorf("sqlite: alert states: %w", err)
 		}
-		var err1, err2, err3 error
+		var err1, err2, err3, err4, err5 error
 		st.Notified, err1 = parseMode(notified)
 		st.Modes, err2 = parseModes(modes)
 		st.Announced, err3 = parseModes(announced)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		st.Receivers, err4 = parseStrings(receivers)
+		st.SilencedAt, err5 = parseNullTime(silenced)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
 		}
 		if st.FailingSince, err = parseNullTime(since); err != nil {
