@@ -122,6 +122,32 @@ func (s *Store) LatestAlerts(ctx context.Context, probes []string) (map[string]r
 	return out, nil
 }
 
+// firingAlerts finds, for each firing probe, the newest alert of its
+// failure delivered to one receiver, through the index on (probe, id).
+const firingAlerts = `SELECT ` + alertColumns + `
+FROM alert_state s
+JOIN alerts a ON a.id = (
+    SELECT x.id FROM alerts x
+    WHERE x.probe = s.probe AND x.receiver = ? AND x.state = 'delivered'
+      AND x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+    ORDER BY x.id DESC LIMIT 1)
+LEFT JOIN drifts d ON d.id = a.drift_id
+WHERE s.firing = 1
+ORDER BY a.id`
+
+// FiringAlerts returns, for each probe whose failure is firing, the newest
+// firing, reminder or update alert of that failure delivered to receiver
+// (a receiver key such as "routes[0]/alertmanager"), oldest first: what
+// the receiver was last told is failing. A receiver that must keep
+// telling it (Alertmanager re-posts) starts from it after a restart.
+func (s *Store) FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error) {
+	alerts, err := s.queryAlerts(ctx, firingAlerts, receiver)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: firing alerts of %s: %w", receiver, err)
+	}
+	return alerts, nil
+}
+
 // DueAlerts returns up to limit pending alerts whose next attempt is at or
 // before now, or that were never tried (no next attempt set), oldest
 // first. Each comes back whole, as RecordRun stored it with the delivery
