@@ -86,8 +86,8 @@ func TestAlertLifecycle(t *testing.T) {
 	for _, want := range []string{
 		`toolpulse_runs_total{code="unsupported_results_container",outcome="contract_error",probe="search"}`,
 		`toolpulse_drift_events_total{probe="search"}`,
-		`toolpulse_alerts_sent_total{kind="resolved"} 1`,
-		`toolpulse_alerts_failed_total{final="false",kind="shape_drift"}`,
+		`toolpulse_alerts_sent_total{kind="resolved",receiver="default/slack"} 1`,
+		`toolpulse_alerts_failed_total{final="false",kind="shape_drift",receiver="default/slack"}`,
 		`toolpulse_last_outcome{outcome="pass",probe="search"} 1`,
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
