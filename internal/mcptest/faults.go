@@ -30,6 +30,7 @@ const (
 	KindAskElicitation
 	KindRPCError
 	KindNoCommonVersion
+	KindSSECut
 )
 
 // UnknownToolStyle is how a server says a tool does not exist; real
@@ -102,6 +103,14 @@ func SSENeverEnds(method string) Fault { return Fault{Kind: KindSSENeverEnds, Me
 // SSEGarbage answers method with 200 text/event-stream whose events carry
 // data that is not JSON, then ends the stream without a response.
 func SSEGarbage(method string) Fault { return Fault{Kind: KindSSEGarbage, Method: method} }
+
+// SSECut answers method with 200 text/event-stream carrying one priming
+// event (an id and empty data, which the TypeScript SDK's servers send
+// first so that a client may resume with Last-Event-ID; server-everything
+// 2026.8.31 does) and then ends the stream without the response, as a
+// server restart or a proxy's idle timeout does. A client that resumes
+// sends a GET with Last-Event-ID, which this server answers 405.
+func SSECut(method string) Fault { return Fault{Kind: KindSSECut, Method: method} }
 
 // NotAcceptable answers method with 406 and the TypeScript SDK's body
 // ({"jsonrpc":"2.0","error":{"code":-32000,"message":"Not Acceptable:

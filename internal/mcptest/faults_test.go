@@ -81,6 +81,15 @@ func TestFaultsOnTheWire(t *testing.T) {
 			},
 		},
 		{
+			name: "SSE cut after its priming event", fault: mcptest.SSECut("tools/call"),
+			send: callWeather,
+			check: func(t *testing.T, a answer) {
+				if a.status != 200 || a.header.Get("Content-Type") != "text/event-stream" || string(a.body) != "id: mcptest-prime\ndata: \n\n" {
+					t.Errorf("status %d %q body %q, want a 200 stream with one priming event and no response", a.status, a.header.Get("Content-Type"), a.body)
+				}
+			},
+		},
+		{
 			name: "406", fault: mcptest.NotAcceptable("initialize"), noHandsh: true,
 			send: func(c *raw) answer { return c.call("initialize", map[string]any{"protocolVersion": "2025-11-25"}) },
 			check: func(t *testing.T, a answer) {

@@ -311,6 +311,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.flush()
 		o.wait()
 		return
+	case KindSSECut:
+		o.sse = true
+		o.start(http.StatusOK)
+		_, _ = io.WriteString(w, "id: mcptest-prime\ndata: \n\n")
+		o.flush()
+		return
 	case KindSSEGarbage:
 		o.sse = true
 		o.start(http.StatusOK)
