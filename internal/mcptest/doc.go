@@ -9,5 +9,9 @@
 // a number of requests. Every request it receives is recorded, so a test
 // can count exchanges and read their headers.
 //
+// It also runs @modelcontextprotocol/server-everything from npm, a real
+// server nobody here wrote, inside a private network namespace
+// (FindEverything, Everything.Start, InPrivateNetwork).
+//
 // Only tests import it.
 package mcptest
