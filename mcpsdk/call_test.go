@@ -335,7 +335,7 @@ func destructive() mcptest.Tool {
 
 // TestCallPasses: usable answers in every era, and what the rules see.
 func TestCallPasses(t *testing.T) {
-	structured := func(t *testing.T, _ *mcptest.Server, a *mcpsdk.Answer) {
+	structured := func(t *testing.T, s *mcptest.Server, a *mcpsdk.Answer) {
 		t.Helper()
 		if string(a.Response) != `{"temperature":21.5}` {
 			t.Errorf("response %s, want the structuredContent", a.Response)
@@ -350,6 +350,11 @@ func TestCallPasses(t *testing.T) {
 		}
 		if a.Headers["content-type"] == "" {
 			t.Errorf("headers %v: want the tools/call exchange's, lower-cased", a.Headers)
+		}
+		for _, r := range s.Requests() {
+			if r.Authorization != secretToken {
+				t.Errorf("%s %s went without the configured Authorization header", r.HTTPMethod, r.Method)
+			}
 		}
 	}
 	response := func(want string) func(t *testing.T, _ *mcptest.Server, a *mcpsdk.Answer) {
