@@ -163,3 +163,55 @@ func hexKey(k string) bool {
 	}
 	return digit && (lower != upper)
 }
+
+// Collapse returns s with the map rule applied to every object of it, as
+// Of would have applied it to the answer: a shape read back from text that
+// an older release wrote, before maps, comes out as a body of it would
+// today. Objects that lost keys to MaxKeys are left as they are: the keys
+// they did not keep cannot be judged.
+func Collapse(s Shape) Shape {
+	if s.root == nil {
+		return s
+	}
+	return newShape(collapse(s.root, 1))
+}
+
+// collapse returns a copy of n with its maps collapsed, innermost first.
+func collapse(n *node, depth int) *node {
+	c := &node{kinds: n.kinds, nkeys: n.nkeys}
+	if depth > MaxDepth+1 {
+		return c
+	}
+	if n.elem != nil {
+		c.elem = collapse(n.elem, depth+1)
+	}
+	if n.val != nil {
+		c.val = collapse(n.val, depth+1)
+	}
+	if n.kinds&kindObject == 0 {
+		return c
+	}
+	idx := make(map[string]*node, len(n.fields))
+	keys := make([]string, len(n.fields))
+	for i, f := range n.fields {
+		keys[i] = f.key
+		idx[f.key] = collapse(f.shape, depth+1)
+	}
+	if !n.truncated() && isMap(keys, idx) {
+		val := c.val
+		if val == nil {
+			val = &node{}
+		}
+		for _, k := range keys {
+			merge(val, idx[k], depth+1)
+		}
+		c.kinds = c.kinds&^kindObject | kindMap
+		c.val, c.nkeys = val, 0
+		return c
+	}
+	c.fields = make([]field, len(keys))
+	for i, k := range keys {
+		c.fields[i] = field{key: k, shape: idx[k]}
+	}
+	return c
+}

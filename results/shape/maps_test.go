@@ -2,6 +2,7 @@ package shape_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,4 +94,48 @@ func TestMapFingerprintStable(t *testing.T) {
 	if got, want := fmt.Sprint(shape.Diff(m, o)), "[facets: map<object(1 keys)> -> object(1 keys)]"; got != want {
 		t.Errorf("Diff: got %s, want %s", got, want)
 	}
+}
+
+// TestCollapse: a shape text written before maps, read back and collapsed,
+// is the shape of the same body today.
+func TestCollapse(t *testing.T) {
+	for _, body := range []string{
+		`{"facets":{"f3a9c1":{"n":1},"77b0e2":{"n":2}},"results":[{"id":"a"}]}`,
+		`{"daily":{"2026-10-25":[{"1":true}]}}`,
+		`{"id":"doc_784","title":"API"}`,
+	} {
+		v := decode(t, []byte(body))
+		old := oldText(v)
+		p, err := shape.Parse(old)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", old, err)
+		}
+		if got, want := shape.Collapse(p).String(), shape.Of(v).String(); got != want {
+			t.Errorf("Collapse(%s): got %s, want %s", old, got, want)
+		}
+	}
+}
+
+// oldText writes the canonical text of v as it was before maps: every
+// object with its keys.
+func oldText(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = shape.Key(k) + ":" + oldText(v[k])
+		}
+		return "object{" + strings.Join(parts, ",") + "}"
+	case []any:
+		if len(v) == 0 {
+			return "list<empty>"
+		}
+		return "list<" + oldText(v[0]) + ">"
+	}
+	return shape.Of(v).String()
 }

@@ -135,10 +135,12 @@ func (n *pnode) clone() *pnode {
 
 // Observe judges the answer of shape s, seen at at, against the profile
 // (Check), then learns it and forgets what no answer showed in
-// ProfileWindow before at. changed reports whether what the profile has
-// learned changed, not only its counts: a feature joined or left it, it
-// became established, or it started over after ProfileWindow without an
-// answer. A zero s changes nothing.
+// ProfileWindow before at. changed reports whether more than counts
+// changed: a feature was seen for the first time, joined the profile or
+// left it, the profile became established, or it started over after
+// ProfileWindow without an answer. A store must keep every such change, or
+// a restart would take a variant already announced for novel again. A zero
+// s changes nothing.
 func (p *Profile) Observe(s Shape, at time.Time) (r Report, changed bool) {
 	if s.root == nil {
 		return Report{}, false
@@ -170,8 +172,9 @@ func (p *Profile) Learn(s Shape, at time.Time) (changed bool) {
 	return changed
 }
 
-// learner learns one answer, and notes whether a feature crossed into or
-// out of the profile.
+// learner learns one answer, and notes whether a feature was seen for the
+// first time (what makes the next answer showing it not novel), crossed
+// into the profile, or left it.
 type learner struct {
 	at      time.Time
 	changed bool
@@ -179,7 +182,7 @@ type learner struct {
 
 func (l *learner) see(s *stat) {
 	s.see(l.at)
-	if s.n == ProfileVariantAnswers {
+	if s.n == 1 || s.n == ProfileVariantAnswers {
 		l.changed = true
 	}
 }

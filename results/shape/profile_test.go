@@ -257,8 +257,8 @@ func TestProfileForgets(t *testing.T) {
 	}
 }
 
-// TestProfileChanged: Observe says when what is learned changed, which is
-// when the stored form must be written; mere counts do not.
+// TestProfileChanged: Observe says when more than counts changed, which is
+// when the stored form must be written.
 func TestProfileChanged(t *testing.T) {
 	var p shape.Profile
 	a := shape.Of(decode(t, []byte(`{"a":1}`)))
@@ -267,8 +267,12 @@ func TestProfileChanged(t *testing.T) {
 		_, c := p.Observe(a, profileT0.Add(time.Duration(i)*time.Minute))
 		got = append(got, c)
 	}
-	if want := "[false true false false true false false]"; fmt.Sprint(got) != want {
-		t.Errorf("changed: got %v, want %v (learned on the 2nd answer, established on the 5th)", got, want)
+	if want := "[true true false false true false false]"; fmt.Sprint(got) != want {
+		t.Errorf("changed: got %v, want %v (first seen, learned on the 2nd answer, established on the 5th)", got, want)
+	}
+	// A variant seen once must be kept: it is no longer novel.
+	if _, c := p.Observe(shape.Of(decode(t, []byte(`{"a":"x"}`))), profileT0.Add(time.Hour)); !c {
+		t.Error("a variant seen for the first time: changed false")
 	}
 }
 
