@@ -135,6 +135,9 @@ var behaviours = []behaviour{
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
 	{"LastDriftAt/the latest", lastDriftAtLatest},
+	{"ShapeProfile/saved with the run", profileSavedWithRun},
+	{"ShapeProfile/reset", profileReset},
+	{"RecentShapes", recentShapes},
 	// Reads for cmd.
 	{"History/filters", historyFilters},
 	{"History/window boundaries", historyWindow},
