@@ -141,26 +141,33 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 		}
 	}
 
-	next := e.profile.Clone()
-	base := next.Base()
-	report, changed := next.Observe(cur, now)
 	sh := *r.Shape
 	sh.Structure = nil
 	out.shape = &sh
+	// Objects whose keys the profile learned are data are recorded as
+	// the maps they are, so that their fingerprint, and the shapes table,
+	// do not change with every answer.
+	if c := e.profile.Canonical(cur); c.Fingerprint() != cur.Fingerprint() {
+		cur = c
+		sh.Fingerprint, sh.Canonical = c.Fingerprint(), c.String()
+	}
+	next := e.profile.Clone()
+	base := next.Base()
+	report, changed := next.Observe(cur, now)
 	if report.Lines != nil {
 		baseline := base
-		if baseline == "" || baseline == r.Shape.Fingerprint {
+		if baseline == "" || baseline == sh.Fingerprint {
 			baseline = e.profile.Learned().Fingerprint()
 		}
 		d.Baseline, d.Drift = baseline, report.Lines
 		sh.Baseline, sh.Drift = baseline, slices.Clone(report.Lines)
-		if report.Novel && baseline != r.Shape.Fingerprint {
+		if report.Novel && baseline != sh.Fingerprint {
 			out.drift = &results.Drift{
 				Probe:       r.Probe,
 				OperationID: r.OperationID,
 				DetectedAt:  now,
 				Baseline:    baseline,
-				Current:     r.Shape.Fingerprint,
+				Current:     sh.Fingerprint,
 				Diff:        slices.Clone(report.Lines),
 			}
 		}

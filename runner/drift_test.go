@@ -555,3 +555,38 @@ func TestDriftIDKeyedMapScenario(t *testing.T) {
 		t.Errorf("drift rows: %+v, want one with %q", d, seedDiffLine)
 	}
 }
+
+// TestDriftKeyedMapScenario: an object keyed by ids of no pattern the
+// shape recognises ("doc_784") is learned as a map across answers: no
+// alerts, a fingerprint that stops changing once learned (so the shapes
+// table stops growing), and a change of its values is announced once.
+func TestDriftKeyedMapScenario(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	body := func(score string) func(int, *rand.Rand) string {
+		return func(i int, rnd *rand.Rand) string {
+			var docs []string
+			for range 1 + rnd.IntN(3) {
+				docs = append(docs, fmt.Sprintf(`"doc_%d":{"title":"t","score":%s}`, rnd.IntN(1e6), score))
+			}
+			return `{"by_id":{` + strings.Join(docs, ",") + `},"next_cursor":null}`
+		}
+	}
+	alerts, fps := recordedPattern(t, f, 30, body("0.5"))
+	if alerts != 0 || fps > 4 {
+		t.Errorf("30 runs keyed by doc ids: %d drift alerts, %d fingerprints; want 0 and a few of the warm-up", alerts, fps)
+	}
+	runs := f.store.recorded()
+	last := runs[len(runs)-1].Shape
+	if last.Canonical != "object{by_id:map<object{score:number,title:string}>,next_cursor:null}" {
+		t.Errorf("recorded shape %s, want the map", last.Canonical)
+	}
+	for _, r := range runs[10:] {
+		if r.Shape.Fingerprint != last.Fingerprint {
+			t.Errorf("run %s has fingerprint %s, want the map's %s", r.OperationID, r.Shape.Fingerprint, last.Fingerprint)
+		}
+	}
+	alerts, _ = recordedPattern(t, f, 4, body(`"high"`))
+	if d := f.drifts(); alerts != 1 || len(d) != 1 || fmt.Sprint(d[0].Diff) != "[by_id.*.score: number -> string]" {
+		t.Errorf("retyped values: %d alerts, drifts %+v; want one by_id.*.score line", alerts, d)
+	}
+}

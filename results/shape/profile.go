@@ -84,6 +84,9 @@ type pnode struct {
 	// out: like a truncated object, the profile cannot tell whether a key
 	// it does not keep is new.
 	full bool
+	// keyed says that the keys of the objects here turned out to be data
+	// (see Keyed maps): they are judged, and learned, as maps.
+	keyed bool
 }
 
 type pfield struct {
@@ -188,6 +191,9 @@ func (l *learner) see(s *stat) {
 }
 
 func (l *learner) learn(n *pnode, s *node, depth int) {
+	if n.keyed {
+		s = keyedToMap(s)
+	}
 	l.see(&n.seen)
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
 		if s.kinds&k != 0 {
@@ -218,6 +224,9 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 			if !has(s, k) && !unknown(s, k) {
 				l.see(&pf.absent)
 			}
+		}
+		if churns(n) {
+			l.toMap(n)
 		}
 	}
 	if s.kinds&kindList != 0 && s.elem != nil {
@@ -322,6 +331,9 @@ func (c *checker) line(path, text string, novel bool) {
 }
 
 func (c *checker) check(path string, n *pnode, s *node, depth int) {
+	if n.keyed {
+		s = keyedToMap(s)
+	}
 	var unlearned, unseen bool
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
 		if s.kinds&k == 0 || n.kinds[i].learned() {
@@ -491,6 +503,7 @@ type pnodeJSON struct {
 	Elem   *pnodeJSON            `json:"elem,omitempty"`
 	Val    *pnodeJSON            `json:"map,omitempty"`
 	Full   bool                  `json:"full,omitempty"`
+	Keyed  bool                  `json:"keyed,omitempty"`
 }
 
 type pfieldJSON struct {
@@ -529,7 +542,7 @@ func (n *pnode) toJSON() *pnodeJSON {
 	if n == nil {
 		return nil
 	}
-	out := &pnodeJSON{Seen: toStatJSON(n.seen), Elem: n.elem.toJSON(), Val: n.val.toJSON(), Full: n.full}
+	out := &pnodeJSON{Seen: toStatJSON(n.seen), Elem: n.elem.toJSON(), Val: n.val.toJSON(), Full: n.full, Keyed: n.keyed}
 	for i, s := range n.kinds {
 		if s.n > 0 {
 			if out.Kinds == nil {
@@ -584,7 +597,7 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 	if depth > MaxDepth+1 {
 		return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth+1)
 	}
-	n := &pnode{full: in.Full}
+	n := &pnode{full: in.Full, keyed: in.Keyed}
 	var err error
 	if n.seen, err = fromStatJSON(in.Seen); err != nil {
 		return nil, err
@@ -629,4 +642,181 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// # Keyed maps
+//
+// Of collapses an object into a map when one answer shows that its keys
+// are data (see Maps). Keys of another form ("doc_784", slugs) can only be
+// told from names across answers: at an object position that two or more
+// answers showed, when at least keyedMinKeys of its keys, and at least half
+// of them, were each seen in one answer only, and every key's values have
+// had the same kinds (nulls aside), the keys are data. The position is
+// keyed from then on: its fields merge into the map's values, and its
+// objects are judged and learned as maps (Canonical writes them so, for a
+// fingerprint that stays the same from one answer to the next).
+const keyedMinKeys = 3
+
+// churns reports whether the object part of n shows keys that are data.
+func churns(n *pnode) bool {
+	if n.keyed || n.kinds[kindIndex(kindObject)].n < 2 || len(n.fields) < keyedMinKeys {
+		return false
+	}
+	once := 0
+	var want [nkinds]bool
+	first := true
+	for _, f := range n.fields {
+		if f.present.n == 1 {
+			once++
+		}
+		var got [nkinds]bool
+		for i, st := range f.node.kinds {
+			got[i] = st.n > 0 && i != kindIndex(kindNull)
+		}
+		if got == ([nkinds]bool{}) {
+			continue
+		}
+		if first {
+			want, first = got, false
+		} else if got != want {
+			return false
+		}
+	}
+	return once >= keyedMinKeys && 2*once >= len(n.fields)
+}
+
+// toMap turns the object part of n into a map part whose values are the
+// merge of its fields.
+func (l *learner) toMap(n *pnode) {
+	if n.val == nil {
+		n.val = &pnode{}
+	}
+	for _, k := range sortedKeys(n.fields) {
+		mergeProfile(n.val, n.fields[k].node)
+	}
+	o, m := kindIndex(kindObject), kindIndex(kindMap)
+	n.kinds[m] = addStat(n.kinds[m], n.kinds[o])
+	n.kinds[o] = stat{}
+	n.fields, n.full, n.keyed = nil, false, true
+	l.changed = true
+}
+
+func addStat(a, b stat) stat {
+	out := stat{n: min(a.n+b.n, 1<<30), last: a.last}
+	if b.last.After(out.last) {
+		out.last = b.last
+	}
+	return out
+}
+
+// mergeProfile adds src's counts into dst, position by position.
+func mergeProfile(dst, src *pnode) {
+	dst.seen = addStat(dst.seen, src.seen)
+	for i := range dst.kinds {
+		dst.kinds[i] = addStat(dst.kinds[i], src.kinds[i])
+	}
+	for k, f := range src.fields {
+		if dst.fields == nil {
+			dst.fields = map[string]*pfield{}
+		}
+		d := dst.fields[k]
+		if d == nil {
+			if len(dst.fields) >= MaxKeys {
+				dst.full = true
+				continue
+			}
+			d = &pfield{node: &pnode{}}
+			dst.fields[k] = d
+		}
+		d.present, d.absent = addStat(d.present, f.present), addStat(d.absent, f.absent)
+		mergeProfile(d.node, f.node)
+	}
+	if src.elem != nil {
+		if dst.elem == nil {
+			dst.elem = &pnode{}
+		}
+		mergeProfile(dst.elem, src.elem)
+	}
+	if src.val != nil {
+		if dst.val == nil {
+			dst.val = &pnode{}
+		}
+		mergeProfile(dst.val, src.val)
+	}
+	dst.full = dst.full || src.full
+	dst.keyed = dst.keyed || src.keyed
+}
+
+// keyedToMap returns s with its object part, when it has keys, merged
+// into its map part: how an object at a keyed position is judged.
+func keyedToMap(s *node) *node {
+	if s.kinds&kindObject == 0 || len(s.fields) == 0 {
+		return s
+	}
+	val := &node{}
+	if s.val != nil {
+		merge(val, s.val, 1)
+	}
+	for _, f := range s.fields {
+		merge(val, f.shape, 1)
+	}
+	return &node{kinds: s.kinds&^kindObject | kindMap, elem: s.elem, val: val}
+}
+
+// Canonical returns s as p judges it: with the objects at keyed positions
+// written as maps, so that their fingerprint does not change with their
+// keys. It is s itself when p has no keyed position s reaches.
+func (p *Profile) Canonical(s Shape) Shape {
+	if s.root == nil || p.root == nil {
+		return s
+	}
+	if n, changed := canonical(p.root, s.root, 1); changed {
+		return newShape(n)
+	}
+	return s
+}
+
+func canonical(n *pnode, s *node, depth int) (*node, bool) {
+	if n == nil || depth > MaxDepth {
+		return s, false
+	}
+	changed := false
+	if n.keyed {
+		if m := keyedToMap(s); m != s {
+			s, changed = m, true
+		}
+	}
+	c := *s
+	if s.kinds&kindObject != 0 && len(s.fields) > 0 {
+		var fields []field
+		for i, f := range s.fields {
+			pf := n.fields[f.key]
+			if pf == nil {
+				continue
+			}
+			if fs, ok := canonical(pf.node, f.shape, depth+1); ok {
+				if fields == nil {
+					fields = slices.Clone(s.fields)
+				}
+				fields[i].shape = fs
+			}
+		}
+		if fields != nil {
+			c.fields, changed = fields, true
+		}
+	}
+	if s.elem != nil {
+		if e, ok := canonical(n.elem, s.elem, depth+1); ok {
+			c.elem, changed = e, true
+		}
+	}
+	if s.val != nil {
+		if v, ok := canonical(n.val, s.val, depth+1); ok {
+			c.val, changed = v, true
+		}
+	}
+	if !changed {
+		return s, false
+	}
+	return &c, true
 }

@@ -96,6 +96,13 @@ var silentPatterns = []struct {
 		}
 		return fmt.Sprintf(`{"results":[%s],"facets":{%s}}`, result(i), strings.Join(facets, ","))
 	}},
+	{"map keyed by ids of no known form", func(i int, rnd *rand.Rand) string {
+		var docs []string
+		for range 1 + rnd.IntN(3) {
+			docs = append(docs, fmt.Sprintf(`"doc_%d":{"title":"t","score":%d}`, rnd.IntN(1e6), rnd.IntN(9)))
+		}
+		return fmt.Sprintf(`{"by_id":{%s},"total":%d}`, strings.Join(docs, ","), i)
+	}},
 	{"date-keyed map", func(i int, _ *rand.Rand) string {
 		day := profileT0.AddDate(0, 0, i)
 		return fmt.Sprintf(`{"series":{"%s":{"runs":%d},"%s":{"runs":%d,"p95_ms":41.5}}}`,
@@ -309,6 +316,7 @@ func TestProfileSilentPatternsPending(t *testing.T) {
 		"a search that finds nothing at first":                    "[]",
 		"optional and nullable fields":                            "[]",
 		"id-keyed map, new keys every answer":                     "[]",
+		"map keyed by ids of no known form":                       "[]",
 		"date-keyed map":                                          "[]",
 		"lists of mixed objects":                                  "[6]",
 		"numbers sometimes int, sometimes float":                  "[]",
@@ -324,5 +332,43 @@ func TestProfileSilentPatternsPending(t *testing.T) {
 		if got := fmt.Sprint(drifting); got != want[tt.name] {
 			t.Errorf("%s: answers %s drift, want %s", tt.name, got, want[tt.name])
 		}
+	}
+}
+
+// TestProfileKeyedMap: keys of no known form that change from answer to
+// answer make the position a map once the profile has seen it; from then
+// on the answers share one fingerprint (Canonical) and a change of the
+// values drifts.
+func TestProfileKeyedMap(t *testing.T) {
+	var p shape.Profile
+	body := func(i int, score string) string {
+		return fmt.Sprintf(`{"by_id":{"doc_%d":{"score":%s},"doc_%d":{"score":%s}}}`, 2*i, score, 2*i+1, score)
+	}
+	for i := range 6 {
+		if r, _ := p.Observe(shape.Of(decode(t, []byte(body(i, "1")))), profileT0.Add(time.Duration(i)*time.Minute)); r.Lines != nil {
+			t.Fatalf("answer %d drifted: %q", i+1, r.Lines)
+		}
+	}
+	a := p.Canonical(shape.Of(decode(t, []byte(body(100, "1")))))
+	b := p.Canonical(shape.Of(decode(t, []byte(body(200, "2")))))
+	if got, want := a.String(), "object{by_id:map<object{score:number}>}"; got != want || a.Fingerprint() != b.Fingerprint() {
+		t.Errorf("Canonical: %s and %s, want both %s", a, b, want)
+	}
+	plain := shape.Of(decode(t, []byte(`{"id":"x"}`)))
+	if got := p.Canonical(plain); got.String() != plain.String() {
+		t.Errorf("Canonical changed a shape with no keyed position: %s", got)
+	}
+	r := p.Check(shape.Of(decode(t, []byte(body(300, `"high"`)))))
+	if got, want := fmt.Sprint(r.Lines), "[by_id.*.score: number -> string]"; got != want || !r.Novel {
+		t.Errorf("a retyped value of the keyed map: %s (novel %v), want %s", got, r.Novel, want)
+	}
+	// A few named fields that come and go are not keys.
+	var q shape.Profile
+	for i := range 8 {
+		extra := [...]string{`,"author":"a"`, ``, `,"tags":"x"`, ``}[i%4]
+		q.Observe(shape.Of(decode(t, []byte(`{"meta":{"title":"t"`+extra+`}}`))), profileT0.Add(time.Duration(i)*time.Minute))
+	}
+	if got := q.Learned().String(); got != "object{meta:object{author:string,tags:string,title:string}}" {
+		t.Errorf("optional named fields: learned %s", got)
 	}
 }
