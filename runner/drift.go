@@ -112,7 +112,9 @@ type driftOutcome struct {
 // The common run, of a probe whose profile is in memory, costs no store
 // read; the first run of a probe after a start reads its profile once.
 // Learning goes into a copy, which commit installs: a run that fails to
-// be recorded, and is recorded again later, is not learned twice.
+// be recorded, and is recorded again later, is not learned twice (except
+// the common run, in the shape of the latest fitting answer, whose
+// learning only adds to counts).
 //
 // An error means the store could not answer; the run is recorded without
 // drift detection and the next run tries again.
@@ -151,9 +153,23 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 		cur = c
 		sh.Fingerprint, sh.Canonical = c.Fingerprint(), c.String()
 	}
-	next := e.profile.Clone()
-	base := next.Base()
-	report, changed := next.Observe(cur, now)
+	base := e.profile.Base()
+	var (
+		next    *shape.Profile
+		report  shape.Report
+		changed bool
+	)
+	if e.profile.Established() && base == sh.Fingerprint && now.Sub(e.profile.Last()) < shape.ProfileWindow {
+		// The common run: the shape of the latest answer that fitted. It
+		// fits again, and learning it only counts (a run that fails to be
+		// recorded and comes back counts twice, which changes nothing
+		// that matters), so it is learned in place.
+		next = e.profile
+		changed = next.LearnFit(cur, now)
+	} else {
+		next = e.profile.Clone()
+		report, changed = next.Observe(cur, now)
+	}
 	if report.Lines != nil {
 		baseline := base
 		if baseline == "" || baseline == sh.Fingerprint {

@@ -54,7 +54,15 @@ type Profile struct {
 	last    time.Time // the latest answer learned
 	base    string    // fingerprint of the latest answer that fitted
 	root    *pnode
+	// forgotAt is when forgetting last ran: at most every forgetEvery,
+	// since forgetting walks the whole profile and a minute more or less
+	// of a 24-hour window changes nothing. Not stored.
+	forgotAt time.Time
 }
+
+// forgetEvery is how often Observe forgets what is older than
+// ProfileWindow.
+const forgetEvery = time.Minute
 
 // stat counts the answers that showed a feature, and when the last did.
 type stat struct {
@@ -156,17 +164,41 @@ func (p *Profile) Observe(s Shape, at time.Time) (r Report, changed bool) {
 		p.root = &pnode{}
 	}
 	r = p.Check(s)
+	return r, p.learnAnswer(s, at, len(r.Lines) == 0) || changed
+}
+
+// LearnFit learns the answer of shape s, seen at at, that the caller knows
+// fits the profile (its fingerprint is Base, and the profile is
+// established), without judging it again: the common run's cheap path. It
+// reports what Observe's changed does. On an answer that does not fit it
+// is Learn, without the judgement: the profile learns it all the same.
+func (p *Profile) LearnFit(s Shape, at time.Time) (changed bool) {
+	if s.root == nil {
+		return false
+	}
+	if p.root == nil || at.Sub(p.last) >= ProfileWindow {
+		return p.Learn(s, at)
+	}
+	return p.learnAnswer(s, at, true)
+}
+
+// learnAnswer counts the answer, learns its shape and forgets what is
+// old; fits says whether it fitted, making it the new Base.
+func (p *Profile) learnAnswer(s Shape, at time.Time, fits bool) bool {
 	p.answers++
 	if at.After(p.last) {
 		p.last = at
 	}
-	if len(r.Lines) == 0 {
+	if fits {
 		p.base = s.Fingerprint()
 	}
 	l := learner{at: at}
 	l.learn(p.root, s.root, 1)
-	l.forget(p.root, at.Add(-ProfileWindow))
-	return r, changed || l.changed || p.answers == ProfileWarmup
+	if p.forgotAt.IsZero() || at.Sub(p.forgotAt) >= forgetEvery || at.Before(p.forgotAt) {
+		p.forgotAt = at
+		l.forget(p.root, at.Add(-ProfileWindow))
+	}
+	return l.changed || p.answers == ProfileWarmup
 }
 
 // Learn is Observe without the judgement.
