@@ -70,7 +70,9 @@ type Observer interface {
 	// a run that waited in the daemon's write queue. A run that is never
 	// recorded is counted by ResultsDropped instead.
 	RunFinished(r *results.Result)
-	// DriftDetected is called for every run whose shape drifted.
+	// DriftDetected is called for every drift event: the first answer of
+	// a probe that showed what its learned profile never did (the next
+	// answers of the same change are marked drifted, but are no event).
 	DriftDetected(d *results.Drift)
 	// AlertDelivered is called when the receiver accepted an alert.
 	AlertDelivered(a *results.Alert)

@@ -47,7 +47,7 @@ RETURNING probe, started_at, duration_ms, outcome, attempts`
 
 	// A shape goes once nothing refers to it: no result (the foreign key
 	// would refuse it anyway), no kept drift (ShapeText explains its
-	// fingerprints) and no hourly count (DominantShape may still name it).
+	// fingerprints) and no hourly count (a probe's first profile may still be built from it).
 	pruneShapes = `DELETE FROM shapes
 WHERE last_seen < ?
   AND NOT EXISTS (SELECT 1 FROM results WHERE shape_fingerprint = shapes.fingerprint)

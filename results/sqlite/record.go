@@ -72,7 +72,7 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // RecordRun stores everything one operation changes in one transaction:
 // the result with every attempt, the run added to its probe's hour in
 // probe_hours (behind Stats), its shape counted as seen (in shapes and
-// in the hourly shape_counts behind DominantShape), the drift if any, the
+// in the hourly shape_counts a probe's first profile is built from), the drift if any, the
 // probe's alert state if not nil, and every alert, queued in the outbox in
 // the state it has (pending or skipped). A shape_drift alert is linked to
 // rec.Drift, stored in the same transaction. Either all of it is stored or
