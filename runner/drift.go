@@ -64,7 +64,7 @@ func (c *profileCache) put(probe string, e *profileEntry) {
 // learned, at most every SilenceRefresh: a reset takes effect within that
 // long, and reading the resets costs one query for every probe together.
 func (rc *Recorder) dropReset(ctx context.Context, now time.Time) {
-	c := &rc.profiles
+	c := &rc.baselines
 	c.mu.Lock()
 	due := c.resetsReadAt.IsZero() || now.Sub(c.resetsReadAt) >= SilenceRefresh || now.Before(c.resetsReadAt)
 	if due {
@@ -124,13 +124,13 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 		return out, nil
 	}
 	rc.dropReset(ctx, now)
-	e := rc.profiles.get(r.Probe)
+	e := rc.baselines.get(r.Probe)
 	if e == nil {
 		var err error
 		if e, err = rc.loadProfile(ctx, r.Probe, now); err != nil {
 			return out, err
 		}
-		rc.profiles.put(r.Probe, e)
+		rc.baselines.put(r.Probe, e)
 	}
 	cur, ok := r.Shape.Structure.(shape.Shape)
 	if !ok {

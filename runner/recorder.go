@@ -76,13 +76,13 @@ const recordTimeout = 15 * time.Second
 // for queued runs to be written; Drain empties it at shutdown. A Recorder
 // is safe for concurrent use by runs of different probes.
 type Recorder struct {
-	observer Observer
-	store    Store
-	logger   *slog.Logger
-	now      func() time.Time
-	wake     func()
-	profiles profileCache
-	queue    *writeQueue
+	observer  Observer
+	store     Store
+	logger    *slog.Logger
+	now       func() time.Time
+	wake      func()
+	baselines profileCache // each probe's learned shape profile
+	queue     *writeQueue
 
 	mu      sync.RWMutex // guards notify, labels, deliver and states
 	notify  checks.Notify
