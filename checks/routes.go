@@ -113,6 +113,17 @@ func (n Notify) AllRoutes() []Route {
 	return append(slices.Clone(n.Routes), n.Default())
 }
 
+// AllReceivers returns the keys of every route's receivers, as a set.
+func (n Notify) AllReceivers() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range n.AllRoutes() {
+		for _, key := range r.Receivers() {
+			out[key] = true
+		}
+	}
+	return out
+}
+
 // RouteFor returns the effective route of p.
 func (c *Config) RouteFor(p *Probe) Route { return c.Notify.Route(p.Labels) }
 

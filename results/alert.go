@@ -174,6 +174,16 @@ type AlertState struct {
 	// Announced those of them an alert announced; at most MaxModes each,
 	// nil while passing.
 	Modes, Announced []Mode
+	// Receivers are the keys of the receivers an alert of the firing
+	// streak went to, in the order they were first told: its resolved
+	// alert goes to them, wherever the probe's route points by then. nil
+	// while not firing.
+	Receivers []string
+	// SilencedAt is when the streak's last alert was recorded skipped
+	// because a silence covered the probe; zero when none was since the
+	// last alert went out. A silenced probe records its skipped alert at
+	// most once per repeat_interval.
+	SilencedAt time.Time
 }
 
 // RunRecord is everything one operation changes, committed in one

@@ -51,7 +51,10 @@ func notifies(n checks.Notify, trigger string) bool {
 //     and the memory does not count it as announced: the streak does not
 //     start firing and its last notification and modes stay as they were.
 //     So when the silence ends on a probe still failing, the next run
-//     alerts then.
+//     alerts then. Since nothing was announced, every run of a silenced
+//     failure calls for that alert again; it is recorded once per
+//     repeat_interval (the memory's SilencedAt), which is enough to tell
+//     from the alerts table what the silence kept back.
 //
 // Alerts are returned in the pending state, unless silenced; the caller
 // decides whether pending ones are delivered or only recorded.
@@ -111,13 +114,17 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 		a.Previous = st.Notified
 	}
 	if silenced {
-		a.State, a.LastError = results.DeliverySkipped, SilencedError
 		if kind == results.AlertFiring {
 			st.Firing = false
 		}
+		if !st.SilencedAt.IsZero() && !now.Before(st.SilencedAt) && now.Sub(st.SilencedAt) < n.RepeatInterval {
+			return st, nil
+		}
+		st.SilencedAt = now
+		a.State, a.LastError = results.DeliverySkipped, SilencedError
 		return st, []results.Alert{a}
 	}
-	st.LastNotifiedAt, st.Notified = now, mode
+	st.LastNotifiedAt, st.Notified, st.SilencedAt = now, mode, time.Time{}
 	st.Announced = results.AddMode(st.Announced, mode)
 	return st, []results.Alert{a}
 }
@@ -140,5 +147,7 @@ func sameState(a, b results.AlertState) bool {
 		a.LastNotifiedAt.Equal(b.LastNotifiedAt) &&
 		a.Notified == b.Notified &&
 		slices.Equal(a.Modes, b.Modes) &&
-		slices.Equal(a.Announced, b.Announced)
+		slices.Equal(a.Announced, b.Announced) &&
+		slices.Equal(a.Receivers, b.Receivers) &&
+		a.SilencedAt.Equal(b.SilencedAt)
 }

@@ -362,11 +362,16 @@ func TestAlertSameState(t *testing.T) {
 		t.Errorf("sameState(%v, %v) = false for the same instants", a, b)
 	}
 	for name, change := range map[string]func(*results.AlertState){
-		"probe":    func(s *results.AlertState) { s.Probe = "q" },
-		"streak":   func(s *results.AlertState) { s.ConsecutiveFailures++ },
-		"since":    func(s *results.AlertState) { s.FailingSince = s.FailingSince.Add(1) },
-		"firing":   func(s *results.AlertState) { s.Firing = false },
-		"notified": func(s *results.AlertState) { s.LastNotifiedAt = s.LastNotifiedAt.Add(1) },
+		"probe":     func(s *results.AlertState) { s.Probe = "q" },
+		"streak":    func(s *results.AlertState) { s.ConsecutiveFailures++ },
+		"since":     func(s *results.AlertState) { s.FailingSince = s.FailingSince.Add(1) },
+		"firing":    func(s *results.AlertState) { s.Firing = false },
+		"notified":  func(s *results.AlertState) { s.LastNotifiedAt = s.LastNotifiedAt.Add(1) },
+		"mode":      func(s *results.AlertState) { s.Notified = results.Mode{Outcome: results.Unavailable} },
+		"modes":     func(s *results.AlertState) { s.Modes = []results.Mode{{Outcome: results.Unavailable}} },
+		"announced": func(s *results.AlertState) { s.Announced = []results.Mode{{Outcome: results.Unavailable}} },
+		"receivers": func(s *results.AlertState) { s.Receivers = []string{"default/slack"} },
+		"silenced":  func(s *results.AlertState) { s.SilencedAt = alertT0 },
 	} {
 		c := a
 		change(&c)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -210,6 +211,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		Silences: deps.Silences,
 	})
 	d.observer.SetProbes(probeNames(cfg))
+	d.observer.SetReceivers(slices.Sorted(maps.Keys(senders)))
 	return d, nil
 }
 
@@ -405,6 +407,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 		return fmt.Errorf("runner: Reload: %w", err)
 	}
 
+	d.observer.SetReceivers(slices.Sorted(maps.Keys(senders)))
 	d.sender.set(senders)
 	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)

@@ -90,6 +90,10 @@ type Observer interface {
 	// SetProbes is called with the names of the configured probes when
 	// the daemon is built and on every reload, before their runs.
 	SetProbes(names []string)
+	// SetReceivers is called with the keys of the configured receivers
+	// ("default/slack", "routes[0]/webhook") when the daemon is built and
+	// on every reload, before alerts go to them.
+	SetReceivers(keys []string)
 }
 
 // nopObserver is the Observer of a daemon without metrics.
@@ -102,6 +106,7 @@ func (nopObserver) AlertFailed(*results.Alert, bool) {}
 func (nopObserver) StoreError(string)                {}
 func (nopObserver) ResultsDropped(int)               {}
 func (nopObserver) SetProbes([]string)               {}
+func (nopObserver) SetReceivers([]string)            {}
 
 // observerOr returns o, or an Observer that does nothing when o is nil.
 func observerOr(o Observer) Observer {

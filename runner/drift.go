@@ -17,6 +17,9 @@ import (
 // novel). The profile lives in memory, read from the store once per probe,
 // and is saved with the runs that change it.
 const (
+	// driftMinObservations is how many answers establish a probe's
+	// profile before any answer can drift.
+	driftMinObservations = shape.ProfileWarmup
 	// profileFlush is how long a profile whose counts changed, but not
 	// what it has learned, may go unsaved: a restart loses at most this
 	// much of its counting.

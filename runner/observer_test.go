@@ -36,8 +36,9 @@ func (o *countingObserver) AlertDelivered(*results.Alert) { o.inc("delivered") }
 func (o *countingObserver) AlertFailed(_ *results.Alert, f bool) {
 	o.inc(map[bool]string{false: "retry", true: "final"}[f])
 }
-func (o *countingObserver) StoreError(op string) { o.inc("store:" + op) }
-func (o *countingObserver) SetProbes([]string)   { o.inc("probes") }
+func (o *countingObserver) StoreError(op string)  { o.inc("store:" + op) }
+func (o *countingObserver) SetProbes([]string)    { o.inc("probes") }
+func (o *countingObserver) SetReceivers([]string) { o.inc("receivers") }
 func (o *countingObserver) ResultsDropped(n int) {
 	for range n {
 		o.inc("dropped")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -259,7 +258,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 
 	rc.mu.RLock()
 	route := rc.notify.Route(rc.labels[r.Probe])
-	labels, deliver := rc.labels[r.Probe], rc.deliver
+	labels, deliver, all := rc.labels[r.Probe], rc.deliver, rc.notify
 	st, known := rc.states[r.Probe]
 	rc.mu.RUnlock()
 	now := rc.now()
@@ -286,12 +285,24 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		}
 	}
 	next, alerts := decide(notify, st, r, now, silenced)
-	rec.Alerts = append(rec.Alerts, alerts...)
-	var receivers []string
+	to := addressing{told: st.Receivers}
 	if deliver {
-		receivers = route.Receivers()
+		to.current = route.Receivers()
+		to.configured = all.AllReceivers()
 	}
-	rec.Alerts = address(rec.Alerts, receivers, labels, now)
+	if st.Firing && to.told == nil {
+		// A state kept by a release that did not remember receivers: the
+		// probe's route stands for those told.
+		to.told = to.current
+	}
+	if moved := movedFiring(notify, st, next, alerts, to, r, now, silenced); moved != nil {
+		alerts = append(alerts, *moved)
+	}
+	rec.Alerts = append(rec.Alerts, alerts...)
+	rec.Alerts, next.Receivers = address(rec.Alerts, to, labels, now)
+	if !next.Firing {
+		next.Receivers = nil
+	}
 	if !known || !sameState(next, st) {
 		rec.AlertState = &next
 	}
@@ -328,38 +339,6 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	}
 	d.Alerts = rec.Alerts
 	return d, nil
-}
-
-// address gives each alert the probe's labels and makes one copy of it
-// for each receiver, pending and due now: every receiver goes through the
-// outbox on its own, so one that is down holds up no other. With no
-// receiver an alert is recorded once, skipped.
-func address(alerts []results.Alert, receivers []string, labels map[string]string, now time.Time) []results.Alert {
-	if len(alerts) == 0 {
-		return alerts
-	}
-	out := make([]results.Alert, 0, len(alerts)*max(1, len(receivers)))
-	for _, a := range alerts {
-		a.Labels = maps.Clone(labels)
-		if a.State == results.DeliverySkipped {
-			// Silenced: recorded once, for no receiver, with the reason.
-			a.NextAttemptAt = time.Time{}
-			out = append(out, a)
-			continue
-		}
-		if len(receivers) == 0 {
-			a.State, a.NextAttemptAt = results.DeliverySkipped, time.Time{}
-			out = append(out, a)
-			continue
-		}
-		for _, key := range receivers {
-			b := a
-			b.Labels = maps.Clone(labels)
-			b.Receiver, b.State, b.NextAttemptAt = key, results.DeliveryPending, now
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // lockProbe locks probe's mutex and returns its unlock. The scheduler never

@@ -161,3 +161,87 @@ func TestRecorderSilencedRoute(t *testing.T) {
 		t.Errorf("alerts\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestRecorderReloadMovesFiringProbe: a reload that moves a firing probe
+// to another route tells the receivers of its new route that it is
+// failing (as a firing alert, at its next failed run), and its resolved
+// alert goes to every receiver that was told, as long as it is still
+// configured, wherever the route points now.
+func TestRecorderReloadMovesFiringProbe(t *testing.T) {
+	withResolved := func() checks.Notify {
+		n := routedNotify()
+		n.Routes[0].Notify.SendResolved = true
+		return n
+	}
+	tests := []struct {
+		name         string
+		after        func(checks.Notify) checks.Notify // the notify section the second reload gives
+		wantResolved string
+	}{
+		{"every receiver told hears it is over", func(n checks.Notify) checks.Notify { return n },
+			"[resolved default/slack pending map[team:search] resolved routes[0]/slack pending map[team:search] resolved routes[0]/webhook pending map[team:search]]"},
+		{"a receiver the config no longer has is not sent it", func(n checks.Notify) checks.Notify {
+			n.Slack = checks.Slack{}
+			return n
+		}, "[resolved routes[0]/slack pending map[team:search] resolved routes[0]/webhook pending map[team:search]]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newTestStore(t)
+			clock := newTestClock(alertT0)
+			cfg := &checks.Config{Notify: withResolved(), Probes: []*checks.Probe{{Name: "search"}}}
+			p := NewRecorder(store, cfg.Notify, RecorderOptions{Clock: clock, Deliver: true, Labels: ProbeLabels(cfg)})
+			step := func(code results.Code) string {
+				clock.Advance(time.Minute)
+				return alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", code)))
+			}
+			if got, want := step(results.CodeTimeout), "[firing default/slack pending map[]]"; got != want {
+				t.Fatalf("before the reload: %s, want %s", got, want)
+			}
+
+			moved := &checks.Config{Notify: withResolved(), Probes: []*checks.Probe{{Name: "search", Labels: map[string]string{"team": "search"}}}}
+			p.SetConfig(moved, true)
+			if got, want := step(results.CodeTimeout),
+				"[firing routes[0]/slack pending map[team:search] firing routes[0]/webhook pending map[team:search]]"; got != want {
+				t.Errorf("first run on the new route: %s, want %s", got, want)
+			}
+			if got := step(results.CodeTimeout); got != "[]" {
+				t.Errorf("second run on the new route: %s, want none: every receiver was told", got)
+			}
+			// An update goes to every receiver of the route, as an update.
+			if got, want := step(results.CodeRuleError),
+				"[update routes[0]/slack pending map[team:search] update routes[0]/webhook pending map[team:search]]"; got != want {
+				t.Errorf("change of mode: %s, want %s", got, want)
+			}
+
+			moved.Notify = tt.after(moved.Notify)
+			p.SetConfig(moved, true)
+			if got := step(""); got != tt.wantResolved {
+				t.Errorf("resolved: %s\nwant %s", got, tt.wantResolved)
+			}
+		})
+	}
+}
+
+// TestRecorderAdoptsReceiversOfOldStates: a firing state written before
+// toolpulse remembered who was told takes the probe's route for them: no
+// firing alert again, and the resolved alert goes to the route.
+func TestRecorderAdoptsReceiversOfOldStates(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	store.seedState(results.AlertState{Probe: "search", ConsecutiveFailures: 3, FailingSince: alertT0,
+		Firing: true, LastNotifiedAt: alertT0}, alertT0)
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true})
+	if err := p.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if got := alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))); got != "[]" {
+		t.Errorf("a failure already announced: %s, want none", got)
+	}
+	clock.Advance(time.Minute)
+	if got, want := alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", ""))),
+		"[resolved default/slack pending map[]]"; got != want {
+		t.Errorf("resolved: %s, want %s", got, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -42,9 +43,20 @@ func TestAlertDecideSilenced(t *testing.T) {
 		{"a failure that starts silenced fires once the silence ends", []silencedStep{
 			quiet(failAt(unavailable, 0)),
 			quiet(failAt(unavailable, time.Minute, firing), skipped),
-			quiet(failAt(unavailable, 2*time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 2*time.Minute)), // recorded a minute ago
 			loud(failAt(unavailable, 3*time.Minute, firing), pending),
 			loud(failAt(unavailable, 4*time.Minute)),
+		}},
+		{"a silenced failure is recorded skipped once per repeat interval", []silencedStep{
+			quiet(failAt(unavailable, 0)),
+			quiet(failAt(unavailable, time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 30*time.Minute)),
+			quiet(failAt(contract, 40*time.Minute)),
+			quiet(failAt(unavailable, 61*time.Minute, firing), skipped),
+			quiet(failAt(unavailable, 62*time.Minute)),
+			loud(failAt(unavailable, 63*time.Minute, firing), pending),
+			quiet(failAt(contract, 64*time.Minute, update), skipped), // announced since: a new skip is news
+			quiet(failAt(contract, 65*time.Minute)),
 		}},
 		{"a silenced reminder is due again once the silence ends", []silencedStep{
 			loud(failAt(unavailable, 0)),
@@ -201,5 +213,82 @@ func TestDaemonSilencesByLabel(t *testing.T) {
 	}
 	if len(alerts) != 1 || alerts[0].Kind != firing || alerts[0].State != skipped || alerts[0].LastError != SilencedError {
 		t.Fatalf("alerts %+v, want one firing alert, skipped, last error %q", alerts, SilencedError)
+	}
+}
+
+// TestRecorderSilencedDrift: a drift seen while its probe is silenced is
+// still recorded (the drifts row explains the change later), and its
+// alert is recorded skipped with the reason, for no receiver, like the
+// failure's own.
+func TestRecorderSilencedDrift(t *testing.T) {
+	ctx := context.Background()
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	p := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true, Silences: store})
+	run := func(body string, code results.Code) []results.Alert {
+		t.Helper()
+		clock.Advance(time.Minute)
+		return process(t, p, pipelineRun(t, "external_search", clock.Now(), body, code))
+	}
+	for range driftMinObservations {
+		run(seedBaselineBody, "")
+	}
+	if _, err := store.AddSilence(ctx, results.Silence{Matchers: results.Matchers{Probes: []string{"external_search"}},
+		StartsAt: clock.Now(), EndsAt: clock.Now().Add(time.Hour), Reason: "migration", CreatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(SilenceRefresh)
+	alerts := run(seedWrappedBody, seedWrappedCode)
+	if got := fmt.Sprint(alertKinds(alerts)); got != "[shape_drift firing]" {
+		t.Fatalf("alerts of the drifted run: %s, want [shape_drift firing]", got)
+	}
+	for _, a := range alerts {
+		if a.State != skipped || a.LastError != SilencedError || a.Receiver != "" {
+			t.Errorf("%s alert: state %s, last error %q, receiver %q; want skipped, %q, none",
+				a.Kind, a.State, a.LastError, a.Receiver, SilencedError)
+		}
+	}
+	_, drifts, _, _ := store.snapshot()
+	if len(drifts) != 1 || drifts[0].Current != seedWrappedFP {
+		t.Errorf("drift rows %+v, want the one drift to %s: a silence mutes alerts, not the record", drifts, seedWrappedFP)
+	}
+}
+
+// TestRecorderSilenceFollowsReloadedLabels: a label silence covers a probe
+// from the reload that gives it the label, and stops covering it at the
+// reload that takes the label away.
+func TestRecorderSilenceFollowsReloadedLabels(t *testing.T) {
+	ctx := context.Background()
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	config := func(labels map[string]string) *checks.Config {
+		return &checks.Config{Notify: notifyOn(1, time.Minute, true), Probes: []*checks.Probe{{Name: "search", Labels: labels}}}
+	}
+	cfg := config(nil)
+	p := NewRecorder(store, cfg.Notify, RecorderOptions{Clock: clock, Deliver: true, Silences: store, Labels: ProbeLabels(cfg)})
+	if _, err := store.AddSilence(ctx, results.Silence{Matchers: results.Matchers{Labels: map[string]string{"team": "search"}},
+		StartsAt: clock.Now(), EndsAt: clock.Now().Add(time.Hour), Reason: "maintenance", CreatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// Each step fails in a mode of its own, so that each calls for an alert.
+	step := func(code results.Code) results.Alert {
+		t.Helper()
+		clock.Advance(2 * time.Minute)
+		alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", code))
+		if len(alerts) != 1 {
+			t.Fatalf("alerts %s, want one", alertKinds(alerts))
+		}
+		return alerts[0]
+	}
+	if a := step(results.CodeTimeout); a.State != pending {
+		t.Errorf("before the probe has the label: %s %s, want pending", a.Kind, a.State)
+	}
+	p.SetConfig(config(map[string]string{"team": "search"}), true)
+	if a := step(results.CodeServerError); a.State != skipped || a.LastError != SilencedError {
+		t.Errorf("after a reload gave it team=search: %s %s (%q), want skipped, silenced", a.Kind, a.State, a.LastError)
+	}
+	p.SetConfig(config(map[string]string{"team": "maps"}), true)
+	if a := step(results.CodeRuleError); a.State != pending {
+		t.Errorf("after a reload took the label away: %s %s, want pending", a.Kind, a.State)
 	}
 }

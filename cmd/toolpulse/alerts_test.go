@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/internal/harness"
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
@@ -28,33 +25,8 @@ func TestAlertLifecycle(t *testing.T) {
 
 	config := harness.Fast(prov, slackURL, "search")
 	config.Notify.FailureThreshold, config.Notify.RepeatInterval = 3, 1500*time.Millisecond
-	cfg, err := checks.Load(e2e.Config(t, t.TempDir(), config), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newStack(context.Background(), cfg, slog.New(slog.DiscardHandler), stackOptions{grace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, 0) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	}()
-	waitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	s := runStack(t, "", config)
+	waitUntil := func(what string, cond func() bool) { t.Helper(); eventually(t, what, cond) }
 
 	time.Sleep(1500 * time.Millisecond) // a baseline of ~7 runs at 200ms
 	failingFrom := time.Now()
@@ -86,8 +58,8 @@ func TestAlertLifecycle(t *testing.T) {
 	for _, want := range []string{
 		`toolpulse_runs_total{code="unsupported_results_container",outcome="contract_error",probe="search"}`,
 		`toolpulse_drift_events_total{probe="search"}`,
-		`toolpulse_alerts_sent_total{kind="resolved"} 1`,
-		`toolpulse_alerts_failed_total{final="false",kind="shape_drift"}`,
+		`toolpulse_alerts_sent_total{kind="resolved",receiver="default/slack"} 1`,
+		`toolpulse_alerts_failed_total{final="false",kind="shape_drift",receiver="default/slack"}`,
 		`toolpulse_last_outcome{outcome="pass",probe="search"} 1`,
 	} {
 		if !strings.Contains(rec.Body.String(), want) {

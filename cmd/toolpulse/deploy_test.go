@@ -99,7 +99,9 @@ func TestPrometheusRulesNameRealMetrics(t *testing.T) {
 	prov := e2e.Serve(t, provider.New().Handler())
 	dir := t.TempDir()
 	addr := e2e.FreeAddr(t)
-	cfg := harness.Fast(prov, "", "alpha")
+	// A receiver, so that the alert series exist (at 0: alpha passes, and
+	// nothing is ever posted to it).
+	cfg := harness.Fast(prov, "http://127.0.0.1:9/slack", "alpha")
 	cfg.Server.Listen = addr
 	d := e2e.Start(t, e2e.Config(t, dir, cfg))
 	var exposition string

@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/internal/harness"
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
@@ -67,39 +67,8 @@ func TestRoutesEachTeamItsOwnAlerts(t *testing.T) {
 		{Match: map[string]string{"team": "payments"}, WebhookURL: hookURL + "/toolpulse", WebhookSecret: "hook-secret",
 			FailureThreshold: 3},
 	}
-	cfg, err := checks.Load(e2e.Config(t, t.TempDir(), config), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newStack(context.Background(), cfg, slog.New(slog.DiscardHandler), stackOptions{grace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, 0) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	}
-	defer stop()
-	waitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	s := runStack(t, "", config)
+	waitUntil := func(what string, cond func() bool) { t.Helper(); eventually(t, what, cond) }
 	hookFiring := func() bool {
 		for _, b := range hook.payloads() {
 			if b.Kind == results.AlertFiring {
@@ -181,6 +150,78 @@ func TestRoutesEachTeamItsOwnAlerts(t *testing.T) {
 			if streak != tt.threshold {
 				t.Errorf("%s fired on failure %d of its streak, want %d (its route's failure_threshold)", tt.probe, streak, tt.threshold)
 			}
+		}
+	}
+}
+
+// TestReloadRemovesRouteWithPendingAlerts: a reload (what SIGHUP does)
+// removes the
+// route of a firing probe while its webhook is down and its firing alert
+// is being retried. The alert still pending for the removed receiver
+// fails for good, saying why; the probe's new route (the default Slack)
+// is told it is failing at its next failed run; and the resolved alert
+// goes to the default Slack only, not to the receiver that is gone.
+func TestReloadRemovesRouteWithPendingAlerts(t *testing.T) {
+	p := provider.New()
+	prov := e2e.Serve(t, p.Handler())
+	slack, slackURL := e2e.Slack(t)
+	var hookCalls atomic.Int32
+	hookURL := e2e.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookCalls.Add(1)
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+
+	dir := t.TempDir()
+	config := harness.Fast(prov, slackURL, "search")
+	config.Probes[0].Labels = map[string]string{"team": "search"}
+	config.Notify.Routes = []harness.Route{{Match: map[string]string{"team": "search"},
+		WebhookURL: hookURL + "/toolpulse", WebhookSecret: "hook-secret"}}
+	s := runStack(t, dir, config)
+	ctx := context.Background()
+	alertsFor := func(receiver string) []results.Alert {
+		all, err := s.store.Alerts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []results.Alert
+		for _, a := range all {
+			if a.Receiver == receiver {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+
+	time.Sleep(time.Second) // a baseline of a few runs at 200ms
+	p.SetDrifted(true)
+	eventually(t, "the webhook refusing the firing alert", func() bool { return hookCalls.Load() >= 1 })
+	before := alertsFor("routes[0]/webhook") // the firing alert, and the drift's
+	if len(before) == 0 || slices.ContainsFunc(before, func(a results.Alert) bool { return a.State != results.DeliveryPending }) {
+		t.Fatalf("before the reload, the webhook's alerts are %+v; want them pending", before)
+	}
+
+	config.Notify.Routes = nil
+	if err := s.reload(loadConfig(t, dir, config)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the removed receiver's alerts failing for good", func() bool {
+		return !slices.ContainsFunc(alertsFor("routes[0]/webhook"), func(a results.Alert) bool { return a.State != results.DeliveryFailed })
+	})
+	for _, a := range alertsFor("routes[0]/webhook") {
+		if !strings.Contains(a.LastError, "not configured any more") {
+			t.Errorf("the removed receiver's %s alert failed with %q; want it to say the receiver is not configured any more", a.Kind, a.LastError)
+		}
+	}
+	eventually(t, "the default Slack told search is failing", func() bool { return slack.Count(":red_circle: search contract_error") == 1 })
+
+	p.SetDrifted(false)
+	eventually(t, "the resolved message in the default Slack", func() bool { return slack.Count(":large_green_circle: search resolved") == 1 })
+	if after := alertsFor("routes[0]/webhook"); len(after) != len(before) {
+		t.Errorf("the removed receiver has %d alerts after the reload, want the %d it had", len(after), len(before))
+	}
+	for _, m := range slack.Messages() {
+		if m.Probe != "search" {
+			t.Errorf("the default Slack got a message about %s", m.Probe)
 		}
 	}
 }

@@ -26,7 +26,8 @@ type silenceCmd struct {
 type silenceAddCmd struct {
 	Probe  []string      `placeholder:"NAME" help:"Silence this probe (repeatable: any of them)."`
 	Label  []string      `placeholder:"K=V" help:"Silence probes with this label value (repeatable: all of them)."`
-	For    time.Duration `required:"" placeholder:"DURATION" help:"How long, from now: 30m, 2h."`
+	Start  string        `placeholder:"TIME" help:"When it starts: an RFC 3339 time (2026-12-03T02:00:00Z) or a duration from now (45m); default now, for a maintenance window planned ahead."`
+	For    time.Duration `required:"" placeholder:"DURATION" help:"How long, from its start: 30m, 2h."`
 	Reason string        `required:"" placeholder:"TEXT" help:"Why, for whoever wonders where the alerts went."`
 }
 
@@ -52,6 +53,14 @@ func (a *silenceAddCmd) Run(e *env, root *cli) error {
 	if strings.TrimSpace(a.Reason) == "" {
 		return usageError("--reason: must not be empty")
 	}
+	now := time.Now().UTC()
+	start, err := silenceStart(a.Start, now)
+	if err != nil {
+		return err
+	}
+	if end := start.Add(a.For); !end.After(now) {
+		return usageError("--start %s --for %v: the silence would have ended at %s, before now", a.Start, a.For, results.FormatTime(end))
+	}
 	store, cfg, err := openStoreForWriting(e, root)
 	if err != nil {
 		return err
@@ -60,14 +69,29 @@ func (a *silenceAddCmd) Run(e *env, root *cli) error {
 	if err := knownProbes(e.ctx, store, cfg, a.Probe); err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	id, err := store.AddSilence(e.ctx, results.Silence{Matchers: m, StartsAt: now, EndsAt: now.Add(a.For),
+	id, err := store.AddSilence(e.ctx, results.Silence{Matchers: m, StartsAt: start, EndsAt: start.Add(a.For),
 		Reason: a.Reason, CreatedAt: now})
 	if err != nil {
 		return softwareError(err)
 	}
 	_, err = fmt.Fprintln(e.stdout, id)
 	return err
+}
+
+// silenceStart reads --start: empty is now, else an RFC 3339 time or a
+// duration from now.
+func silenceStart(flag string, now time.Time) (time.Time, error) {
+	if flag == "" {
+		return now, nil
+	}
+	if t, err := time.Parse(time.RFC3339, flag); err == nil {
+		return t.UTC(), nil
+	}
+	d, err := time.ParseDuration(flag)
+	if err != nil || d < 0 {
+		return time.Time{}, usageError("--start %q: want an RFC 3339 time such as 2026-12-03T02:00:00Z, or a duration from now such as 45m", flag)
+	}
+	return now.Add(d), nil
 }
 
 type silenceListCmd struct {

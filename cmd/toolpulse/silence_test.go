@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // TestSilenceCommands adds silences by probe and by label, lists them as a
@@ -62,6 +65,50 @@ func TestSilenceCommands(t *testing.T) {
 	}
 }
 
+// TestSilenceAddStart: --start plans a silence ahead, as an RFC 3339 time
+// or a duration from now; it is listed from the moment it is added, and
+// lasts --for from its start.
+func TestSilenceAddStart(t *testing.T) {
+	h := newCLIRun(t)
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	if code, _, errOut := h.run("silence", "add", "--probe", "search", "--start", start.Format(time.RFC3339), "--for", "2h", "--reason", "planned"); code != exitOK {
+		t.Fatalf("silence add --start TIME: exit %d, stderr %q", code, errOut)
+	}
+	before := time.Now()
+	if code, _, errOut := h.run("silence", "add", "--probe", "search", "--start", "45m", "--for", "30m", "--reason", "soon"); code != exitOK {
+		t.Fatalf("silence add --start 45m: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut := h.run("silence", "list", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("silence list: exit %d, stderr %q", code, errOut)
+	}
+	var rows []silenceRow
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row silenceRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%v\n%s", err, line)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("silence list: %d silences, want the 2 planned ones:\n%s", len(rows), out)
+	}
+	parse := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(results.TimeLayout, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if got, end := parse(rows[0].StartsAt), parse(rows[0].EndsAt); !got.Equal(start) || !end.Equal(start.Add(2*time.Hour)) {
+		t.Errorf("--start %s --for 2h: starts %s, ends %s", start.Format(time.RFC3339), rows[0].StartsAt, rows[0].EndsAt)
+	}
+	if got := parse(rows[1].StartsAt).Sub(before); got < 45*time.Minute-time.Second || got > 45*time.Minute+time.Minute {
+		t.Errorf("--start 45m: starts %s, %v after the command ran; want 45m", rows[1].StartsAt, got)
+	}
+}
+
 // TestSilenceUsageErrors: what cannot be a silence exits 64 with a message
 // naming the flag, and nothing is added.
 func TestSilenceUsageErrors(t *testing.T) {
@@ -76,6 +123,10 @@ func TestSilenceUsageErrors(t *testing.T) {
 		{"label without a value", []string{"silence", "add", "--label", "team", "--for", "2h", "--reason", "x"}, "toolpulse: --label \"team\": want KEY=VALUE\n"},
 		{"negative duration", []string{"silence", "add", "--probe", "search", "--for=-1h", "--reason", "x"}, "toolpulse: --for -1h0m0s: want a positive duration, such as 2h\n"},
 		{"blank reason", []string{"silence", "add", "--probe", "search", "--for", "1h", "--reason", " "}, "toolpulse: --reason: must not be empty\n"},
+		{"start not a time", []string{"silence", "add", "--probe", "search", "--start", "tomorrow", "--for", "1h", "--reason", "x"},
+			"toolpulse: --start \"tomorrow\": want an RFC 3339 time such as 2026-12-03T02:00:00Z, or a duration from now such as 45m\n"},
+		{"ended before now", []string{"silence", "add", "--probe", "search", "--start", "2020-01-01T00:00:00Z", "--for", "1h", "--reason", "x"},
+			"toolpulse: --start 2020-01-01T00:00:00Z --for 1h0m0s: the silence would have ended at 2020-01-01T01:00:00.000Z, before now\n"},
 		{"expire, not a number", []string{"silence", "expire", "abc"}, "toolpulse: silence expire \"abc\": want a silence id, a positive number\n"},
 		{"expire, unknown id", []string{"silence", "expire", "7"}, "toolpulse: silence expire 7: no such silence (see toolpulse silence list --all)\n"},
 	}

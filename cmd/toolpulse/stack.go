@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/alertmanager"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
@@ -56,7 +57,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
 		Silences:    store,
-		Senders:     newSenders(logger),
+		Senders:     newSenders(logger, store.FiringAlerts),
 		Observer:    s.metrics,
 		Logger:      logger,
 		GracePeriod: opts.grace,
@@ -134,8 +135,11 @@ func (s *stack) reloadFrom(state *configState, load func() (*checks.Config, erro
 //
 // A receiver a reload leaves as it was is kept, not built again: the
 // Alertmanager receiver remembers the firing alerts it re-posts, and a
-// new one would let them end.
-func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, error) {
+// new one would let them end. A new Alertmanager receiver (at start, or
+// after a reload changed it) starts from what firing says it was last
+// told for each failure still firing, so that a restart does not let
+// those alerts end; nil firing starts it empty.
+func newSenders(logger *slog.Logger, firing firingAlerts) func(cfg *checks.Config) (runner.Senders, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -146,7 +150,7 @@ func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, e
 	return func(cfg *checks.Config) (runner.Senders, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		built, err := buildSenders(cfg, logger, kept)
+		built, err := buildSenders(cfg, logger, kept, firing)
 		if err != nil {
 			return nil, err
 		}
@@ -159,13 +163,44 @@ func newSenders(logger *slog.Logger) func(cfg *checks.Config) (runner.Senders, e
 	}
 }
 
+// firingAlerts returns what a receiver was last told of each failure still
+// firing: the store's FiringAlerts.
+type firingAlerts func(ctx context.Context, receiver string) ([]results.Alert, error)
+
+// restoreTimeout bounds the read of what a new Alertmanager receiver was
+// last told: a slow store must not hold up a start or a reload.
+const restoreTimeout = 5 * time.Second
+
+// restore gives a new Alertmanager receiver the failures it was told are
+// firing. A read that fails is logged: the alerts then end within the
+// receiver's TTL unless the probes' next alerts post them again.
+func restore(n *alertmanager.Notifier, key string, firing firingAlerts, logger *slog.Logger) {
+	if firing == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	alerts, err := firing(ctx, key)
+	if err == nil {
+		err = n.Restore(ctx, alerts)
+	}
+	if err != nil {
+		logger.Warn("could not read which alerts this Alertmanager receiver was told are firing; they end within 5m unless a probe alerts again",
+			"receiver", key, "error", err)
+		return
+	}
+	if len(alerts) > 0 {
+		logger.Info("re-posting the alerts still firing", "receiver", key, "alerts", len(alerts))
+	}
+}
+
 // builtSender is a receiver with what it was built from.
 type builtSender struct {
 	spec   string
 	sender runner.Sender
 }
 
-func buildSenders(cfg *checks.Config, logger *slog.Logger, kept map[string]builtSender) (map[string]builtSender, error) {
+func buildSenders(cfg *checks.Config, logger *slog.Logger, kept map[string]builtSender, firing firingAlerts) (map[string]builtSender, error) {
 	out := map[string]builtSender{}
 	redactor, base := cfg.Redactor(), cfg.Server.PublicURL
 	// The redactor is part of every receiver: new secrets mean new ones.
@@ -194,12 +229,17 @@ func buildSenders(cfg *checks.Config, logger *slog.Logger, kept map[string]built
 					BaseURL:    base,
 				})
 			case checks.ReceiverAlertmanager:
-				sender, err = alertmanager.New(alertmanager.Config{
+				var n *alertmanager.Notifier
+				n, err = alertmanager.New(alertmanager.Config{
 					URL:      r.Alertmanager.URL.Reveal(),
 					Redactor: redactor,
 					BaseURL:  base,
 					Logger:   logger.With("receiver", key),
 				})
+				if err == nil {
+					restore(n, key, firing, logger)
+					sender = n
+				}
 			case checks.ReceiverWebhook:
 				sender, err = webhook.New(webhook.Config{
 					URL:      r.Webhook.URL.Reveal(),

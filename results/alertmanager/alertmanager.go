@@ -34,9 +34,10 @@
 // carry nothing new, and a failed one is simply tried again at the next
 // interval (and logged). Every post, Send's and Run's, is serialised, so
 // that a re-post of an alert can never reach Alertmanager after its
-// resolve. The remembered alerts live in memory: after a restart a probe
-// that is still failing is no longer re-posted, and its alert resolves
-// within TTL until the next reminder posts it again.
+// resolve. The remembered alerts live in memory; after a restart (or a
+// reload that changes the receiver) the daemon gives a new Notifier what
+// the store says it last posted for each failure still firing (Restore),
+// so a probe that is still failing stays active.
 package alertmanager
 
 import (
@@ -173,6 +174,28 @@ func New(cfg Config) (*Notifier, error) {
 	}
 	n.secrets = results.NewRedactor(secrets...)
 	return n, nil
+}
+
+// Restore takes alerts as the probes' active alerts, as if Send had
+// posted them: what a previous process of toolpulse last told this
+// Alertmanager is failing (see the store's FiringAlerts), so that Run
+// keeps them active after a restart instead of letting them end within
+// TTL. Only firing, reminder and update alerts are taken; a probe Send
+// has already posted for keeps what Send posted, which is newer.
+func (n *Notifier) Restore(ctx context.Context, alerts []results.Alert) error {
+	if err := n.lock(ctx); err != nil {
+		return err
+	}
+	defer n.unlock()
+	for _, a := range alerts {
+		switch a.Kind {
+		case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+			if _, ok := n.active[a.Probe]; !ok {
+				n.active[a.Probe] = n.postable(a)
+			}
+		}
+	}
+	return nil
 }
 
 // lock takes the posting slot, or gives up when ctx ends first.

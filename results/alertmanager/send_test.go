@@ -202,6 +202,70 @@ func TestRunReposts(t *testing.T) {
 	checkLeaks()
 }
 
+// TestRestoreKeepsFailuresActive: a Notifier given what the store says was
+// last posted (a restart) re-posts it without a new Send, a resolve ends
+// it, and what Send posted since is not replaced by an older alert.
+func TestRestoreKeepsFailuresActive(t *testing.T) {
+	srv, got := fakeAM(t, respond(200, ""))
+	n, err := New(Config{URL: srv.URL, RepostInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	tracker := firing()
+	tracker.Probe, tracker.Kind = "tracker", results.AlertUpdate
+	newer := firing()
+	newer.Code = "results_empty"
+	if _, _, err := n.Send(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	if err := n.Restore(ctx, []results.Alert{firing(), tracker, resolved(), drift()}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); n.Run(ctx) }()
+
+	var repost []postable
+	select {
+	case b := <-got:
+		repost = decode(t, b)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no re-post within 5s of a restore")
+	}
+	codes := map[string]string{}
+	for _, p := range repost {
+		codes[p.Labels["probe"]] = p.Labels["code"]
+	}
+	if len(repost) != 2 || codes["external_search"] != "results_empty" || codes["tracker"] != "unsupported_results_container" {
+		t.Errorf("re-post after restore = %+v; want the newer external_search (results_empty) and the restored tracker", repost)
+	}
+	end := resolved()
+	end.Probe = "tracker"
+	if _, _, err := n.Send(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	// Every post up to the resolve's is in got once Send returns; the next
+	// one is a re-post made after it.
+	for len(got) > 0 {
+		<-got
+	}
+	var last []postable
+	select {
+	case b := <-got:
+		last = decode(t, b)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no re-post within 5s of the resolve")
+	}
+	if len(last) != 1 || last[0].Labels["probe"] != "external_search" {
+		t.Errorf("re-post after the resolve = %+v; want external_search alone", last)
+	}
+	cancel()
+	<-done
+}
+
 // drainFor yields what arrives on c until it stays quiet for quiet.
 func drainFor(c chan []byte, quiet time.Duration) func(func([]byte) bool) {
 	return func(yield func([]byte) bool) {

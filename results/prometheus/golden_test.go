@@ -82,6 +82,7 @@ func TestExpositionGolden(t *testing.T) {
 	}
 
 	checkpoint("fresh")
+	m.SetReceivers([]string{"default/slack", "routes[0]/webhook"})
 
 	// Before SetProbes every probe is accepted.
 	m.RunFinished(at(run("alpha", "", 5*time.Millisecond, 1, 3), 0))
@@ -144,12 +145,12 @@ func TestExpositionGolden(t *testing.T) {
 	m.DriftDetected(&results.Drift{Probe: "unlisted"})
 
 	// Process-wide series, including a kind without pre-created series.
-	m.AlertDelivered(&results.Alert{Kind: results.AlertFiring})
-	m.AlertDelivered(&results.Alert{Kind: results.AlertResolved})
-	m.AlertDelivered(&results.Alert{Kind: "unheard_of"})
-	m.AlertFailed(&results.Alert{Kind: results.AlertDrift}, false)
-	m.AlertFailed(&results.Alert{Kind: results.AlertDrift}, true)
-	m.AlertFailed(&results.Alert{Kind: "unheard_of"}, true)
+	m.AlertDelivered(&results.Alert{Kind: results.AlertFiring, Receiver: "default/slack"})
+	m.AlertDelivered(&results.Alert{Kind: results.AlertResolved, Receiver: "routes[0]/webhook"})
+	m.AlertDelivered(&results.Alert{Kind: "unheard_of", Receiver: "default/slack"})
+	m.AlertFailed(&results.Alert{Kind: results.AlertDrift, Receiver: "default/slack"}, false)
+	m.AlertFailed(&results.Alert{Kind: results.AlertDrift, Receiver: "default/slack"}, true)
+	m.AlertFailed(&results.Alert{Kind: "unheard_of", Receiver: "routes[1]/alertmanager"}, true)
 	m.StoreError("record_run")
 	m.StoreError("prune")
 	m.ResultsDropped(7)

@@ -25,6 +25,7 @@ import (
 func TestHandler(t *testing.T) {
 	m, reg := newMetrics(t)
 	m.SetProbes([]string{"search"})
+	m.SetReceivers([]string{"default/slack"})
 	m.RunFinished(run("search", "", 120*time.Millisecond, 2, 3))
 	m.DriftDetected(&results.Drift{Probe: "search"})
 	m.StoreError("record_run")

@@ -15,8 +15,8 @@
 //
 // Process-wide series:
 //
-//	toolpulse_alerts_sent_total{kind}                    counter
-//	toolpulse_alerts_failed_total{kind,final}            counter of failed delivery attempts
+//	toolpulse_alerts_sent_total{kind,receiver}           counter
+//	toolpulse_alerts_failed_total{kind,receiver,final}   counter of failed delivery attempts
 //	toolpulse_store_errors_total{op}                     counter
 //	toolpulse_results_dropped_total                      counter of runs the store never got
 //	toolpulse_results_pending                            gauge: runs waiting in the write queue
@@ -103,8 +103,8 @@ type Metrics struct {
 	reloadAt  prometheus.Gauge
 	pending   atomic.Pointer[func() int]
 	builtin   map[results.Code]bool
-	sentBy    map[results.AlertKind]prometheus.Counter
-	failedBy  map[results.AlertKind][2]prometheus.Counter // [retry, final]
+	alertsMu  sync.Mutex
+	receivers map[string]bool // guarded by alertsMu: receivers whose series exist
 	mu        sync.Mutex
 	probes    map[string]*probe // guarded by mu
 	known     map[string]bool   // guarded by mu; nil until SetProbes
@@ -119,12 +119,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolpulse_alerts_sent_total",
-			Help: "Alerts the receiver accepted, by kind.",
-		}, []string{"kind"}),
+			Help: "Alerts a receiver accepted, by kind and receiver (route/kind, as in alerts.receiver).",
+		}, []string{"kind", "receiver"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolpulse_alerts_failed_total",
-			Help: "Failed alert delivery attempts, by kind; final=\"true\" when the alert is given up.",
-		}, []string{"kind", "final"}),
+			Help: "Failed alert delivery attempts, by kind and receiver; final=\"true\" when the alert is given up.",
+		}, []string{"kind", "receiver", "final"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolpulse_store_errors_total",
 			Help: "Failed store operations, by operation.",
@@ -141,10 +141,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolpulse_config_last_reload_success_timestamp_seconds",
 			Help: "When the running config was loaded, in seconds since the Unix epoch.",
 		}),
-		builtin:  map[results.Code]bool{},
-		sentBy:   map[results.AlertKind]prometheus.Counter{},
-		failedBy: map[results.AlertKind][2]prometheus.Counter{},
-		probes:   map[string]*probe{},
+		builtin:   map[results.Code]bool{},
+		receivers: map[string]bool{},
+		probes:    map[string]*probe{},
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
@@ -174,13 +173,6 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
-		}
-	}
-	for _, k := range alertKinds {
-		m.sentBy[k] = m.sent.WithLabelValues(string(k))
-		m.failedBy[k] = [2]prometheus.Counter{
-			m.failed.WithLabelValues(string(k), "false"),
-			m.failed.WithLabelValues(string(k), "true"),
 		}
 	}
 	return m, nil
@@ -316,16 +308,12 @@ func (m *Metrics) DriftDetected(d *results.Drift) {
 	}
 }
 
-// AlertDelivered counts an alert the receiver accepted.
+// AlertDelivered counts an alert its receiver accepted.
 func (m *Metrics) AlertDelivered(a *results.Alert) {
 	if a == nil {
 		return
 	}
-	if c, ok := m.sentBy[a.Kind]; ok {
-		c.Inc()
-		return
-	}
-	m.sent.WithLabelValues(string(a.Kind)).Inc()
+	m.sent.WithLabelValues(string(a.Kind), m.receiver(a)).Inc()
 }
 
 // AlertFailed counts one failed delivery attempt; final says the alert was
@@ -334,15 +322,45 @@ func (m *Metrics) AlertFailed(a *results.Alert, final bool) {
 	if a == nil {
 		return
 	}
-	i := 0
-	if final {
-		i = 1
+	m.failed.WithLabelValues(string(a.Kind), m.receiver(a), strconv.FormatBool(final)).Inc()
+}
+
+// SetReceivers creates the alert series of every kind at zero for each
+// receiver key, so that rate() and increase() see a receiver's first
+// alert rather than a series that starts with it. Series of receivers a
+// reload removed stay, as counters do.
+func (m *Metrics) SetReceivers(keys []string) {
+	for _, key := range keys {
+		m.ensureReceiver(key)
 	}
-	if cs, ok := m.failedBy[a.Kind]; ok {
-		cs[i].Inc()
-		return
+}
+
+// noReceiver labels the deliveries of an alert that names no receiver
+// (none are made; the label keeps the series well-formed).
+const noReceiver = "none"
+
+// receiver returns a's receiver label, creating its series if
+// SetReceivers did not.
+func (m *Metrics) receiver(a *results.Alert) string {
+	key := a.Receiver
+	if key == "" {
+		key = noReceiver
 	}
-	m.failed.WithLabelValues(string(a.Kind), strconv.FormatBool(final)).Inc()
+	m.ensureReceiver(key)
+	return key
+}
+
+func (m *Metrics) ensureReceiver(key string) {
+	m.alertsMu.Lock()
+	defer m.alertsMu.Unlock()
+	if !m.receivers[key] {
+		m.receivers[key] = true
+		for _, k := range alertKinds {
+			m.sent.WithLabelValues(string(k), key)
+			m.failed.WithLabelValues(string(k), key, "false")
+			m.failed.WithLabelValues(string(k), key, "true")
+		}
+	}
 }
 
 // ResultsDropped counts n runs the store never got.

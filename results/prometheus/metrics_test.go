@@ -360,14 +360,17 @@ func TestCodeCap(t *testing.T) {
 	}
 }
 
-// TestAlertsAndStore: delivery and store counters by kind, final and op,
-// every kind at 0 from the start.
+// TestAlertsAndStore: delivery counters by kind, receiver and final, every
+// kind at 0 for each receiver from the start; store counters by op.
 func TestAlertsAndStore(t *testing.T) {
 	m, reg := newMetrics(t)
-	firing := &results.Alert{Kind: results.AlertFiring, Probe: "search"}
-	drift := &results.Alert{Kind: results.AlertDrift, Probe: "search"}
+	m.SetReceivers([]string{"default/slack"})
+	firing := &results.Alert{Kind: results.AlertFiring, Probe: "search", Receiver: "default/slack"}
+	drift := &results.Alert{Kind: results.AlertDrift, Probe: "search", Receiver: "default/slack"}
+	hook := &results.Alert{Kind: results.AlertFiring, Probe: "search", Receiver: "routes[0]/webhook"}
 	m.AlertDelivered(firing)
 	m.AlertDelivered(firing)
+	m.AlertDelivered(hook)
 	m.AlertFailed(drift, false)
 	m.AlertFailed(drift, false)
 	m.AlertFailed(drift, true)
@@ -378,25 +381,40 @@ func TestAlertsAndStore(t *testing.T) {
 	m.ResultsDropped(1)
 
 	gatherAndCompare(t, reg, `
-# HELP toolpulse_alerts_sent_total Alerts the receiver accepted, by kind.
+# HELP toolpulse_alerts_sent_total Alerts a receiver accepted, by kind and receiver (route/kind, as in alerts.receiver).
 # TYPE toolpulse_alerts_sent_total counter
-toolpulse_alerts_sent_total{kind="firing"} 2
-toolpulse_alerts_sent_total{kind="reminder"} 0
-toolpulse_alerts_sent_total{kind="resolved"} 0
-toolpulse_alerts_sent_total{kind="shape_drift"} 0
-toolpulse_alerts_sent_total{kind="update"} 0
-# HELP toolpulse_alerts_failed_total Failed alert delivery attempts, by kind; final="true" when the alert is given up.
+toolpulse_alerts_sent_total{kind="firing",receiver="default/slack"} 2
+toolpulse_alerts_sent_total{kind="firing",receiver="routes[0]/webhook"} 1
+toolpulse_alerts_sent_total{kind="reminder",receiver="default/slack"} 0
+toolpulse_alerts_sent_total{kind="reminder",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_sent_total{kind="resolved",receiver="default/slack"} 0
+toolpulse_alerts_sent_total{kind="resolved",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_sent_total{kind="shape_drift",receiver="default/slack"} 0
+toolpulse_alerts_sent_total{kind="shape_drift",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_sent_total{kind="update",receiver="default/slack"} 0
+toolpulse_alerts_sent_total{kind="update",receiver="routes[0]/webhook"} 0
+# HELP toolpulse_alerts_failed_total Failed alert delivery attempts, by kind and receiver; final="true" when the alert is given up.
 # TYPE toolpulse_alerts_failed_total counter
-toolpulse_alerts_failed_total{final="false",kind="firing"} 0
-toolpulse_alerts_failed_total{final="false",kind="reminder"} 0
-toolpulse_alerts_failed_total{final="false",kind="resolved"} 0
-toolpulse_alerts_failed_total{final="false",kind="shape_drift"} 2
-toolpulse_alerts_failed_total{final="false",kind="update"} 0
-toolpulse_alerts_failed_total{final="true",kind="firing"} 0
-toolpulse_alerts_failed_total{final="true",kind="reminder"} 0
-toolpulse_alerts_failed_total{final="true",kind="resolved"} 0
-toolpulse_alerts_failed_total{final="true",kind="shape_drift"} 1
-toolpulse_alerts_failed_total{final="true",kind="update"} 0
+toolpulse_alerts_failed_total{final="false",kind="firing",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="false",kind="firing",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="false",kind="reminder",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="false",kind="reminder",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="false",kind="resolved",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="false",kind="resolved",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="false",kind="shape_drift",receiver="default/slack"} 2
+toolpulse_alerts_failed_total{final="false",kind="shape_drift",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="false",kind="update",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="false",kind="update",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="true",kind="firing",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="true",kind="firing",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="true",kind="reminder",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="true",kind="reminder",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="true",kind="resolved",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="true",kind="resolved",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="true",kind="shape_drift",receiver="default/slack"} 1
+toolpulse_alerts_failed_total{final="true",kind="shape_drift",receiver="routes[0]/webhook"} 0
+toolpulse_alerts_failed_total{final="true",kind="update",receiver="default/slack"} 0
+toolpulse_alerts_failed_total{final="true",kind="update",receiver="routes[0]/webhook"} 0
 # HELP toolpulse_store_errors_total Failed store operations, by operation.
 # TYPE toolpulse_store_errors_total counter
 toolpulse_store_errors_total{op="due_alerts"} 1
@@ -591,7 +609,7 @@ func TestConcurrent(t *testing.T) {
 			t.Errorf("%s: runs %v, drifts %v, want %d each", p, runs, drifts, perWorker)
 		}
 	}
-	if got, _ := value(t, reg, "toolpulse_alerts_sent_total", map[string]string{"kind": "firing"}); got != perWorker*float64(len(stable)) {
+	if got, _ := value(t, reg, "toolpulse_alerts_sent_total", map[string]string{"kind": "firing", "receiver": "none"}); got != perWorker*float64(len(stable)) {
 		t.Errorf("alerts_sent_total{firing} = %v, want %d", got, perWorker*len(stable))
 	}
 }

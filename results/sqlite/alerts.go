@@ -12,7 +12,7 @@ import (
 )
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
-    notified, modes, announced
+    notified, modes, announced, receivers, silenced_at
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -27,19 +27,22 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 	out := map[string]results.AlertState{}
 	for rows.Next() {
 		var (
-			st                         results.AlertState
-			since, lastNotified        sql.NullString
-			notified, modes, announced sql.NullString
+			st                            results.AlertState
+			since, lastNotified, silenced sql.NullString
+			notified, modes, announced    sql.NullString
+			receivers                     sql.NullString
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
-			&notified, &modes, &announced); err != nil {
+			&notified, &modes, &announced, &receivers, &silenced); err != nil {
 			return nil, fmt.Errorf("sqlite: alert states: %w", err)
 		}
-		var err1, err2, err3 error
+		var err1, err2, err3, err4, err5 error
 		st.Notified, err1 = parseMode(notified)
 		st.Modes, err2 = parseModes(modes)
 		st.Announced, err3 = parseModes(announced)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		st.Receivers, err4 = parseStrings(receivers)
+		st.SilencedAt, err5 = parseNullTime(silenced)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
 		}
 		if st.FailingSince, err = parseNullTime(since); err != nil {
@@ -117,6 +120,32 @@ func (s *Store) LatestAlerts(ctx context.Context, probes []string) (map[string]r
 		}
 	}
 	return out, nil
+}
+
+// firingAlerts finds, for each firing probe, the newest alert of its
+// failure delivered to one receiver, through the index on (probe, id).
+const firingAlerts = `SELECT ` + alertColumns + `
+FROM alert_state s
+JOIN alerts a ON a.id = (
+    SELECT x.id FROM alerts x
+    WHERE x.probe = s.probe AND x.receiver = ? AND x.state = 'delivered'
+      AND x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+    ORDER BY x.id DESC LIMIT 1)
+LEFT JOIN drifts d ON d.id = a.drift_id
+WHERE s.firing = 1
+ORDER BY a.id`
+
+// FiringAlerts returns, for each probe whose failure is firing, the newest
+// firing, reminder or update alert of that failure delivered to receiver
+// (a receiver key such as "routes[0]/alertmanager"), oldest first: what
+// the receiver was last told is failing. A receiver that must keep
+// telling it (Alertmanager re-posts) starts from it after a restart.
+func (s *Store) FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error) {
+	alerts, err := s.queryAlerts(ctx, firingAlerts, receiver)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: firing alerts of %s: %w", receiver, err)
+	}
+	return alerts, nil
 }
 
 // DueAlerts returns up to limit pending alerts whose next attempt is at or

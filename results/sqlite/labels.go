@@ -28,3 +28,25 @@ func parseLabels(s sql.NullString) (map[string]string, error) {
 	}
 	return labels, nil
 }
+
+// nullStrings stores a list of strings (alert_state.receivers) as a JSON
+// array, or NULL when it is empty.
+func nullStrings(list []string) (sql.NullString, error) {
+	if len(list) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(list)
+	return sql.NullString{String: string(b), Valid: err == nil}, err
+}
+
+// parseStrings reads what nullStrings wrote.
+func parseStrings(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(s.String), &list); err != nil {
+		return nil, fmt.Errorf("list %q: %w", s.String, err)
+	}
+	return list, nil
+}

@@ -46,8 +46,8 @@ VALUES (?, ?, ?, ?, ?, ?)`
 
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
-    notified, modes, announced
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    notified, modes, announced, receivers, silenced_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -56,7 +56,9 @@ ON CONFLICT (probe) DO UPDATE SET
     updated_at           = excluded.updated_at,
     notified             = excluded.notified,
     modes                = excluded.modes,
-    announced            = excluded.announced`
+    announced            = excluded.announced,
+    receivers            = excluded.receivers,
+    silenced_at          = excluded.silenced_at`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
@@ -178,12 +180,13 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		notified, err1 := nullMode(st.Notified)
 		modes, err2 := nullModes(st.Modes)
 		announced, err3 := nullModes(st.Announced)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		receivers, err4 := nullStrings(st.Receivers)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}
 		_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
 			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt),
-			notified, modes, announced)
+			notified, modes, announced, receivers, nullTime(st.SilencedAt))
 		if err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}

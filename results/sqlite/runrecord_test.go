@@ -231,6 +231,8 @@ func TestAlertStateRoundTrip(t *testing.T) {
 	failing.AlertState.Notified = contract
 	failing.AlertState.Modes = []results.Mode{timeout, contract}
 	failing.AlertState.Announced = []results.Mode{contract}
+	failing.AlertState.Receivers = []string{"default/slack", "routes[0]/alertmanager"}
+	failing.AlertState.SilencedAt = failing.AlertState.LastNotifiedAt.Add(-time.Second)
 	recordRun(t, s, failing)
 	passing := unavailable("op-2") // weather, passing: zero times
 	passing.Outcome, passing.Error = results.Pass, nil
@@ -252,10 +254,11 @@ func TestAlertStateRoundTrip(t *testing.T) {
 			"firing": int64(1), "last_notified_at": "2026-10-26T13:08:00.173Z", "updated_at": "2026-10-26T13:08:00.123Z",
 			"notified":  `{"outcome":"contract_error","code":"unsupported_results_container"}`,
 			"modes":     `[{"outcome":"unavailable","code":"timeout"},{"outcome":"contract_error","code":"unsupported_results_container"}]`,
-			"announced": `[{"outcome":"contract_error","code":"unsupported_results_container"}]`},
+			"announced": `[{"outcome":"contract_error","code":"unsupported_results_container"}]`,
+			"receivers": `["default/slack","routes[0]/alertmanager"]`, "silenced_at": "2026-10-26T13:07:59.173Z"},
 		{"probe": "weather", "consecutive_failures": int64(0), "failing_since": nil,
 			"firing": int64(0), "last_notified_at": nil, "updated_at": "2026-10-26T13:09:00.123Z",
-			"notified": nil, "modes": nil, "announced": nil},
+			"notified": nil, "modes": nil, "announced": nil, "receivers": nil, "silenced_at": nil},
 	}
 	if !reflect.DeepEqual(rows, wantRows) {
 		t.Errorf("alert_state rows:\n got  %v\n want %v", rows, wantRows)

@@ -320,3 +320,73 @@ func outboxReceivers(t *testing.T, impl Impl) {
 		}
 	}
 }
+
+// outboxFiring: FiringAlerts gives, for each probe still firing, the
+// newest alert of its failure that reached the receiver: not one that is
+// pending or failed, not one for another receiver or of an earlier
+// failure, and nothing for a probe that passes again.
+func outboxFiring(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	const am, other = "routes[0]/alertmanager", "default/slack"
+	t0 := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	// run records one alert of kind for receiver at t0+at, in a failure
+	// that started at t0+since, with the probe's state firing or not.
+	run := func(id, probe string, at, since time.Duration, kind results.AlertKind, receiver string, firing bool) results.Alert {
+		r := runAt(id, probe, t0.Add(at), results.Unavailable, results.CodeTimeout, 10, 1)
+		a := results.NewAlert(kind, &r, r.StartedAt)
+		a.FailingSince, a.Receiver, a.State = t0.Add(since), receiver, results.DeliveryPending
+		st := &results.AlertState{Probe: probe, ConsecutiveFailures: 1, FailingSince: t0.Add(since), Firing: firing,
+			LastNotifiedAt: r.StartedAt}
+		if !firing {
+			st = &results.AlertState{Probe: probe}
+		}
+		rec := &results.RunRecord{Result: r, AlertState: st, Alerts: []results.Alert{a}}
+		recordRun(t, s, rec)
+		return rec.Alerts[0]
+	}
+	deliver := func(a results.Alert) {
+		if err := s.MarkAlertDelivered(ctx, a.ID, a.CreatedAt.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// search: an earlier failure, then this one's firing and update, both
+	// delivered, and a reminder still pending.
+	deliver(run("s1", "search", 0, 0, results.AlertFiring, am, true))
+	deliver(run("s2", "search", 2*time.Hour, 2*time.Hour, results.AlertFiring, am, true))
+	update := run("s3", "search", 3*time.Hour, 2*time.Hour, results.AlertUpdate, am, true)
+	deliver(update)
+	run("s4", "search", 4*time.Hour, 2*time.Hour, results.AlertReminder, am, true)
+	// tracker: firing, told only to another receiver.
+	deliver(run("t1", "tracker", time.Hour, time.Hour, results.AlertFiring, other, true))
+	// weather: told, then passing again.
+	deliver(run("w1", "weather", time.Hour, time.Hour, results.AlertFiring, am, true))
+	run("w2", "weather", 2*time.Hour, 0, results.AlertResolved, am, false)
+	// billing: firing, its only alert failed.
+	failed := run("b1", "billing", time.Hour, time.Hour, results.AlertFiring, am, true)
+	if err := s.MarkAlertFailed(ctx, failed.ID, 3, "HTTP 400"); err != nil {
+		t.Fatal(err)
+	}
+	// refunds: firing, told.
+	refunds := run("r1", "refunds", 5*time.Hour, 5*time.Hour, results.AlertFiring, am, true)
+	deliver(refunds)
+
+	got, err := s.FiringAlerts(ctx, am)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary []string
+	for _, a := range got {
+		summary = append(summary, fmt.Sprintf("%s %s %d %s", a.Probe, a.Kind, a.ID, a.Receiver))
+	}
+	want := []string{
+		fmt.Sprintf("search update %d %s", update.ID, am),
+		fmt.Sprintf("refunds firing %d %s", refunds.ID, am),
+	}
+	if fmt.Sprint(summary) != fmt.Sprint(want) {
+		t.Errorf("FiringAlerts(%s):\n got  %v\n want %v", am, summary, want)
+	}
+	if got, err := s.FiringAlerts(ctx, "routes[9]/alertmanager"); err != nil || len(got) != 0 {
+		t.Errorf("FiringAlerts of a receiver never told: %v, %v; want none", got, err)
+	}
+}

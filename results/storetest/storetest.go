@@ -75,6 +75,9 @@ type Store interface {
 	// LatestAlerts returns the newest alert about each of probes that has
 	// one, in any delivery state.
 	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
+	// FiringAlerts returns, for each firing probe, the newest firing,
+	// reminder or update alert of its failure delivered to receiver.
+	FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error)
 	// RecordedRuns returns the results of probe ("" every probe) in the
 	// order they were recorded.
 	RecordedRuns(ctx context.Context, probe string) ([]results.Result, error)
@@ -131,6 +134,7 @@ var behaviours = []behaviour{
 	{"Outbox/failure modes read back", outboxModes},
 	{"Outbox/latest alert of each probe", outboxLatest},
 	{"Outbox/receiver and labels read back", outboxReceivers},
+	{"Outbox/what each receiver was last told is firing", outboxFiring},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
