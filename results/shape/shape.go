@@ -1,6 +1,7 @@
 // Package shape computes the structural shape of a decoded JSON value, its
-// 16-hex fingerprint and a path-level diff between two shapes (SPEC §5). It
-// imports nothing but the standard library.
+// 16-hex fingerprint, a path-level diff between two shapes, and the
+// learned profile of a probe's answers that drift is judged against
+// (Profile; SPEC §5). It imports nothing but the standard library.
 //
 // A shape keeps kinds and keys, never values or key order. The vocabulary is
 // null, bool, number (integers and floats alike), string, object with its
