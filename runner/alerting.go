@@ -47,7 +47,9 @@ func notifies(n checks.Notify, trigger string) bool {
 //   - A run that toolpulse cancelled itself (shutdown) says nothing about
 //     the provider, so it leaves the memory as it was and alerts nothing.
 //   - While the probe is silenced, the run counts as any other, but the
-//     alert it calls for is returned skipped with last error "silenced",
+//     alert it calls for (not a resolved one, which ends what receivers
+//     were told before the silence) is returned skipped with last error
+//     "silenced",
 //     and the memory does not count it as announced: the streak does not
 //     start firing and its last notification and modes stay as they were.
 //     So when the silence ends on a probe still failing, the next run
@@ -63,11 +65,11 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 	if r.Outcome == results.Pass {
 		var alerts []results.Alert
 		if st.Firing && n.SendResolved {
+			// Sent even while silenced: the receivers were told the probe
+			// is failing, and an Alertmanager would go on showing it
+			// firing. A silence mutes news of trouble, not its end.
 			a := results.NewAlert(results.AlertResolved, r, now)
 			a.FailingSince, a.Modes = st.FailingSince, st.Modes
-			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, SilencedError
-			}
 			alerts = append(alerts, a)
 		}
 		return results.AlertState{Probe: r.Probe}, alerts

@@ -329,6 +329,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		if a.Receiver != "" {
 			attrs = append(attrs, "receiver", a.Receiver)
 		}
+		if a.LastError != "" {
+			attrs = append(attrs, "reason", a.LastError) // why it was skipped
+		}
 		if a.Code != "" {
 			attrs = append(attrs, "code", a.Code)
 		}

@@ -70,10 +70,10 @@ func TestAlertDecideSilenced(t *testing.T) {
 			quiet(failAt(contract, 2*time.Minute, update), skipped),
 			loud(failAt(contract, 3*time.Minute, update), pending),
 		}},
-		{"a resolved alert while silenced is skipped", []silencedStep{
+		{"a failure announced before the silence is resolved during it", []silencedStep{
 			loud(failAt(unavailable, 0)),
 			loud(failAt(unavailable, time.Minute, firing), pending),
-			quiet(passAt(2*time.Minute, resolved), skipped),
+			quiet(passAt(2*time.Minute, resolved), pending),
 			loud(failAt(unavailable, 3*time.Minute)),
 		}},
 		{"a silenced streak that passes resolves nothing", []silencedStep{
@@ -97,7 +97,7 @@ func TestAlertDecideSilenced(t *testing.T) {
 						t.Errorf("step %d: alert %s state %s, want %s", i, a.Kind, a.State, s.states[j])
 					}
 					wantErr := ""
-					if s.silenced {
+					if a.State == skipped {
 						wantErr = SilencedError
 					}
 					if a.LastError != wantErr {
@@ -290,5 +290,35 @@ func TestRecorderSilenceFollowsReloadedLabels(t *testing.T) {
 	p.SetConfig(config(map[string]string{"team": "maps"}), true)
 	if a := step(results.CodeRuleError); a.State != pending {
 		t.Errorf("after a reload took the label away: %s %s, want pending", a.Kind, a.State)
+	}
+}
+
+// TestRecorderResolvesDuringSilence: a failure announced before a silence
+// that ends during it is resolved at every receiver that was told, so an
+// Alertmanager does not go on showing it firing.
+func TestRecorderResolvesDuringSilence(t *testing.T) {
+	ctx := context.Background()
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	n := routedNotify()
+	n.Routes[0].Notify.SendResolved = true
+	p := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: true, Silences: store,
+		Labels: map[string]map[string]string{"search": {"team": "search"}}})
+	step := func(code results.Code) string {
+		t.Helper()
+		clock.Advance(time.Minute)
+		return alertSummary(process(t, p, pipelineRun(t, "search", clock.Now(), "", code)))
+	}
+	step(results.CodeTimeout)
+	if got := step(results.CodeTimeout); got != "[firing routes[0]/slack pending map[team:search] firing routes[0]/webhook pending map[team:search]]" {
+		t.Fatalf("before the silence: %s", got)
+	}
+	if _, err := store.AddSilence(ctx, results.Silence{Matchers: results.Matchers{Probes: []string{"search"}},
+		StartsAt: clock.Now(), EndsAt: clock.Now().Add(time.Hour), Reason: "maintenance", CreatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(SilenceRefresh)
+	if got, want := step(""), "[resolved routes[0]/slack pending map[team:search] resolved routes[0]/webhook pending map[team:search]]"; got != want {
+		t.Errorf("passing during the silence: %s, want %s", got, want)
 	}
 }

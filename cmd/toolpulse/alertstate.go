@@ -20,12 +20,15 @@ type probeAlert struct {
 
 // alertMessage is a probe's newest alert and its delivery.
 type alertMessage struct {
-	Kind        results.AlertKind `json:"kind"`
-	CreatedAt   string            `json:"created_at"`
-	Delivery    string            `json:"delivery"` // delivered, retrying, pending, failed or skipped
-	Tries       int               `json:"tries"`
-	DeliveredAt string            `json:"delivered_at,omitempty"`
-	LastError   string            `json:"last_error,omitempty"` // secrets scrubbed when it was stored
+	Kind results.AlertKind `json:"kind"`
+	// Receiver is the receiver key it was for ("default/slack"); "" for
+	// one recorded skipped, for no receiver.
+	Receiver    string `json:"receiver,omitempty"`
+	CreatedAt   string `json:"created_at"`
+	Delivery    string `json:"delivery"` // delivered, retrying, pending, failed or skipped
+	Tries       int    `json:"tries"`
+	DeliveredAt string `json:"delivered_at,omitempty"`
+	LastError   string `json:"last_error,omitempty"` // secrets scrubbed when it was stored
 }
 
 // deliveryWord says where an alert is: "retrying" is a pending alert that
@@ -61,7 +64,7 @@ func readAlerts(ctx context.Context, store readStore, names []string) (map[strin
 			}
 		}
 		if a, ok := latest[name]; ok {
-			m := &alertMessage{Kind: a.Kind, CreatedAt: results.FormatTime(a.CreatedAt), Delivery: deliveryWord(a),
+			m := &alertMessage{Kind: a.Kind, Receiver: a.Receiver, CreatedAt: results.FormatTime(a.CreatedAt), Delivery: deliveryWord(a),
 				Tries: a.DeliveryTries, LastError: a.LastError}
 			if !a.DeliveredAt.IsZero() {
 				m.DeliveredAt = results.FormatTime(a.DeliveredAt)

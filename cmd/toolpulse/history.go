@@ -78,9 +78,11 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	return nil
 }
 
-// openStoreForReading opens the database the config (or --db) names. The
-// config is nil when --db named the database and the config did not load:
-// reading a database needs no config.
+// openStoreForReading opens the database the config (or --db) names, which
+// must exist: the commands that read it, and those that change what the
+// daemon does through it (silence), would otherwise create an empty one
+// that no daemon reads. The config is nil when --db named the database and
+// the config did not load: reading a database needs no config.
 func openStoreForReading(ctx context.Context, root *cli, e *env) (*sqlite.Store, *checks.Config, error) {
 	var cfg *checks.Config
 	path := root.DB

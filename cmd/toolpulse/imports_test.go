@@ -30,6 +30,9 @@ var owners = map[string]string{
 	"golang.org/x/time":                     module + "/cmd/toolpulse",
 	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
 	"go.uber.org/goleak":                    module + "/internal/testkit",
+
+	// Its tests meet internal/mcptest and an npm server with the SDK's client.
+	"github.com/modelcontextprotocol/go-sdk": module + "/mcpsdk",
 }
 
 // forbidden lists edges between our own packages that would turn siblings
@@ -47,9 +50,9 @@ var forbidden = map[string][]string{
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
 // domain at the bottom, one owner per dependency (tests included), siblings
-// apart, the test kit for tests only (its own subpackages build on it)
-// and the end-to-end harness for tests, the test kit and toolpulse-bench
-// only.
+// apart, the test kit and the MCP test server for tests only (the kit's
+// own subpackages and the MCP test server build on the kit) and the
+// end-to-end harness for tests, the test kit and toolpulse-bench only.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f",
 		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
@@ -74,7 +77,8 @@ func TestImportGraph(t *testing.T) {
 					t.Errorf("%s imports %s: forbidden edge", pkg, imp)
 				}
 			}
-			if (within(imp, module+"/internal/testkit") && !within(pkg, module+"/internal/testkit")) || (imp == module+"/results/storetest" && pkg != imp) {
+			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/results/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {

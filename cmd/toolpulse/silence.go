@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +20,7 @@ import (
 // reads silences from the database, so they need no reload.
 type silenceCmd struct {
 	Add    silenceAddCmd    `cmd:"" help:"Mute the alerts of probes (by name or label) for a while; prints the silence's id."`
-	List   silenceListCmd   `cmd:"" help:"List the active silences (--all: also the ended and expired)."`
+	List   silenceListCmd   `cmd:"" help:"List the silences not yet ended: active ones and those planned (--all: also the ended and expired)."`
 	Expire silenceExpireCmd `cmd:"" help:"End a silence now."`
 }
 
@@ -61,7 +62,7 @@ func (a *silenceAddCmd) Run(e *env, root *cli) error {
 	if end := start.Add(a.For); !end.After(now) {
 		return usageError("--start %s --for %v: the silence would have ended at %s, before now", a.Start, a.For, results.FormatTime(end))
 	}
-	store, cfg, err := openStoreForWriting(e, root)
+	store, cfg, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
@@ -69,8 +70,14 @@ func (a *silenceAddCmd) Run(e *env, root *cli) error {
 	if err := knownProbes(e.ctx, store, cfg, a.Probe); err != nil {
 		return err
 	}
-	id, err := store.AddSilence(e.ctx, results.Silence{Matchers: m, StartsAt: start, EndsAt: start.Add(a.For),
-		Reason: a.Reason, CreatedAt: now})
+	silence := results.Silence{Matchers: m, StartsAt: start, EndsAt: start.Add(a.For), Reason: a.Reason, CreatedAt: now}
+	if cfg != nil && !slices.ContainsFunc(cfg.Probes, func(p *checks.Probe) bool { return silence.Matches(p.Name, p.Labels) }) {
+		// Not an error: a label silence may be meant for probes a coming
+		// config change adds. But a typo would mute nothing, silently.
+		fmt.Fprintf(e.stderr, "toolpulse: warning: no probe of %s matches %s now; the silence mutes only probes that match it later\n",
+			cfg.Path, m)
+	}
+	id, err := store.AddSilence(e.ctx, silence)
 	if err != nil {
 		return softwareError(err)
 	}
@@ -101,7 +108,7 @@ type silenceListCmd struct {
 
 // Run prints the silences.
 func (l *silenceListCmd) Run(e *env, root *cli) error {
-	store, _, err := openStoreForWriting(e, root)
+	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
@@ -132,7 +139,7 @@ func (x *silenceExpireCmd) Run(e *env, root *cli) error {
 	if err != nil || id <= 0 {
 		return usageError("silence expire %q: want a silence id, a positive number", x.ID)
 	}
-	store, _, err := openStoreForWriting(e, root)
+	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
@@ -144,28 +151,6 @@ func (x *silenceExpireCmd) Run(e *env, root *cli) error {
 		return softwareError(err)
 	}
 	return nil
-}
-
-// openStoreForWriting opens (creating when missing) the database the
-// config or --db names. The config is nil when --db named the database
-// and the config did not load.
-func openStoreForWriting(e *env, root *cli) (*sqlite.Store, *checks.Config, error) {
-	var cfg *checks.Config
-	path := root.DB
-	if path == "" {
-		var err error
-		if cfg, err = root.loadConfig(e); err != nil {
-			return nil, nil, err
-		}
-		path = cfg.Storage.Path
-	} else if c, err := root.loadConfig(e); err == nil {
-		cfg = c
-	}
-	store, err := sqlite.Open(e.ctx, path)
-	if err != nil {
-		return nil, nil, softwareError(err)
-	}
-	return store, cfg, nil
 }
 
 // silenceRow is the JSON form of a silence: the columns of the silences

@@ -1,20 +1,61 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
+
+// newSilenceRun is a CLI run whose database exists, as the daemon's does
+// once it has started.
+func newSilenceRun(t *testing.T) *cliRun {
+	t.Helper()
+	h := newCLIRun(t)
+	store, err := sqlite.Open(context.Background(), filepath.Join(h.dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestSilenceNeedsTheDatabase: a silence given a database path where none
+// exists (a forgotten --db) is refused with exit 66, and no database is
+// made there: a silence in it would mute nothing.
+func TestSilenceNeedsTheDatabase(t *testing.T) {
+	h := newCLIRun(t)
+	for _, args := range [][]string{
+		{"silence", "add", "--probe", "search", "--for", "1h", "--reason", "x"},
+		{"silence", "list"},
+		{"silence", "expire", "1"},
+	} {
+		code, out, errOut := h.run(args...)
+		if code != exitNoInput || out != "" || !strings.Contains(errOut, "no database at") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, no database", args, code, out, errOut, exitNoInput)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "results.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused silence commands made a database: %v", err)
+	}
+}
 
 // TestSilenceCommands adds silences by probe and by label, lists them as a
 // table and as JSON, expires one, and lists the expired one only with --all.
 func TestSilenceCommands(t *testing.T) {
-	h := newCLIRun(t)
+	h := newSilenceRun(t)
 	code, out, errOut := h.run("silence", "add", "--probe", "search", "--probe", "tracker", "--for", "2h", "--reason", "provider maintenance")
 	if code != exitOK || strings.TrimSpace(out) != "1" {
 		t.Fatalf("silence add by probe: exit %d, stdout %q, stderr %q; want 0 and id 1", code, out, errOut)
@@ -69,7 +110,7 @@ func TestSilenceCommands(t *testing.T) {
 // or a duration from now; it is listed from the moment it is added, and
 // lasts --for from its start.
 func TestSilenceAddStart(t *testing.T) {
-	h := newCLIRun(t)
+	h := newSilenceRun(t)
 	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 	if code, _, errOut := h.run("silence", "add", "--probe", "search", "--start", start.Format(time.RFC3339), "--for", "2h", "--reason", "planned"); code != exitOK {
 		t.Fatalf("silence add --start TIME: exit %d, stderr %q", code, errOut)
@@ -109,10 +150,26 @@ func TestSilenceAddStart(t *testing.T) {
 	}
 }
 
+// TestSilenceAddWarnsWhenNothingMatches: a label silence that matches no
+// configured probe is added (a coming config may add such probes) with a
+// warning, since a typo would otherwise mute nothing, silently; one that
+// matches says nothing more than its id.
+func TestSilenceAddWarnsWhenNothingMatches(t *testing.T) {
+	h := newSilenceRun(t)
+	code, out, errOut := h.run("silence", "add", "--label", "team=serach", "--for", "1h", "--reason", "x")
+	if code != exitOK || strings.TrimSpace(out) != "1" || !strings.Contains(errOut, "warning: no probe of") || !strings.Contains(errOut, "team=serach") {
+		t.Errorf("a silence matching nothing: exit %d, stdout %q, stderr %q; want 0, its id and a warning naming team=serach", code, out, errOut)
+	}
+	code, out, errOut = h.run("silence", "add", "--probe", "search", "--for", "1h", "--reason", "x")
+	if code != exitOK || strings.TrimSpace(out) != "2" || errOut != "" {
+		t.Errorf("a silence matching search: exit %d, stdout %q, stderr %q; want 0, its id, nothing on stderr", code, out, errOut)
+	}
+}
+
 // TestSilenceUsageErrors: what cannot be a silence exits 64 with a message
 // naming the flag, and nothing is added.
 func TestSilenceUsageErrors(t *testing.T) {
-	h := newCLIRun(t)
+	h := newSilenceRun(t)
 	tests := []struct {
 		name string
 		args []string
@@ -149,7 +206,7 @@ func TestSilenceUsageErrors(t *testing.T) {
 // TestAPISilences: GET /api/v1/silences lists the active silences, and
 // with all=true the expired ones too.
 func TestAPISilences(t *testing.T) {
-	h := newCLIRun(t)
+	h := newSilenceRun(t)
 	for _, args := range [][]string{
 		{"silence", "add", "--probe", "search", "--for", "2h", "--reason", "maintenance"},
 		{"silence", "add", "--label", "team=search", "--for", "1h", "--reason", "deploy"},

@@ -14,7 +14,7 @@ import (
 )
 
 type statsCmd struct {
-	Since  string `default:"24h" placeholder:"WHEN" help:"Window start: a duration ago (24h) or an RFC 3339 time or date."`
+	Since  string `default:"24h" placeholder:"WHEN" help:"Window start: a duration ago or an RFC 3339 time or date (default 24h)."`
 	Until  string `placeholder:"WHEN" help:"Window end (default now)."`
 	Format string `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
 }

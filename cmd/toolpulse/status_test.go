@@ -225,6 +225,7 @@ func newStatusFixture(t *testing.T) *statusFixture {
 	stillDrifted.Baseline, stillDrifted.Drift = listShape.Fingerprint, []string{"results: list<object(1 keys)> -> object(1 keys)"}
 	firing.Shape = &stillDrifted
 	alert := results.NewAlert(results.AlertFiring, &firing, firing.StartedAt)
+	alert.Receiver = "default/slack"
 	rec := &results.RunRecord{Result: firing, Alerts: []results.Alert{alert}, AlertState: &results.AlertState{Probe: "search",
 		ConsecutiveFailures: 2, FailingSince: drifted.StartedAt, Firing: true, LastNotifiedAt: firing.StartedAt}}
 	if err := store.RecordRun(ctx, rec); err != nil {
@@ -489,7 +490,7 @@ func TestAPIProbesAlertState(t *testing.T) {
 	if !search.Firing || search.FailingSince != "2026-11-30T11:58:00.000Z" || search.LastNotifiedAt != "2026-11-30T11:59:00.000Z" {
 		t.Errorf("search alert = %+v, want firing since 11:58, notified 11:59", search)
 	}
-	if m := search.LastMessage; m == nil || m.Kind != results.AlertFiring || m.Delivery != "retrying" ||
+	if m := search.LastMessage; m == nil || m.Kind != results.AlertFiring || m.Receiver != "default/slack" || m.Delivery != "retrying" ||
 		m.Tries != 1 || m.LastError != "HTTP 503 from Slack" {
 		t.Errorf("search last message = %+v, want the firing alert, retrying after one failure", m)
 	}

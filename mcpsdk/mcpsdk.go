@@ -1,0 +1,27 @@
+// Package mcpsdk is toolpulse's one edge to the official MCP Go SDK,
+// github.com/modelcontextprotocol/go-sdk: every other package reaches the
+// SDK through this one, so that upgrading or swapping it touches one
+// folder. It holds the SDK settings a probe depends on.
+package mcpsdk
+
+import (
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport returns a Streamable HTTP client transport to endpoint that
+// makes exactly one attempt per exchange. MaxRetries is -1 because the
+// SDK otherwise reconnects five times, with back-off, which would hide a
+// failing server from the probe's own retry policy and from its attempt
+// rows; DisableStandaloneSSE is set because a probe needs no stream of
+// server-initiated messages. The SDK has no header option: headers
+// (Authorization) go in through client's RoundTripper.
+func Transport(endpoint string, client *http.Client) *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{
+		Endpoint:             endpoint,
+		HTTPClient:           client,
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}
+}
