@@ -167,8 +167,9 @@ func TestRefreshOf(t *testing.T) {
 //   - fresh: configured, never run;
 //   - retired: has results but is no longer configured.
 type statusFixture struct {
-	srv *httptest.Server
-	now time.Time
+	srv   *httptest.Server
+	now   time.Time
+	store *sqlite.Store
 }
 
 func newStatusFixture(t *testing.T) *statusFixture {
@@ -252,7 +253,7 @@ func newStatusFixture(t *testing.T) *statusFixture {
 		store: store, probes: func() []*checks.Probe { return probes }, now: func() time.Time { return now },
 	}))
 	t.Cleanup(srv.Close)
-	return &statusFixture{srv: srv, now: now}
+	return &statusFixture{srv: srv, now: now, store: store}
 }
 
 func (f *statusFixture) get(t *testing.T, path string) (*http.Response, string) {
