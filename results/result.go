@@ -42,8 +42,13 @@ type Attempt struct {
 type Shape struct {
 	Fingerprint string
 	Canonical   string
-	Baseline    string   // the baseline fingerprint when Drift is not empty
-	Drift       []string // diff lines, SPEC §5 wording; empty when no drift
+	// Baseline is the fingerprint of the probe's latest answer that fitted
+	// its learned profile, when Drift is not empty; Drift the diff lines
+	// from the profile to this answer, SPEC §5 wording, empty when the
+	// answer fitted (or drift detection did not run). Both are stored with
+	// the run.
+	Baseline string
+	Drift    []string
 	// Sample is the whole body that showed this shape, every known secret
 	// scrubbed, so that a real answer of the shape can be replayed later.
 	// Only a passing run whose fingerprint differs from its probe's
@@ -52,6 +57,14 @@ type Shape struct {
 	// in ShapeSampleBytes; otherwise it is "". The store keeps the first sample of each fingerprint and
 	// never replaces it.
 	Sample string
+	// Profile is the probe's learned profile after this answer, when drift
+	// detection changed it, for the store to save with the run; nil leaves
+	// the stored profile as it is. It is never read back.
+	Profile *ProfileUpdate
+	// Structure is the shape itself as results/shape built it, so that
+	// drift detection in the same process judges it without reading
+	// Canonical back; nil for a Shape read from a store. Never stored.
+	Structure any
 }
 
 // ShapeSampleBytes bounds Shape.Sample. A body is kept whole or not at

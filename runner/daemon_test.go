@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/shape"
 )
 
 // TestDaemonIntervals runs one probe for five ticks of its interval and
@@ -76,7 +77,7 @@ func TestDaemonLogsDrift(t *testing.T) {
 	var n atomic.Int32
 	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if n.Add(1) <= driftMinObservations {
+		if n.Add(1) <= shape.ProfileWarmup {
 			io.WriteString(w, bodyOriginalList)
 			return
 		}
@@ -85,15 +86,15 @@ func TestDaemonLogsDrift(t *testing.T) {
 	h := schedNew(t, schedConfig(4, schedProbe(t, "search", url, time.Minute)), nil)
 	h.run()
 	h.tick(1, minStartLead+schedSkew)
-	for i := 1; i <= driftMinObservations+1; i++ {
+	for i := 1; i <= shape.ProfileWarmup+1; i++ {
 		if i > 1 {
 			h.tick(1, time.Minute)
 		}
 		h.waitRuns("search", i)
 	}
-	h.eventually("every run logged", func() bool { return len(h.logs.records("probe run")) == driftMinObservations+1 })
+	h.eventually("every run logged", func() bool { return len(h.logs.records("probe run")) == shape.ProfileWarmup+1 })
 	for i, l := range h.logs.records("probe run") {
-		if drifted := i == driftMinObservations; (l["drift"] == true) != drifted {
+		if drifted := i == shape.ProfileWarmup; (l["drift"] == true) != drifted {
 			h.Errorf("run %d logged as %v, want drift=true only on the drifted run", i+1, l)
 		}
 	}

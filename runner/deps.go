@@ -14,19 +14,20 @@ type Store interface {
 	// RecordRun commits a result with its drift, alert state and alerts in
 	// one transaction, and sets the ID of each stored alert.
 	RecordRun(ctx context.Context, rec *results.RunRecord) error
-	// DominantShape returns the fingerprint seen most often for probe in
-	// runs started at or after since, and how many runs had it; "" and 0
-	// when there are none. Of fingerprints seen equally often it returns
-	// the one seen most recently. It must be cheap: it runs on every
-	// operation, so a store may count from the start of since's UTC hour
-	// (results/sqlite keeps hourly counts), never from an earlier hour.
-	DominantShape(ctx context.Context, probe string, since time.Time) (fingerprint string, count int, err error)
-	// ShapeText returns the canonical shape text of a fingerprint, or an
-	// error wrapping ErrNotFound semantics of the implementation.
-	ShapeText(ctx context.Context, fingerprint string) (string, error)
-	// LastDriftAt returns when a drift to fingerprint was last recorded
-	// for probe, and false when never.
-	LastDriftAt(ctx context.Context, probe, fingerprint string) (time.Time, bool, error)
+	// ShapeProfile returns probe's stored shape profile (SPEC §5), and
+	// false when it has none and was never reset. The Recorder reads it
+	// once per probe and then keeps the profile in memory; RecordRun saves
+	// what it learns (results.Shape.Profile).
+	ShapeProfile(ctx context.Context, probe string) (results.StoredProfile, bool, error)
+	// ProfileResets returns the probes whose profile was reset at or after
+	// since, with the time of their latest reset. It is read every few
+	// seconds, so it must be cheap whatever the number of probes.
+	ProfileResets(ctx context.Context, since time.Time) (map[string]time.Time, error)
+	// RecentShapes returns up to limit of the shapes probe's runs showed
+	// at or after since (a store may count from the start of since's UTC
+	// hour), most runs first, with their canonical text: what a probe
+	// without a profile, recorded before profiles existed, starts from.
+	RecentShapes(ctx context.Context, probe string, since time.Time, limit int) ([]results.ShapeSeen, error)
 	// AlertStates returns the persisted alert state of every probe.
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
 	// DueAlerts returns up to limit pending alerts whose next attempt is at
@@ -69,7 +70,9 @@ type Observer interface {
 	// a run that waited in the daemon's write queue. A run that is never
 	// recorded is counted by ResultsDropped instead.
 	RunFinished(r *results.Result)
-	// DriftDetected is called for every run whose shape drifted.
+	// DriftDetected is called for every drift event: the first answer of
+	// a probe that showed what its learned profile never did (the next
+	// answers of the same change are marked drifted, but are no event).
 	DriftDetected(d *results.Drift)
 	// AlertDelivered is called when the receiver accepted an alert.
 	AlertDelivered(a *results.Alert)

@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,185 +12,241 @@ import (
 	"github.com/toolpulse/toolpulse/results/shape"
 )
 
-// Drift detection parameters (SPEC §5).
+// Drift detection (SPEC §5) judges each answer against its probe's learned
+// shape profile (shape.Profile: how it is learned, what drifts, what is
+// novel). The profile lives in memory, read from the store once per probe,
+// and is saved with the runs that change it.
 const (
-	// driftWindow is how far back the baseline (dominant) shape is sought.
-	driftWindow = 24 * time.Hour
-	// driftMinObservations is how often the baseline must have been seen
-	// for a different shape to count as drift rather than noise of a new
-	// probe.
-	driftMinObservations = 5
-	// driftDedup is how long a drift to the same fingerprint of the same
-	// probe is not recorded or alerted again.
-	driftDedup = time.Hour
+	// driftMinObservations is how many answers establish a probe's
+	// profile before any answer can drift.
+	driftMinObservations = shape.ProfileWarmup
+	// profileFlush is how long a profile whose counts changed, but not
+	// what it has learned, may go unsaved: a restart loses at most this
+	// much of its counting.
+	profileFlush = 10 * time.Minute
+	// carriedShapes bounds the shapes a probe recorded before profiles
+	// existed that its first profile is built from.
+	carriedShapes = 64
+	// maxCachedProfiles bounds the profile cache: probes removed by
+	// reloads leave entries behind, and the cache only saves a read.
+	maxCachedProfiles = 1 << 16
 )
 
-// maxCachedShapes bounds the parsed-shape cache. A provider whose bodies
-// have dynamic keys can produce a new fingerprint on every run; the cache
-// must not grow with them.
-const maxCachedShapes = 512
-
-// shapeCache keeps parsed shapes by fingerprint. A fingerprint's canonical
-// text never changes, so an entry never goes stale; caching it keeps the
-// store out of every drifted run but the first. Safe for concurrent use.
-type shapeCache struct {
-	mu     sync.Mutex
-	shapes map[string]shape.Shape
+// profileEntry is one probe's profile as the Recorder keeps it.
+type profileEntry struct {
+	profile *shape.Profile
+	resetAt time.Time // the reset it was learned after; zero: none
+	savedAt time.Time // when it was last written; zero: never
 }
 
-func (c *shapeCache) get(fingerprint string) (shape.Shape, bool) {
+// profileCache keeps each probe's profile and notices resets made by
+// `toolpulse baseline reset`. Entries of one probe are only used under the
+// Recorder's lock of that probe; the mutex guards the map.
+type profileCache struct {
+	mu           sync.Mutex
+	entries      map[string]*profileEntry
+	resetsReadAt time.Time // zero: never read
+}
+
+func (c *profileCache) get(probe string) *profileEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.shapes[fingerprint]
-	return s, ok
+	return c.entries[probe]
 }
 
-func (c *shapeCache) put(fingerprint string, s shape.Shape) {
+func (c *profileCache) put(probe string, e *profileEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shapes == nil || len(c.shapes) >= maxCachedShapes {
-		// Dropping everything is crude, but the cache only saves a read of
-		// an immutable row, and the common case holds a handful of shapes.
-		c.shapes = make(map[string]shape.Shape)
-	}
-	c.shapes[fingerprint] = s
-}
-
-// baselineTTL is how long a probe's baseline, as last read from the store,
-// answers for runs that show that same shape. See baselineCache.
-const baselineTTL = 5 * time.Minute
-
-// maxCachedBaselines bounds the baseline cache: probes removed by reloads
-// leave entries behind, and a cache that only saves a read can start over.
-const maxCachedBaselines = 1 << 16
-
-// baselineCache keeps each probe's dominant shape as the store last gave
-// it, so that the common run, one that shows its probe's established
-// shape, costs no store read. A run with any other shape asks the store
-// and refreshes the entry, so the entry can only be wrong when the shape
-// it names has kept repeating while older runs left the 24-hour window
-// and another shape, unseen since its last read, overtook it; the TTL
-// bounds that to a few minutes. Safe for concurrent use.
-type baselineCache struct {
-	mu      sync.Mutex
-	entries map[string]baselineEntry
-}
-
-type baselineEntry struct {
-	fingerprint string
-	count       int
-	readAt      time.Time
-}
-
-// settled reports whether fingerprint is probe's baseline, established
-// (seen at least driftMinObservations times), as read within baselineTTL
-// of now.
-func (c *baselineCache) settled(probe, fingerprint string, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[probe]
-	return ok && e.fingerprint == fingerprint && e.count >= driftMinObservations &&
-		!now.Before(e.readAt) && now.Sub(e.readAt) < baselineTTL
-}
-
-func (c *baselineCache) put(probe string, e baselineEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= maxCachedBaselines {
-		c.entries = make(map[string]baselineEntry)
+	if c.entries == nil || len(c.entries) >= maxCachedProfiles {
+		c.entries = make(map[string]*profileEntry)
 	}
 	c.entries[probe] = e
 }
 
-// detectDrift compares r's shape with the probe's dominant shape of the
-// previous 24 hours (SPEC §5). When the run drifted it sets d.Baseline and
-// d.Drift, on every drifted run; it returns a drift event only for the
-// first drift to this fingerprint in an hour, since that is what gets a
-// row and an alert.
+// dropReset forgets the entries of probes reset after their profile was
+// learned, at most every SilenceRefresh: a reset takes effect within that
+// long, and reading the resets costs one query for every probe together.
+func (rc *Recorder) dropReset(ctx context.Context, now time.Time) {
+	c := &rc.baselines
+	c.mu.Lock()
+	due := c.resetsReadAt.IsZero() || now.Sub(c.resetsReadAt) >= SilenceRefresh || now.Before(c.resetsReadAt)
+	if due {
+		c.resetsReadAt = now
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	resets, err := rc.store.ProfileResets(ctx, time.Time{})
+	if err != nil {
+		rc.logger.Error("reading baseline resets failed; trying again in a few seconds", "error", err)
+		rc.observer.StoreError("profile_resets")
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for probe, at := range resets {
+		if e := c.entries[probe]; e != nil && !e.resetAt.Equal(at) {
+			delete(c.entries, probe)
+		}
+	}
+}
+
+// driftOutcome is what drift detection decided about a run.
+type driftOutcome struct {
+	// drift is the event to record and alert: the first answer of a real
+	// change. nil otherwise.
+	drift *results.Drift
+	// shape is the run's shape as it is to be recorded: with the drift
+	// lines and the profile to save. nil: the run's own.
+	shape *results.Shape
+	// commit makes what was learned from the run the probe's profile in
+	// memory; call it once the run is recorded. Never nil.
+	commit func()
+}
+
+// detectDrift judges r's answer against its probe's profile (SPEC §5) and
+// learns it. On every drifted answer it sets d.Baseline and d.Drift; it
+// returns a drift event only for a novel drift (an answer showing what no
+// answer showed before), which is what gets a row and an alert: a change
+// is announced once, on its first answer, and its next answers drift
+// without a new event until the profile has learned them.
 //
-// The common path, a run with its probe's established shape, costs no store
-// call while the cached baseline is fresh, and one (DominantShape) otherwise. An error
-// means the store could not answer; d may then already carry the drift
-// lines, and the caller still records the run.
-func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time.Time, d *Decision) (*results.Drift, error) {
+// The common run, of a probe whose profile is in memory, costs no store
+// read; the first run of a probe after a start reads its profile once.
+// Learning goes into a copy, which commit installs: a run that fails to
+// be recorded, and is recorded again later, is not learned twice (except
+// the common run, in the shape of the latest fitting answer, whose
+// learning only adds to counts).
+//
+// An error means the store could not answer; the run is recorded without
+// drift detection and the next run tries again.
+func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time.Time, d *Decision) (driftOutcome, error) {
+	out := driftOutcome{commit: func() {}}
 	if r.Shape == nil || r.Shape.Fingerprint == "" {
-		return nil, nil
+		return out, nil
 	}
-	current := r.Shape.Fingerprint
-	if rc.baselines.settled(r.Probe, current, now) {
-		return nil, nil
-	}
-	baseline, n, err := rc.store.DominantShape(ctx, r.Probe, now.Add(-driftWindow))
-	if err != nil {
-		return nil, fmt.Errorf("dominant shape of %s: %w", r.Probe, err)
-	}
-	rc.baselines.put(r.Probe, baselineEntry{fingerprint: baseline, count: n, readAt: now})
-	if n < driftMinObservations || baseline == "" || baseline == current {
-		return nil, nil
-	}
-
-	lines, err := rc.diff(ctx, baseline, r.Shape)
-	if err != nil {
-		return nil, err
-	}
-	d.Baseline, d.Drift = baseline, lines
-
-	last, seen, err := rc.store.LastDriftAt(ctx, r.Probe, current)
-	if err != nil {
-		return nil, fmt.Errorf("last drift of %s to %s: %w", r.Probe, current, err)
-	}
-	if seen && now.Sub(last) < driftDedup {
-		return nil, nil
-	}
-	return &results.Drift{
-		Probe:       r.Probe,
-		OperationID: r.OperationID,
-		DetectedAt:  now,
-		Baseline:    baseline,
-		Current:     current,
-		Diff:        lines,
-	}, nil
-}
-
-// diff returns the SPEC §5 diff lines from the baseline fingerprint's shape
-// to cur. A shape text that does not parse (a row written by a different
-// version, or keys changed by secret redaction) cannot be diffed, but the
-// fingerprints still differ, so the drift is reported with one line that
-// says so rather than lost.
-func (rc *Recorder) diff(ctx context.Context, baseline string, cur *results.Shape) ([]string, error) {
-	from, ok := rc.shapes.get(baseline)
-	if !ok {
-		text, err := rc.store.ShapeText(ctx, baseline)
-		if err != nil {
-			return nil, fmt.Errorf("shape text of %s: %w", baseline, err)
-		}
-		from, err = shape.Parse(text)
-		if err != nil {
-			rc.logger.Warn("stored shape does not parse; drift reported without a diff",
-				"fingerprint", baseline, "error", err)
-			return opaqueDrift(baseline, cur.Fingerprint), nil
-		}
-		rc.shapes.put(baseline, from)
-	}
-	to, ok := rc.shapes.get(cur.Fingerprint)
-	if !ok {
+	rc.dropReset(ctx, now)
+	e := rc.baselines.get(r.Probe)
+	if e == nil {
 		var err error
-		to, err = shape.Parse(cur.Canonical)
-		if err != nil {
-			rc.logger.Warn("run's shape does not parse; drift reported without a diff",
-				"fingerprint", cur.Fingerprint, "error", err)
-			return opaqueDrift(baseline, cur.Fingerprint), nil
+		if e, err = rc.loadProfile(ctx, r.Probe, now); err != nil {
+			return out, err
 		}
-		rc.shapes.put(cur.Fingerprint, to)
+		rc.baselines.put(r.Probe, e)
 	}
-	if lines := shape.Diff(from, to); len(lines) > 0 {
-		return lines, nil
+	cur, ok := r.Shape.Structure.(shape.Shape)
+	if !ok {
+		// A result built outside the executor: its text is all there is.
+		var err error
+		if cur, err = shape.Parse(r.Shape.Canonical); err != nil {
+			rc.logger.Warn("run's shape does not parse; drift not judged", "probe", r.Probe,
+				"fingerprint", r.Shape.Fingerprint, "error", err)
+			return out, nil
+		}
 	}
-	return opaqueDrift(baseline, cur.Fingerprint), nil
+
+	sh := *r.Shape
+	sh.Structure = nil
+	out.shape = &sh
+	// Objects whose keys the profile learned are data are recorded as
+	// the maps they are, so that their fingerprint, and the shapes table,
+	// do not change with every answer.
+	if c := e.profile.Canonical(cur); c.Fingerprint() != cur.Fingerprint() {
+		cur = c
+		sh.Fingerprint, sh.Canonical = c.Fingerprint(), c.String()
+	}
+	base := e.profile.Base()
+	var (
+		next    *shape.Profile
+		report  shape.Report
+		changed bool
+	)
+	if e.profile.Established() && base == sh.Fingerprint && now.Sub(e.profile.Last()) < shape.ProfileWindow {
+		// The common run: the shape of the latest answer that fitted. It
+		// fits again, and learning it only counts (a run that fails to be
+		// recorded and comes back counts twice, which changes nothing
+		// that matters), so it is learned in place.
+		next = e.profile
+		changed = next.LearnFit(cur, now)
+	} else {
+		next = e.profile.Clone()
+		report, changed = next.Observe(cur, now)
+	}
+	if report.Lines != nil {
+		baseline := base
+		if baseline == "" || baseline == sh.Fingerprint {
+			baseline = e.profile.Learned().Fingerprint()
+		}
+		d.Baseline, d.Drift = baseline, report.Lines
+		sh.Baseline, sh.Drift = baseline, slices.Clone(report.Lines)
+		if report.Novel && baseline != sh.Fingerprint {
+			out.drift = &results.Drift{
+				Probe:       r.Probe,
+				OperationID: r.OperationID,
+				DetectedAt:  now,
+				Baseline:    baseline,
+				Current:     sh.Fingerprint,
+				Diff:        slices.Clone(report.Lines),
+			}
+		}
+	}
+	save := changed || e.savedAt.IsZero() || now.Sub(e.savedAt) >= profileFlush || now.Before(e.savedAt)
+	if save {
+		data, err := json.Marshal(next)
+		if err != nil {
+			return driftOutcome{commit: func() {}}, fmt.Errorf("profile of %s: %w", r.Probe, err)
+		}
+		sh.Profile = &results.ProfileUpdate{Data: string(data), Answers: next.Answers(), ResetAt: e.resetAt}
+	}
+	out.commit = func() {
+		e.profile = next
+		if save {
+			e.savedAt = now
+		}
+	}
+	return out, nil
 }
 
-// opaqueDrift is the single diff line of a drift whose shapes could not be
-// compared path by path.
-func opaqueDrift(baseline, current string) []string {
-	return []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", baseline, current)}
+// loadProfile reads probe's profile from the store. A probe with no
+// profile row but with runs recorded before profiles existed starts from
+// the shapes of its last ProfileWindow of runs, each learned as often as
+// it was seen (up to the warm-up), so an upgrade neither warms up again
+// nor alerts on what the probe already answered. A stored profile that
+// cannot be read is logged and started afresh.
+func (rc *Recorder) loadProfile(ctx context.Context, probe string, now time.Time) (*profileEntry, error) {
+	sp, found, err := rc.store.ShapeProfile(ctx, probe)
+	if err != nil {
+		return nil, fmt.Errorf("shape profile of %s: %w", probe, err)
+	}
+	e := &profileEntry{profile: &shape.Profile{}, resetAt: sp.ResetAt}
+	if found {
+		if sp.Data != "" {
+			if err := json.Unmarshal([]byte(sp.Data), e.profile); err != nil {
+				rc.logger.Warn("stored shape profile does not read; learning a new one", "probe", probe, "error", err)
+				e.profile = &shape.Profile{}
+			} else {
+				e.savedAt = now
+			}
+		}
+		return e, nil
+	}
+	seen, err := rc.store.RecentShapes(ctx, probe, now.Add(-shape.ProfileWindow), carriedShapes)
+	if err != nil {
+		return nil, fmt.Errorf("recent shapes of %s: %w", probe, err)
+	}
+	slices.SortStableFunc(seen, func(a, b results.ShapeSeen) int { return a.LastSeen.Compare(b.LastSeen) })
+	for _, s := range seen {
+		parsed, err := shape.Parse(s.Canonical)
+		if err != nil {
+			rc.logger.Warn("stored shape does not parse; left out of the first profile", "probe", probe,
+				"fingerprint", s.Fingerprint, "error", err)
+			continue
+		}
+		parsed = shape.Collapse(parsed)
+		for range min(s.Runs, shape.ProfileWarmup) {
+			e.profile.Learn(parsed, s.LastSeen)
+		}
+	}
+	return e, nil
 }

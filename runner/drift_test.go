@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +46,12 @@ func newDriftFixture(t *testing.T, n checks.Notify) *driftFixture {
 	f := &driftFixture{t: t, store: newTestStore(t), clock: newTestClock(alertT0), notify: n}
 	f.p = NewRecorder(f.store, n, RecorderOptions{Clock: f.clock, Deliver: true})
 	return f
+}
+
+// restart replaces the recorder with a new one over the same store, as a
+// restart of the daemon does.
+func (f *driftFixture) restart() {
+	f.p = NewRecorder(f.store, f.notify, RecorderOptions{Clock: f.clock, Deliver: true})
 }
 
 // run records one run of body, one minute after the previous one, and
@@ -88,10 +97,11 @@ func TestDriftSeed000(t *testing.T) {
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
 
 	runs, _, _, _ := f.store.snapshot()
-	if fp := runs[len(runs)-1].Shape.Fingerprint; fp != seedWrappedFP {
+	latest := runs[len(runs)-1]
+	if fp := latest.Shape.Fingerprint; fp != seedWrappedFP {
 		t.Fatalf("wrapped layout fingerprint = %s, want %s (seed 000)", fp, seedWrappedFP)
 	}
-	if f.last.Shape.Baseline != "" || len(f.last.Shape.Drift) != 0 {
+	if f.last.Shape.Baseline != "" || len(f.last.Shape.Drift) != 0 || f.last.Shape.Profile != nil {
 		t.Errorf("the recorder wrote its decision into the caller's result: %+v", f.last.Shape)
 	}
 	if r.Baseline != seedBaselineFP {
@@ -100,12 +110,19 @@ func TestDriftSeed000(t *testing.T) {
 	if want := []string{seedDiffLine}; !slices.Equal(r.Drift, want) {
 		t.Errorf("Decision.Drift = %q, want exactly %q", r.Drift, want)
 	}
+	// The stored run says it drifted, for the API and the status page.
+	if latest.Shape.Baseline != seedBaselineFP || !slices.Equal(latest.Shape.Drift, []string{seedDiffLine}) {
+		t.Errorf("stored run's shape = %+v, want the baseline and the drift line", latest.Shape)
+	}
+	if env := latest.Envelope(); env.Shape == nil || !slices.Equal(env.Shape.Drift, []string{seedDiffLine}) {
+		t.Errorf("stored run's envelope shape = %+v, want the drift line", env.Shape)
+	}
 
 	drifts := f.drifts()
 	if len(drifts) != 1 {
 		t.Fatalf("%d drift rows, want 1", len(drifts))
 	}
-	want := results.Drift{Probe: "external_search", OperationID: runs[len(runs)-1].OperationID, DetectedAt: f.clock.Now(),
+	want := results.Drift{Probe: "external_search", OperationID: latest.OperationID, DetectedAt: f.clock.Now(),
 		Baseline: seedBaselineFP, Current: seedWrappedFP, Diff: []string{seedDiffLine}}
 	if d := drifts[0]; fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Errorf("drift row = %+v, want %+v", d, want)
@@ -135,14 +152,10 @@ func TestDriftNeedsFiveObservations(t *testing.T) {
 	}
 }
 
-// TestDriftBaselineWindow: observations older than 24 hours are no baseline.
+// TestDriftBaselineWindow: a profile without an answer for 24 hours starts
+// over.
 func TestDriftBaselineWindow(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
-	// The baseline ends at 13:59, the drifted run comes at 14:00 a day
-	// later: its window starts on the hour, so that a store counting from
-	// the start of since's hour (as runner.Store allows) sees no more
-	// than the window either.
-	setClock(f.clock, alertT0.Add(54*time.Minute))
 	f.baseline(5)
 	f.clock.Advance(24 * time.Hour)
 	r, _ := f.run(seedWrappedBody, seedWrappedCode)
@@ -151,44 +164,64 @@ func TestDriftBaselineWindow(t *testing.T) {
 	}
 }
 
-func TestDriftDeduplicatedForAnHour(t *testing.T) {
+// TestDriftAlertsOnceThenLearns: a real change alerts on its first answer;
+// the second still drifts, without an alert or a drift row; from then on
+// the profile has learned the new shape. No reminder comes an hour later.
+func TestDriftAlertsOnceThenLearns(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(10)
-	_, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	first := f.last
+	_, alerts := f.run(seedWrappedBody, "")
 	if len(driftAlerts(alerts)) != 1 {
 		t.Fatalf("first drifted run made alerts %v", alertKinds(alerts))
 	}
-	firstAt := f.clock.Now()
-
-	f.store.resetCalls()
-	second, alerts := f.run(seedWrappedBody, seedWrappedCode)
+	second, alerts := f.run(seedWrappedBody, "")
 	if !slices.Equal(second.Drift, []string{seedDiffLine}) || second.Baseline != seedBaselineFP {
-		t.Errorf("second drifted run: baseline %q, drift %q; every drifted run must show its drift", second.Baseline, second.Drift)
+		t.Errorf("second drifted run: baseline %q, drift %q; the profile has not learned it yet", second.Baseline, second.Drift)
 	}
-	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
-		t.Errorf("second drifted run within the hour: %d drift rows, alerts %v; want 1 row, no drift alert",
-			len(f.drifts()), alertKinds(alerts))
+	if len(f.drifts()) != 1 || len(alerts) != 0 {
+		t.Errorf("second drifted run: %d drift rows, alerts %v; want 1 row, no alert", len(f.drifts()), alertKinds(alerts))
 	}
-	if n := f.store.callCount("ShapeText"); n != 0 {
-		t.Errorf("second drifted run read the baseline shape text %d times; it is immutable and cached", n)
+	for i := range 3 {
+		if i == 2 {
+			f.clock.Advance(time.Hour)
+		}
+		d, alerts := f.run(seedWrappedBody, "")
+		if d.Drift != nil || len(alerts) != 0 {
+			t.Errorf("drifted run %d: drift %q, alerts %v; want the new shape learned", i+3, d.Drift, alertKinds(alerts))
+		}
 	}
+	if n := len(f.drifts()); n != 1 {
+		t.Errorf("%d drift rows, want 1", n)
+	}
+	runs := f.store.recorded()
+	var drifted []bool
+	for _, r := range runs[len(runs)-5:] {
+		drifted = append(drifted, r.Shape.Drift != nil)
+	}
+	if fmt.Sprint(drifted) != "[true true false false false]" {
+		t.Errorf("stored drift marks of the wrapped runs: %v", drifted)
+	}
+	// The old layout is still part of the profile (for a day).
+	if d, _ := f.run(seedBaselineBody, ""); d.Drift != nil {
+		t.Errorf("back to the old layout: drift %q", d.Drift)
+	}
+}
 
-	// Just before the hour: still quiet. At the hour: again.
-	setClock(f.clock, firstAt.Add(time.Hour-time.Minute-time.Millisecond))
-	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
-	if len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 0 {
-		t.Errorf("drifted run 1ms before the hour: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
+// TestDriftEachChangeAlerts: a second, different change after the first
+// was learned is announced too.
+func TestDriftEachChangeAlerts(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(6)
+	for range 3 {
+		f.run(seedWrappedBody, "")
 	}
-	setClock(f.clock, firstAt.Add(time.Hour-time.Minute))
-	_, alerts = f.run(seedWrappedBody, seedWrappedCode)
-	third := f.last
-	if len(f.drifts()) != 2 || len(driftAlerts(alerts)) != 1 {
-		t.Fatalf("drifted run an hour later: %d drift rows, alerts %v; want 2 rows and a drift alert",
-			len(f.drifts()), alertKinds(alerts))
+	retyped := strings.Replace(seedWrappedBody, "0.93", `"0.93"`, 1)
+	d, alerts := f.run(retyped, "")
+	if want := []string{"results.items[].score: number -> string"}; !slices.Equal(d.Drift, want) || len(driftAlerts(alerts)) != 1 {
+		t.Errorf("second change: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
 	}
-	if d := f.drifts()[1]; d.OperationID != third.OperationID || d.OperationID == first.OperationID {
-		t.Errorf("the second drift row names operation %s, want %s", d.OperationID, third.OperationID)
+	if n := len(f.drifts()); n != 2 {
+		t.Errorf("%d drift rows, want 2", n)
 	}
 }
 
@@ -227,106 +260,333 @@ func TestDriftNotInNotifyOn(t *testing.T) {
 	}
 }
 
-// TestDriftNoDriftPathIsCheap: a run with its probe's established shape
-// costs no store read while the baseline read last is fresh, one
-// DominantShape once it is older than baselineTTL, and a run without a
-// body none.
+// TestDriftNoDriftPathIsCheap: once a probe's profile is in memory, a run
+// reads nothing of it from the store; the resets are read at most every
+// SilenceRefresh, for every probe at once; the profile is written only when
+// what it learned changed, or profileFlush after the last write.
 func TestDriftNoDriftPathIsCheap(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	var saved int
+	f.store.setHook(func(rec *results.RunRecord) error {
+		if rec.Result.Shape != nil && rec.Result.Shape.Profile != nil {
+			saved++
+		}
+		return nil
+	})
 	f.baseline(6)
-	driftReads := func() int {
-		return f.store.callCount("DominantShape") + f.store.callCount("ShapeText") + f.store.callCount("LastDriftAt")
+	if n := f.store.callCount("ShapeProfile") + f.store.callCount("RecentShapes"); n != 2 {
+		t.Errorf("the first runs read the profile %d times, want once (ShapeProfile, RecentShapes)", n)
+	}
+	// Learned on the 2nd answer, established on the 5th; the first is
+	// saved because nothing was.
+	if saved != 3 {
+		t.Errorf("%d of the first 6 runs saved the profile, want 3", saved)
 	}
 	f.store.resetCalls()
-	f.run(seedBaselineBody, "") // one minute after the last read
-	if n := driftReads(); n != 0 {
-		t.Errorf("a run with the established shape made %d drift reads, want 0", n)
+	saved = 0
+	for range 8 {
+		f.run(seedBaselineBody, "") // one a minute, the last save was at the 5th
 	}
-
-	f.clock.Advance(baselineTTL)
-	f.store.resetCalls()
+	if n := f.store.callCount("ShapeProfile") + f.store.callCount("RecentShapes"); n != 0 {
+		t.Errorf("runs with the established shape read the profile %d times, want 0", n)
+	}
+	// A minute apart, each run reads the resets; a run of another probe
+	// within SilenceRefresh does not read them again.
+	if n := f.store.callCount("ProfileResets"); n != 8 {
+		t.Errorf("8 runs a minute apart read the resets %d times, want 8", n)
+	}
+	record(t, f.p, pipelineRun(t, "another_probe", f.clock.Now().Add(time.Second), seedBaselineBody, ""))
+	if n := f.store.callCount("ProfileResets"); n != 8 {
+		t.Errorf("a run within %v of the last read read the resets again (%d reads)", SilenceRefresh, n)
+	}
+	if saved != 1 {
+		t.Fatalf("%d runs saved a profile, want 1 (another_probe's first)", saved)
+	}
+	saved = 0
+	if saved != 0 {
+		t.Errorf("%d runs that changed only counts saved the profile, want 0", saved)
+	}
 	f.run(seedBaselineBody, "")
-	if n := driftReads(); n != 1 || f.store.callCount("DominantShape") != 1 {
-		t.Errorf("a run after the baseline went stale made %d drift reads, want DominantShape only", n)
+	if saved != 1 {
+		t.Errorf("the run %v after the last write saved %d times, want once", profileFlush, saved)
 	}
 
 	f.store.resetCalls()
 	f.run("", results.CodeConnectionRefused)
-	if n := f.store.callCount("DominantShape"); n != 0 {
-		t.Errorf("a run without a body asked for the dominant shape %d times", n)
+	if n := f.store.callCount("ProfileResets") + f.store.callCount("ShapeProfile"); n != 0 {
+		t.Errorf("a run without a body made %d drift reads", n)
 	}
 }
 
-// TestDriftCachedBaselineStillSeesDrift: the cached baseline only spares
-// runs with that very shape; a run with another shape asks the store and
-// reports its drift, every time, and a drift back to the old shape after
-// the new one took over is seen too.
-func TestDriftCachedBaselineStillSeesDrift(t *testing.T) {
+// TestDriftProfileSurvivesRestart: a restarted daemon judges the next
+// answer against the stored profile, without a new warm-up.
+func TestDriftProfileSurvivesRestart(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(6)
-	for i := range 3 {
-		r, _ := f.run(seedWrappedBody, seedWrappedCode)
-		if len(r.Drift) == 0 {
-			t.Fatalf("drifted run %d: no drift reported", i+1)
+	f.restart()
+	d, alerts := f.run(seedWrappedBody, "")
+	if !slices.Equal(d.Drift, []string{seedDiffLine}) || len(driftAlerts(alerts)) != 1 {
+		t.Errorf("after a restart: drift %q, alerts %v; want the drift alerted", d.Drift, alertKinds(alerts))
+	}
+}
+
+// TestDriftRecordRetriedLearnsOnce: a run the store refused is recorded
+// again later (the write queue); it must not have been learned by the
+// attempt that failed, or its retry would lose the alert.
+func TestDriftRecordRetriedLearnsOnce(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(6)
+	f.clock.Advance(time.Minute)
+	r := pipelineRun(t, "external_search", f.clock.Now(), seedWrappedBody, "")
+	f.store.setFail(func(m string) error {
+		if m == "RecordRun" {
+			return errors.New("disk I/O error")
 		}
+		return nil
+	})
+	if _, err := f.p.recordNow(context.Background(), r); err == nil {
+		t.Fatal("recordNow: no error from a failing store")
 	}
-	// Enough wrapped runs to make it the dominant shape; then the old
-	// layout is the drift, although it was the cached baseline once.
-	for range 10 {
-		f.run(seedWrappedBody, seedWrappedCode)
+	f.store.setFail(nil)
+	d, err := f.p.recordNow(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r, _ := f.run(seedBaselineBody, "")
-	if len(r.Drift) == 0 {
-		t.Fatal("a run back on the old layout after the new one took over reported no drift")
+	if len(driftAlerts(d.Alerts)) != 1 || len(f.drifts()) != 1 {
+		t.Errorf("the retried run: alerts %v, %d drift rows; want its drift alerted once", alertKinds(d.Alerts), len(f.drifts()))
 	}
 }
 
 // TestDriftStoreErrors: the run is recorded even when drift detection
-// could not ask the store, and a later run detects the drift.
+// could not read the profile, and a later run detects the drift.
 func TestDriftStoreErrors(t *testing.T) {
-	for _, method := range []string{"DominantShape", "ShapeText", "LastDriftAt"} {
+	for _, method := range []string{"ShapeProfile", "RecentShapes", "ProfileResets"} {
 		t.Run(method, func(t *testing.T) {
 			f := newDriftFixture(t, notifyOn(1, time.Hour, true))
-			f.baseline(5)
+			f.baseline(6)
+			f.restart() // the profile is read again on the next run
 			f.store.setFail(func(m string) error {
 				if m == method {
 					return errors.New("database is locked")
 				}
 				return nil
 			})
-			_, alerts := f.run(seedWrappedBody, seedWrappedCode)
-			if runs, _, _, _ := f.store.snapshot(); len(runs) != 6 {
-				t.Fatalf("%d runs recorded, want 6: a drift lookup error lost the run", len(runs))
+			if method == "RecentShapes" {
+				// Only a probe without a profile row reads its recent
+				// shapes: one recorded before profiles existed.
+				f.store.seedShape("legacy", seedBaselineFP, "object{next_cursor:null,results:list<object{id:string,score:number,title:string}>}", f.clock.Now())
+				f.clock.Advance(time.Minute)
+				r := pipelineRun(t, "legacy", f.clock.Now(), seedWrappedBody, "")
+				if _, err := f.p.recordNow(context.Background(), r); err != nil {
+					t.Fatalf("a run whose drift lookup failed was not recorded: %v", err)
+				}
+				return
 			}
-			if len(f.drifts()) != 0 || len(driftAlerts(alerts)) != 0 {
-				t.Errorf("drift recorded or alerted %v despite %s failing", alertKinds(alerts), method)
+			d, alerts := f.run(seedWrappedBody, seedWrappedCode)
+			if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" && method != "ProfileResets" {
+				t.Errorf("alerts = %v, want the failure's [firing] only", got)
 			}
-			if got := alertKinds(alerts); fmt.Sprint(got) != "[firing]" {
-				t.Errorf("alerts = %v, want the failure's [firing] still", got)
+			if method == "ProfileResets" {
+				// Resets are a side read: detection goes on without them.
+				if len(d.Drift) == 0 || len(driftAlerts(alerts)) != 1 {
+					t.Errorf("ProfileResets failing: drift %q, alerts %v; want the drift detected", d.Drift, alertKinds(alerts))
+				}
+				return
 			}
-
+			if runs := f.store.recorded(); len(runs) != 7 {
+				t.Fatalf("%d runs recorded, want 7: a drift lookup error lost the run", len(runs))
+			}
 			f.store.setFail(nil)
-			r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-			if len(r.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
+			d, alerts = f.run(seedWrappedBody, seedWrappedCode)
+			if len(d.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
 				t.Errorf("the next drifted run: drift %q, %d rows, alerts %v; want the drift detected",
-					r.Drift, len(f.drifts()), alertKinds(alerts))
+					d.Drift, len(f.drifts()), alertKinds(alerts))
 			}
 		})
 	}
 }
 
-// TestDriftUnparsableShape: a stored shape text that does not parse still
-// yields a drift, with a line that says no diff is available.
-func TestDriftUnparsableShape(t *testing.T) {
+// TestDriftCarriesOverRecordedShapes: a probe recorded before profiles
+// existed (no profile row) starts from the shapes of its last 24 hours,
+// collapsing the maps that older canonical text spelt as objects: the
+// upgrade neither warms up again nor alerts on answers it knew.
+func TestDriftCarriesOverRecordedShapes(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
-	// A store keeps the first text of a fingerprint: the broken one goes
-	// in before the baseline's runs, with a run of another probe, which
-	// the baseline's dominant shape does not count.
-	f.store.seedShape("another_probe", seedBaselineFP, "object{ not canonical }", alertT0)
-	f.baseline(5)
-	r, alerts := f.run(seedWrappedBody, "")
-	want := []string{fmt.Sprintf("$: shape %s -> %s (no path diff available)", seedBaselineFP, seedWrappedFP)}
-	if !slices.Equal(r.Drift, want) || len(driftAlerts(alerts)) != 1 {
-		t.Errorf("drift %q, alerts %v; want %q and a drift alert", r.Drift, alertKinds(alerts), want)
+	// What an older release recorded: an id-keyed object, keys and all.
+	old := []string{
+		"object{facets:object{f3a9c1:object{n:number}},next_cursor:null,results:list<object{id:string,score:number,title:string}>}",
+		"object{facets:object{0b77e2:object{n:number},9a8b7c:object{n:number}},next_cursor:null,results:list<object{id:string,score:number,title:string}>}",
+	}
+	for i, text := range old {
+		for j := range 3 {
+			f.store.seedShape("external_search", fmt.Sprintf("00000000000000%02x", i), text, f.clock.Now().Add(time.Duration(j)*time.Minute))
+		}
+	}
+	f.clock.Advance(10 * time.Minute)
+	d, alerts := f.run(`{"facets":{"d00d12":{"n":4}},"next_cursor":null,"results":[{"id":"a","score":1,"title":"t"}]}`, "")
+	if d.Drift != nil || len(alerts) != 0 {
+		t.Errorf("first run after the upgrade: drift %q, alerts %v; want it to fit the carried-over profile", d.Drift, alertKinds(alerts))
+	}
+	d, alerts = f.run(`{"facets":{"d00d12":{"n":4}},"next_cursor":null,"results":{"items":[]}}`, "")
+	if want := []string{seedDiffLine}; !slices.Equal(d.Drift, want) || len(driftAlerts(alerts)) != 1 {
+		t.Errorf("the seed-000 wrap after the upgrade: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
+	}
+}
+
+// TestDriftBaselineReset: after `toolpulse baseline reset`, the daemon
+// learns afresh within SilenceRefresh, and a profile it learned before the
+// reset is never written over it.
+func TestDriftBaselineReset(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(6)
+	if _, err := f.store.ResetProfile(context.Background(), "external_search", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The intended change, announced with the reset: the new layout.
+	f.clock.Advance(SilenceRefresh)
+	for i := range 8 {
+		d, alerts := f.run(seedWrappedBody, "")
+		if d.Drift != nil || len(alerts) != 0 {
+			t.Fatalf("wrapped run %d after the reset: drift %q, alerts %v; want a new baseline learned", i+1, d.Drift, alertKinds(alerts))
+		}
+	}
+	d, _ := f.run(seedBaselineBody, "")
+	if want := []string{"results: object(1 keys) -> list<object(3 keys)>"}; !slices.Equal(d.Drift, want) {
+		t.Errorf("the old layout after the reset: drift %q, want %q", d.Drift, want)
+	}
+}
+
+// TestDriftResetNotOverwritten: a run recorded between a reset and the
+// daemon noticing it does not write the old profile back.
+func TestDriftResetNotOverwritten(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	f.baseline(5) // saved last on the 5th run
+	setClock(f.clock, f.clock.Now().Add(profileFlush-2*time.Second-time.Minute))
+	f.run(seedBaselineBody, "") // a minute later; reads the resets: none
+	if _, err := f.store.ResetProfile(context.Background(), "external_search", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// profileFlush after the last save, within SilenceRefresh of the last
+	// read of the resets: this run saves, over a reset it has not seen.
+	f.clock.Advance(2 * time.Second)
+	record(t, f.p, pipelineRun(t, "external_search", f.clock.Now(), seedBaselineBody, ""))
+	sp, _, err := f.store.ShapeProfile(context.Background(), "external_search")
+	if err != nil || sp.Data != "" || sp.ResetAt.IsZero() {
+		t.Errorf("stored profile after the reset: %+v, %v; want it still empty", sp, err)
+	}
+}
+
+// recordedPattern plays n runs of gen through the recorder and returns the
+// drift alerts and rows they made and the distinct fingerprints they had.
+func recordedPattern(t *testing.T, f *driftFixture, n int, gen func(i int, rnd *rand.Rand) string) (alerts, fingerprints int) {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(1, 16))
+	for i := range n {
+		_, as := f.run(gen(i, rnd), "")
+		alerts += len(driftAlerts(as))
+	}
+	seen := map[string]bool{}
+	for _, r := range f.store.recorded() {
+		if r.Shape != nil {
+			seen[r.Shape.Fingerprint] = true
+		}
+	}
+	return alerts, len(seen)
+}
+
+// TestDriftPaginationScenario is issue 16's first story: a paginated
+// search (next_cursor a string, null on the last page) that sometimes
+// finds nothing and has a field that is sometimes absent made 3 drift
+// alerts in 30 runs. It makes none now.
+func TestDriftPaginationScenario(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	alerts, fps := recordedPattern(t, f, 30, func(i int, _ *rand.Rand) string {
+		cursor := fmt.Sprintf(`"c_%d"`, i)
+		if i%4 == 3 {
+			cursor = "null"
+		}
+		item := `{"id":"doc_1","title":"t","score":0.5}`
+		if i%3 == 0 {
+			item = `{"id":"doc_1","title":"t","score":1,"author":"Ann"}`
+		}
+		if i%5 == 2 {
+			return `{"results":[],"next_cursor":null}`
+		}
+		return `{"results":[` + item + `],"next_cursor":` + cursor + `}`
+	})
+	if alerts != 0 || len(f.drifts()) != 0 {
+		t.Errorf("30 runs of normal variation: %d drift alerts, %d drift rows; want none", alerts, len(f.drifts()))
+	}
+	if fps > 8 {
+		t.Errorf("%d fingerprints in 30 runs", fps)
+	}
+}
+
+// TestDriftIDKeyedMapScenario is issue 16's second story: an answer with
+// an object keyed by ids that change every call minted a fingerprint per
+// run, so drift detection never had a baseline and missed the seed-000
+// wrap, and the shapes table gained a row per run. Now the fingerprint is
+// stable and the wrap is announced once.
+func TestDriftIDKeyedMapScenario(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	facets := func(rnd *rand.Rand) string {
+		var out []string
+		for range 1 + rnd.IntN(3) {
+			out = append(out, fmt.Sprintf(`"%06x":{"label":"docs","count":%d}`, 0xa00000+rnd.IntN(0x5fffff), rnd.IntN(9)))
+		}
+		return "{" + strings.Join(out, ",") + "}"
+	}
+	body := func(results string) func(int, *rand.Rand) string {
+		return func(_ int, rnd *rand.Rand) string {
+			return `{"results":` + results + `,"next_cursor":null,"facets":` + facets(rnd) + `}`
+		}
+	}
+	list := `[{"id":"doc_784","title":"API migration guide","score":0.93}]`
+	alerts, fps := recordedPattern(t, f, 36, body(list))
+	if alerts != 0 || fps != 1 {
+		t.Errorf("36 runs with id-keyed facets: %d drift alerts, %d fingerprints; want 0 and 1", alerts, fps)
+	}
+	wrapped := `{"items":` + list + `}`
+	alerts, fps = recordedPattern(t, f, 5, body(wrapped))
+	if alerts != 1 || fps != 2 {
+		t.Errorf("5 runs of the seed-000 wrap: %d drift alerts, %d fingerprints; want 1 and 2", alerts, fps)
+	}
+	if d := f.drifts(); len(d) != 1 || !slices.Equal(d[0].Diff, []string{seedDiffLine}) {
+		t.Errorf("drift rows: %+v, want one with %q", d, seedDiffLine)
+	}
+}
+
+// TestDriftKeyedMapScenario: an object keyed by ids of no pattern the
+// shape recognises ("doc_784") is learned as a map across answers: no
+// alerts, a fingerprint that stops changing once learned (so the shapes
+// table stops growing), and a change of its values is announced once.
+func TestDriftKeyedMapScenario(t *testing.T) {
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	body := func(score string) func(int, *rand.Rand) string {
+		return func(i int, rnd *rand.Rand) string {
+			var docs []string
+			for range 1 + rnd.IntN(3) {
+				docs = append(docs, fmt.Sprintf(`"doc_%d":{"title":"t","score":%s}`, rnd.IntN(1e6), score))
+			}
+			return `{"by_id":{` + strings.Join(docs, ",") + `},"next_cursor":null}`
+		}
+	}
+	alerts, fps := recordedPattern(t, f, 30, body("0.5"))
+	if alerts != 0 || fps > 4 {
+		t.Errorf("30 runs keyed by doc ids: %d drift alerts, %d fingerprints; want 0 and a few of the warm-up", alerts, fps)
+	}
+	runs := f.store.recorded()
+	last := runs[len(runs)-1].Shape
+	if last.Canonical != "object{by_id:map<object{score:number,title:string}>,next_cursor:null}" {
+		t.Errorf("recorded shape %s, want the map", last.Canonical)
+	}
+	for _, r := range runs[10:] {
+		if r.Shape.Fingerprint != last.Fingerprint {
+			t.Errorf("run %s has fingerprint %s, want the map's %s", r.OperationID, r.Shape.Fingerprint, last.Fingerprint)
+		}
+	}
+	alerts, _ = recordedPattern(t, f, 4, body(`"high"`))
+	if d := f.drifts(); alerts != 1 || len(d) != 1 || fmt.Sprint(d[0].Diff) != "[by_id.*.score: number -> string]" {
+		t.Errorf("retyped values: %d alerts, drifts %+v; want one by_id.*.score line", alerts, d)
 	}
 }

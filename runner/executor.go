@@ -178,8 +178,12 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	e.redactor.Load().RedactResult(res)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
-		// must not get it stored; the fingerprint stays as computed.
-		res.Shape.Canonical = e.redactor.Load().Redact(res.Shape.Canonical)
+		// must not get it stored; the fingerprint stays as computed. The
+		// structure holds the keys as they came: drop it, and drift
+		// detection reads the scrubbed text instead.
+		if scrubbed := e.redactor.Load().Redact(res.Shape.Canonical); scrubbed != res.Shape.Canonical {
+			res.Shape.Canonical, res.Shape.Structure = scrubbed, nil
+		}
 	}
 	if res.Outcome != results.Pass {
 		e.logger.Debug("probe run failed", "probe", res.Probe, "operation_id", res.OperationID,

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -263,20 +262,17 @@ func (o *memRunCounter) RunFinished(r *results.Result) {
 // sees alive is the daemon's and not the store's.
 type memNullStore struct{}
 
-// errNullNotFound is memNullStore's answer to every ShapeText.
-var errNullNotFound = errors.New("memNullStore: not found")
-
 var _ Store = memNullStore{}
 
 func (memNullStore) RecordRun(context.Context, *results.RunRecord) error { return nil }
-func (memNullStore) DominantShape(context.Context, string, time.Time) (string, int, error) {
-	return "", 0, nil
+func (memNullStore) ShapeProfile(context.Context, string) (results.StoredProfile, bool, error) {
+	return results.StoredProfile{}, false, nil
 }
-func (memNullStore) ShapeText(context.Context, string) (string, error) {
-	return "", errNullNotFound
+func (memNullStore) ProfileResets(context.Context, time.Time) (map[string]time.Time, error) {
+	return nil, nil
 }
-func (memNullStore) LastDriftAt(context.Context, string, string) (time.Time, bool, error) {
-	return time.Time{}, false, nil
+func (memNullStore) RecentShapes(context.Context, string, time.Time, int) ([]results.ShapeSeen, error) {
+	return nil, nil
 }
 func (memNullStore) AlertStates(context.Context) (map[string]results.AlertState, error) {
 	return nil, nil

@@ -80,8 +80,7 @@ type Recorder struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	wake      func()
-	shapes    shapeCache
-	baselines baselineCache
+	baselines profileCache // each probe's learned shape profile
 	queue     *writeQueue
 
 	mu      sync.RWMutex // guards notify, labels, deliver and states
@@ -268,13 +267,13 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 
 	var rec results.RunRecord
 	var d Decision
-	drift, err := rc.detectDrift(ctx, r, now, &d)
+	judged, err := rc.detectDrift(ctx, r, now, &d)
 	if err != nil {
 		rc.logger.Error("drift detection failed; recording the run without a drift event",
 			"probe", r.Probe, "operation_id", r.OperationID, "error", err)
 		rc.observer.StoreError("drift_lookup")
 	}
-	if drift != nil {
+	if drift := judged.drift; drift != nil {
 		rec.Drift = drift
 		if notifies(notify, notifyShapeDrift) {
 			a := results.NewAlert(results.AlertDrift, r, now)
@@ -308,11 +307,15 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		rec.AlertState = &next
 	}
 	rec.Result = *r
+	if judged.shape != nil {
+		rec.Result.Shape = judged.shape
+	}
 
 	if err := rc.store.RecordRun(ctx, &rec); err != nil {
 		rc.observer.StoreError("record_run")
 		return Decision{}, fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}
+	judged.commit()
 	rc.mu.Lock()
 	rc.states[r.Probe] = next
 	rc.mu.Unlock()

@@ -10,5 +10,5 @@ import (
 // spells it.
 func shapeOf(v any) *results.Shape {
 	s := shape.Of(v)
-	return &results.Shape{Fingerprint: s.Fingerprint(), Canonical: s.String()}
+	return &results.Shape{Fingerprint: s.Fingerprint(), Canonical: s.String(), Structure: s}
 }

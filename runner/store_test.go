@@ -119,25 +119,25 @@ func (s *faultStore) RecordRun(ctx context.Context, rec *results.RunRecord) erro
 	return s.Store.RecordRun(ctx, rec)
 }
 
-func (s *faultStore) DominantShape(ctx context.Context, probe string, since time.Time) (string, int, error) {
-	if err := s.enter("DominantShape"); err != nil {
-		return "", 0, err
+func (s *faultStore) ShapeProfile(ctx context.Context, probe string) (results.StoredProfile, bool, error) {
+	if err := s.enter("ShapeProfile"); err != nil {
+		return results.StoredProfile{}, false, err
 	}
-	return s.Store.DominantShape(ctx, probe, since)
+	return s.Store.ShapeProfile(ctx, probe)
 }
 
-func (s *faultStore) ShapeText(ctx context.Context, fingerprint string) (string, error) {
-	if err := s.enter("ShapeText"); err != nil {
-		return "", err
+func (s *faultStore) ProfileResets(ctx context.Context, since time.Time) (map[string]time.Time, error) {
+	if err := s.enter("ProfileResets"); err != nil {
+		return nil, err
 	}
-	return s.Store.ShapeText(ctx, fingerprint)
+	return s.Store.ProfileResets(ctx, since)
 }
 
-func (s *faultStore) LastDriftAt(ctx context.Context, probe, fingerprint string) (time.Time, bool, error) {
-	if err := s.enter("LastDriftAt"); err != nil {
-		return time.Time{}, false, err
+func (s *faultStore) RecentShapes(ctx context.Context, probe string, since time.Time, limit int) ([]results.ShapeSeen, error) {
+	if err := s.enter("RecentShapes"); err != nil {
+		return nil, err
 	}
-	return s.Store.LastDriftAt(ctx, probe, fingerprint)
+	return s.Store.RecentShapes(ctx, probe, since, limit)
 }
 
 func (s *faultStore) AlertStates(ctx context.Context) (map[string]results.AlertState, error) {

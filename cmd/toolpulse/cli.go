@@ -79,6 +79,7 @@ type cli struct {
 	History  historyCmd  `cmd:"" help:"Query recorded results, newest first."`
 	Stats    statsCmd    `cmd:"" help:"Per probe: runs, outcome rates, retries, latency percentiles, drift."`
 	Silence  silenceCmd  `cmd:"" help:"Mute alerts for a while: silence add, list, expire."`
+	Baseline baselineCmd `cmd:"" help:"Learned response shapes: baseline reset --probe NAME after an intended change."`
 	Test     testCmd     `cmd:"" help:"Run every consumer's fixtures; --mutate also finds the contract changes a rule would miss."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
 	Version  versionCmd  `cmd:"" help:"Print the version: release or dev, commit, commit time, Go version."`

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/internal/harness"
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // These tests start the real binary, as an operator would, and talk to it
@@ -154,5 +156,70 @@ func TestDaemonRestartAlertsOnce(t *testing.T) {
 	}
 	if got := slack.Count(":red_circle: search"); got != 1 {
 		d.T.Errorf("%d firing alerts in all, want 1", got)
+	}
+}
+
+// TestDaemonDriftOnce runs the real daemon while the provider makes the
+// seed-000 change: one drift event and one shape_drift alert, however many
+// runs show the new layout; the API marks the runs drifted until the
+// profile has learned the layout, and the shapes table holds two shapes.
+func TestDaemonDriftOnce(t *testing.T) {
+	p := provider.New()
+	prov := e2e.Serve(t, p.Handler())
+	slack, slackURL := e2e.Slack(t)
+	dir := t.TempDir()
+	cfg := harness.Fast(prov, slackURL, "search")
+	cfg.Server.Listen = e2e.FreeAddr(t)
+	config := e2e.Config(t, dir, cfg)
+	db := filepath.Join(dir, "results.db")
+	runs := func() int { return countRows(t, db, "SELECT count(*) FROM results") }
+
+	d := e2e.Start(t, config)
+	d.WaitFor("an established baseline", func() bool { return runs() >= 7 })
+	p.SetDrifted(true)
+	d.WaitFor("the drift event", func() bool { return countRows(t, db, "SELECT count(*) FROM drifts") == 1 })
+	n := runs()
+	d.WaitFor("more drifted runs", func() bool { return runs() >= n+8 })
+
+	if got := countRows(t, db, "SELECT count(*) FROM drifts"); got != 1 {
+		t.Errorf("%d drift events, want 1", got)
+	}
+	if got := countRows(t, db, "SELECT count(*) FROM alerts WHERE kind = 'shape_drift'"); got != 1 {
+		t.Errorf("%d shape_drift alerts, want 1", got)
+	}
+	d.WaitFor("the drift message in Slack", func() bool { return slack.Count(":warning: search response shape changed") >= 1 })
+	if got := slack.Count(":warning: search response shape changed"); got != 1 {
+		t.Errorf("%d drift messages in Slack, want 1", got)
+	}
+	if got := countRows(t, db, "SELECT count(*) FROM shapes"); got != 2 {
+		t.Errorf("%d shapes, want 2", got)
+	}
+	if got := countRows(t, db, "SELECT count(*) FROM results WHERE shape_drift IS NOT NULL"); got != 2 {
+		t.Errorf("%d runs marked drifted, want 2 (the first two of the new layout)", got)
+	}
+
+	resp, err := http.Get("http://" + cfg.Server.Listen + "/api/v1/probes/search/results?limit=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Results []results.Envelope `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	var marks []string
+	for i := len(page.Results) - 1; i >= 0; i-- { // oldest first
+		if s := page.Results[i].Shape; s != nil && len(s.Drift) > 0 {
+			marks = append(marks, strings.Join(s.Drift, "; ")+" from "+s.Baseline)
+		}
+	}
+	want := "results: list<object(3 keys)> -> object(1 keys) from "
+	if len(marks) != 2 || !strings.HasPrefix(marks[0], want) || marks[0] != marks[1] {
+		t.Errorf("API drift marks, oldest first: %q; want two of %q", marks, want+"…")
+	}
+	if err := d.Stop(syscall.SIGTERM); err != nil {
+		t.Errorf("SIGTERM: %v, want exit 0", err)
 	}
 }

@@ -37,15 +37,15 @@ type demoAct struct {
 
 var demoActs = []demoAct{
 	{"The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
-		"   response shape (drift needs 5 observations of a baseline). Only a run that says something\n" +
+		"   response shape (its first 5 answers establish the baseline). Only a run that says something\n" +
 		"   new is printed; the others are counted.", false, false},
 	{"The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
 		"   overloaded. HTTP is still 200 and the JSON is valid, yet the list-only consumer can no longer\n" +
 		"   use the answer: contract_error, a shape_drift alert with the path diff, and a firing alert.\n" +
 		"   The two-layout consumer reads the same answer and keeps passing: each consumer is one\n" +
 		"   caller's own parsing, and only the one that cannot use the new layout fails. Both report the\n" +
-		"   drift, until the new shape has become the dominant one of the last 24 hours: from then on it\n" +
-		"   is the baseline, and the drift marker stops. The tracker answers 503: unavailable after\n" +
+		"   drift, one alert for the change, until two answers of the new shape taught it to the baseline:\n" +
+		"   from then on it is learned, and the drift marker stops. The tracker answers 503: unavailable after\n" +
 		"   retries that honour Retry-After.", true, true},
 	{"The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
 		"   still fails, and is reminded of (repeat_interval is short in the demo).", true, false},

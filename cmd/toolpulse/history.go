@@ -181,6 +181,8 @@ type historyRow struct {
 	ConsumerVersion  string           `json:"consumer_version"`
 	RuleHash         string           `json:"rule_hash"`
 	ResponseSample   *string          `json:"response_sample"`
+	ShapeBaseline    *string          `json:"shape_baseline"`
+	ShapeDrift       *string          `json:"shape_drift"`
 	AttemptList      []attemptRowJSON `json:"attempt_list,omitempty"`
 }
 
@@ -221,6 +223,10 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 	}
 	if r.Shape != nil {
 		row.ShapeFingerprint = optString(r.Shape.Fingerprint)
+		if len(r.Shape.Drift) > 0 {
+			// As the column stores them: one line per changed path.
+			row.ShapeBaseline, row.ShapeDrift = optString(r.Shape.Baseline), optString(strings.Join(r.Shape.Drift, "\n"))
+		}
 	}
 	if withAttempts {
 		for _, a := range r.Attempts {
@@ -247,7 +253,7 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
-	"consumer", "consumer_version", "rule_hash", "response_sample"}
+	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -269,7 +275,8 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 		if err := cw.Write([]string{r.OperationID, r.Probe, r.StartedAt, strconv.FormatInt(r.DurationMS, 10),
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
-			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample)}); err != nil {
+			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample),
+			deref(r.ShapeBaseline), deref(r.ShapeDrift)}); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 func TestParseInstant(t *testing.T) {
@@ -142,5 +146,41 @@ func TestReadCommandsRefuseWhatIsNotThere(t *testing.T) {
 	}
 	if code, out, errOut := h.run("history", "--probe", "search"); code != exitOK || !strings.Contains(out, "search") {
 		t.Errorf("history of a recorded probe no longer configured: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestHistoryShowsDrift: a run the daemon recorded as drifted keeps its
+// baseline and diff lines in history's json and csv, as in the results
+// columns.
+func TestHistoryShowsDrift(t *testing.T) {
+	h := newCLIRun(t)
+	if code, out, _ := h.run("check", "--probe", "search"); code != exitOK {
+		t.Fatalf("check: exit %d\n%s", code, out)
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(h.dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results.Result{OperationID: "op-drifted", Probe: "search", StartedAt: time.Now().UTC(), Outcome: results.Pass,
+		Consumer: results.ConsumerRef{Name: "c", Version: "1", RuleHash: "h"},
+		Shape: &results.Shape{Fingerprint: "3a105e99edea2dbb", Canonical: "object{results:object{items:list<empty>}}",
+			Baseline: "99ba02a8b482ce41", Drift: []string{"results: list<object(3 keys)> -> object(1 keys)", "next_cursor: removed (null)"}}}
+	if err := store.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	code, out, errOut := h.run("history", "--format", "json", "--probe", "search", "--limit", "1")
+	var row map[string]any
+	if code != exitOK || json.Unmarshal([]byte(out), &row) != nil {
+		t.Fatalf("history: exit %d, %q, %q", code, out, errOut)
+	}
+	if row["shape_baseline"] != "99ba02a8b482ce41" || row["shape_drift"] != "results: list<object(3 keys)> -> object(1 keys)\nnext_cursor: removed (null)" {
+		t.Errorf("history json row: %v", row)
+	}
+	_, out, _ = h.run("history", "--format", "csv", "--probe", "search", "--limit", "1")
+	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(records) != 2 || records[0][len(records[0])-1] != "shape_drift" || !strings.HasPrefix(records[1][len(records[1])-1], "results: list") {
+		t.Errorf("history csv: %v, %v", records, err)
 	}
 }

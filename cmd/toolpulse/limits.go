@@ -51,12 +51,15 @@ func newGuard(next http.Handler) *guard {
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	// The MCP endpoint takes JSON-RPC requests by POST; its tools only
+	// read, and its handler bounds the body.
+	mcp := r.URL.Path == mcpPath && r.Method == http.MethodPost
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !mcp {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeAPIError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the HTTP surface is read-only: GET and HEAD only")
+		writeAPIError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the HTTP surface is read-only: GET and HEAD only (POST to /mcp)")
 		return
 	}
-	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+	if !mcp && (r.ContentLength != 0 || len(r.TransferEncoding) > 0) {
 		writeAPIError(w, http.StatusRequestEntityTooLarge, "request_too_large", "requests carry no body here")
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // serverDeps is what the read-only HTTP surface needs.
@@ -53,6 +55,10 @@ func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.token, handleProbeResults(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/drifts", requireToken(deps.token, handleDrifts(deps.store, deps.probes)))
 	mux.Handle("GET /api/v1/silences", requireToken(deps.token, handleSilences(deps.store, deps.nowFunc())))
+	// MCP: POST only (the endpoint is stateless); the guard lets POST
+	// through to this path alone.
+	mux.Handle("POST "+mcpPath, requireToken(deps.token,
+		mcpsdk.HealthHandler(toolHealth{store: deps.store, probes: deps.probes}, results.ReadBuild().Version)))
 	pages := newStatusPages(deps)
 	mux.Handle("GET /{$}", requireToken(deps.token, pages.handleOverview()))
 	mux.Handle("GET /probes/{name}", requireToken(deps.token, pages.handleProbe()))

@@ -211,9 +211,9 @@ type driftView struct {
 	Baseline, Current string
 	Lines             []string
 	More              int
-	// Now says where the probe's latest run stands against this drift:
-	// still in the drifted shape, back to the baseline, in another shape,
-	// or without one; "" when the probe has no run.
+	// Now says whether the probe's latest run is drifted and where it
+	// stands against this drift (see driftNow); "" when the probe has no
+	// run.
 	Now string
 }
 
@@ -226,19 +226,26 @@ func newDriftView(now time.Time, d results.Drift, max int, latest *results.Resul
 	return v
 }
 
-// driftNow says whether the latest run is in the drifted shape d reported.
+// driftNow says whether the latest run is drifted, as the daemon recorded
+// it (against the probe's learned profile), and how it stands against the
+// drift d reported: still in that shape, in a shape now learned, back to
+// the baseline, or elsewhere.
 func driftNow(d results.Drift, latest *results.Result) string {
 	switch {
 	case latest == nil:
 		return ""
 	case latest.Shape == nil:
 		return "the latest run has no shape (no JSON answer)"
-	case latest.Shape.Fingerprint == d.Current:
+	case len(latest.Shape.Drift) > 0 && latest.Shape.Fingerprint == d.Current:
 		return "the latest run is in this drifted shape"
+	case len(latest.Shape.Drift) > 0:
+		return "the latest run is drifted too, in another shape, " + latest.Shape.Fingerprint
 	case latest.Shape.Fingerprint == d.Baseline:
 		return "the latest run is back to the baseline shape"
+	case latest.Shape.Fingerprint == d.Current:
+		return "the latest run is in this shape, now learned: it no longer drifts"
 	}
-	return "the latest run has another shape, " + latest.Shape.Fingerprint
+	return "the latest run fits the learned shape, in " + latest.Shape.Fingerprint
 }
 
 // requestView is what a probe's page shows of its request: the method,

@@ -167,8 +167,9 @@ func TestRefreshOf(t *testing.T) {
 //   - fresh: configured, never run;
 //   - retired: has results but is no longer configured.
 type statusFixture struct {
-	srv *httptest.Server
-	now time.Time
+	srv   *httptest.Server
+	now   time.Time
+	store *sqlite.Store
 }
 
 func newStatusFixture(t *testing.T) *statusFixture {
@@ -218,8 +219,12 @@ func newStatusFixture(t *testing.T) *statusFixture {
 	drifted := runAt("search", 2*time.Minute, results.ContractError, 40)
 	record(drifted, &results.Drift{Probe: "search", OperationID: drifted.OperationID, DetectedAt: drifted.StartedAt,
 		Baseline: listShape.Fingerprint, Current: mapShape.Fingerprint, Diff: []string{"results: list<object(1 keys)> -> object(1 keys)"}})
-	// The latest search run fires an alert that Slack has refused once.
+	// The latest search run fires an alert that Slack has refused once;
+	// its answer still drifts (the profile has not learned it yet).
 	firing := runAt("search", time.Minute, results.ContractError, 45)
+	stillDrifted := *mapShape
+	stillDrifted.Baseline, stillDrifted.Drift = listShape.Fingerprint, []string{"results: list<object(1 keys)> -> object(1 keys)"}
+	firing.Shape = &stillDrifted
 	alert := results.NewAlert(results.AlertFiring, &firing, firing.StartedAt)
 	alert.Receiver = "default/slack"
 	rec := &results.RunRecord{Result: firing, Alerts: []results.Alert{alert}, AlertState: &results.AlertState{Probe: "search",
@@ -248,7 +253,7 @@ func newStatusFixture(t *testing.T) *statusFixture {
 		store: store, probes: func() []*checks.Probe { return probes }, now: func() time.Time { return now },
 	}))
 	t.Cleanup(srv.Close)
-	return &statusFixture{srv: srv, now: now}
+	return &statusFixture{srv: srv, now: now, store: store}
 }
 
 func (f *statusFixture) get(t *testing.T, path string) (*http.Response, string) {
@@ -324,6 +329,33 @@ func TestStatusOverview(t *testing.T) {
 	}
 	if strings.Contains(failing, `http-equiv="refresh"`) || !strings.Contains(failing, `4 probe(s):`) {
 		t.Errorf("?refresh=0 still refreshes, or the counts no longer cover every probe")
+	}
+}
+
+// TestDriftNow: the status page says whether the latest answer is drifted,
+// as recorded, and how it stands against the last drift event.
+func TestDriftNow(t *testing.T) {
+	d := results.Drift{Baseline: "bbbb", Current: "cccc"}
+	run := func(fp string, drift ...string) *results.Result {
+		return &results.Result{Shape: &results.Shape{Fingerprint: fp, Drift: drift}}
+	}
+	tests := []struct {
+		name   string
+		latest *results.Result
+		want   string
+	}{
+		{"no run", nil, ""},
+		{"no shape", &results.Result{}, "the latest run has no shape (no JSON answer)"},
+		{"still drifted", run("cccc", "a: number -> string"), "the latest run is in this drifted shape"},
+		{"drifted elsewhere", run("dddd", "b: added (null)"), "the latest run is drifted too, in another shape, dddd"},
+		{"back", run("bbbb"), "the latest run is back to the baseline shape"},
+		{"learned", run("cccc"), "the latest run is in this shape, now learned: it no longer drifts"},
+		{"fits", run("eeee"), "the latest run fits the learned shape, in eeee"},
+	}
+	for _, tt := range tests {
+		if got := driftNow(d, tt.latest); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/toolpulse/toolpulse/results/shape"
 )
@@ -95,5 +96,24 @@ func TestSearchBody(t *testing.T) {
 	want := "object{next_cursor:string,query:string,results:list<object{author:null|string,highlights:list<object{field:string,fragments:list<string>}>,id:string,published_at:string,score:number,snippet:string,source:object{domain:string,name:string,verified:bool},tags:list<string>,title:string,url:string}>,took_ms:number,total:number}"
 	if got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// BenchmarkProfileObserve measures what drift detection adds to a run: an
+// established profile judges and learns the answer's shape.
+func BenchmarkProfileObserve(b *testing.B) {
+	s := shape.Of(decode(b, searchBody(b, 4<<10)))
+	var p shape.Profile
+	at := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	for i := range shape.ProfileWarmup {
+		p.Observe(s, at.Add(time.Duration(i)*time.Minute))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if r, _ := p.Observe(s, at.Add(time.Duration(i)*time.Second)); r.Lines != nil {
+			b.Fatal(r.Lines)
+		}
 	}
 }

@@ -11,7 +11,8 @@ package shape
 // Paths are dotted from the root: a key below the root is its own path
 // ("results"), a key below another path is "path.key" ("a.b"), and the
 // elements of a list are "path[]" ("results[].score"). The root itself is
-// "$", so a root list's elements are "$[]". A key that String would quote
+// "$", so a root list's elements are "$[]"; the values of a map are
+// "path.*" ("facets.*.count", "$.*" at the root). A key that String would quote
 // is quoted the same way: the key x.y below a is a."x.y".
 //
 // Where the kinds at a path differ, Diff writes one line with both summaries
@@ -61,6 +62,19 @@ func (d *differ) diff(path string, a, b *node) {
 		}
 		d.diff(elems+"[]", a.elem, b.elem)
 	}
+	if a.val != nil {
+		d.diff(mapPath(path), a.val, b.val)
+	}
+}
+
+// mapPath is the path of the values of the map at path: "facets.*", or
+// "$.*" for a map at the root. '*' is never a bare key, so no key's path
+// reads the same.
+func mapPath(path string) string {
+	if path == "" {
+		return "$.*"
+	}
+	return path + ".*"
 }
 
 func (d *differ) object(path string, a, b *node) {
@@ -106,10 +120,10 @@ func keyPath(path, key string) string {
 
 // signature is what Diff compares before it descends: the kind set, with
 // list<empty> told apart from a list with elements.
-func signature(n *node) uint16 {
-	s := uint16(n.kinds)
+func signature(n *node) uint32 {
+	s := uint32(n.kinds)
 	if n.kinds&kindList != 0 && n.elem == nil {
-		s |= 1 << 8
+		s |= 1 << 16
 	}
 	return s
 }
@@ -126,8 +140,8 @@ func equal(a, b *node) bool {
 			return false
 		}
 	}
-	if (a.elem == nil) != (b.elem == nil) {
+	if (a.elem == nil) != (b.elem == nil) || (a.val == nil) != (b.val == nil) {
 		return false
 	}
-	return a.elem == nil || equal(a.elem, b.elem)
+	return (a.elem == nil || equal(a.elem, b.elem)) && (a.val == nil || equal(a.val, b.val))
 }

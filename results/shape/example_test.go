@@ -40,5 +40,5 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// object(1 keys) 16
-	// shape: offset 20: kinds of a union must be distinct and in the order ..., bool, list, null, number, object, string
+	// shape: offset 20: kinds of a union must be distinct and in the order ..., bool, list, map, null, number, object, string
 }

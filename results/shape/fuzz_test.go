@@ -3,9 +3,11 @@ package shape_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolpulse/toolpulse/results/shape"
 )
@@ -120,5 +122,94 @@ func FuzzDiff(f *testing.F) {
 				t.Fatalf("line %q has no path", l)
 			}
 		}
+	})
+}
+
+// FuzzProfile feeds a profile the answers a, b, a, b, ... and checks that
+// observing never panics, that Check changes nothing, that the stored form
+// survives a round trip byte for byte and judges as the profile did, and
+// that once both answers were seen often enough neither drifts.
+func FuzzProfile(f *testing.F) {
+	bodies := seedBodies(f)
+	for i := range bodies {
+		f.Add(bodies[i], bodies[(i+3)%len(bodies)])
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var va, vb any
+		if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+			return
+		}
+		sa, sb := shape.Of(va), shape.Of(vb)
+		var p shape.Profile
+		at := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+		for i := range 2 * shape.ProfileWarmup {
+			s := sa
+			if i%2 == 1 {
+				s = sb
+			}
+			if i == shape.ProfileWarmup {
+				checkStoredForm(t, &p, s)
+			}
+			r, _ := p.Observe(s, at.Add(time.Duration(i)*time.Minute))
+			for _, l := range r.Lines {
+				if !strings.Contains(l, ": ") || strings.Contains(l, "\n") {
+					t.Fatalf("line %q", l)
+				}
+			}
+		}
+		checkStoredForm(t, &p, sa)
+		for _, s := range []shape.Shape{sa, sb} {
+			if r := p.Check(s); r.Lines != nil || r.Novel {
+				t.Fatalf("after learning %s and %s, %s drifts: %+v", sa, sb, s, r)
+			}
+		}
+		if l := p.Learned(); l.String() == "" {
+			t.Fatalf("learned nothing from %s and %s", sa, sb)
+		}
+	})
+}
+
+// checkStoredForm checks that Check leaves p as it is, and that p's stored
+// form survives a round trip byte for byte and judges s as p does.
+func checkStoredForm(t *testing.T, p *shape.Profile, s shape.Shape) {
+	t.Helper()
+	before, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Check(s)
+	if after, _ := json.Marshal(p); !bytes.Equal(before, after) {
+		t.Fatalf("Check changed the profile")
+	}
+	var q shape.Profile
+	if err := json.Unmarshal(before, &q); err != nil {
+		t.Fatalf("Unmarshal(%s): %v", before, err)
+	}
+	if again, _ := json.Marshal(&q); !bytes.Equal(before, again) {
+		t.Fatalf("stored form changed by a round trip:\n%s\n%s", before, again)
+	}
+	if rq := q.Check(s); fmt.Sprint(rq) != fmt.Sprint(r) {
+		t.Fatalf("the stored form judges %+v, the profile %+v", rq, r)
+	}
+}
+
+// FuzzProfileStoredForm checks that reading any stored form never panics,
+// and that a profile read from one can judge, learn and be written again.
+func FuzzProfileStoredForm(f *testing.F) {
+	f.Add([]byte(`{"v":1,"answers":6,"last":1793020260000,"root":{"seen":{"n":6,"last":1793020260000},"kinds":{"object":{"n":6,"last":1793020260000}},"fields":{"a":{"present":{"n":6,"last":1793020260000},"shape":{"seen":{"n":6,"last":1},"kinds":{"map":{"n":2,"last":1}},"keyed":true}}}}}`))
+	f.Add(readFile(f, "testdata/profile/stored_form.golden"))
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		var p shape.Profile
+		if json.Unmarshal(stored, &p) != nil {
+			return
+		}
+		s := shape.Of(decode(t, []byte(`{"a":{"f3a9c1":{"n":1}},"results":[{"id":"x"}],"b":[1,"x",null]}`)))
+		p.Check(s)
+		p.Canonical(s)
+		p.Observe(s, time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC))
+		if _, err := json.Marshal(&p); err != nil {
+			t.Fatal(err)
+		}
+		p.Learned()
 	})
 }

@@ -86,6 +86,8 @@ func (p *parser) alt(n *node, depth int) error {
 		k = kindBool
 	case p.literal("list<"):
 		k = kindList
+	case p.literal("map<"):
+		k = kindMap
 	case p.literal("null"):
 		k = kindNull
 	case p.literal("number"):
@@ -99,10 +101,10 @@ func (p *parser) alt(n *node, depth int) error {
 	}
 	if n.kinds&^(k-1) != 0 {
 		p.pos = start
-		return p.errorf("kinds of a union must be distinct and in the order ..., bool, list, null, number, object, string")
+		return p.errorf("kinds of a union must be distinct and in the order ..., bool, list, map, null, number, object, string")
 	}
 	n.kinds |= k
-	if k&(kindList|kindObject) != 0 && depth > MaxDepth {
+	if k&(kindList|kindMap|kindObject) != 0 && depth > MaxDepth {
 		p.pos = start
 		return p.errorf("nested deeper than %d levels", MaxDepth)
 	}
@@ -116,6 +118,13 @@ func (p *parser) alt(n *node, depth int) error {
 			return err
 		}
 		n.elem = elem
+		return p.expect('>')
+	case kindMap:
+		val, err := p.shape(depth + 1)
+		if err != nil {
+			return err
+		}
+		n.val = val
 		return p.expect('>')
 	case kindObject:
 		return p.object(n, depth)

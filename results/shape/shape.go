@@ -1,10 +1,12 @@
 // Package shape computes the structural shape of a decoded JSON value, its
-// 16-hex fingerprint and a path-level diff between two shapes (SPEC §5). It
-// imports nothing but the standard library.
+// 16-hex fingerprint, a path-level diff between two shapes, and the
+// learned profile of a probe's answers that drift is judged against
+// (Profile; SPEC §5). It imports nothing but the standard library.
 //
 // A shape keeps kinds and keys, never values or key order. The vocabulary is
 // null, bool, number (integers and floats alike), string, object with its
-// keys, and list with the shape of its elements. Every list at one position
+// keys, map with the shape of its values (an object whose keys are data,
+// see Maps), and list with the shape of its elements. Every list at one position
 // merges into one list shape whose element is the union of the shapes of all
 // its elements; all objects at one position merge into one object shape with
 // the union of their keys, each key's shape being the union of its shapes.
@@ -18,8 +20,9 @@
 // hashes. It has no spaces:
 //
 //	shape  = alt *( "|" alt )        ; kinds in the order below, each at most once
-//	alt    = "..." / "bool" / list / "null" / "number" / object / "string"
+//	alt    = "..." / "bool" / list / map / "null" / "number" / object / "string"
 //	list   = "list<" ( "empty" / shape ) ">"
+//	map    = "map<" shape ">"          ; see Maps
 //	object = "object{" [ field *( "," field ) [ ",..." count ] ] "}"
 //	field  = key ":" shape           ; keys in byte order, no duplicates
 //	key    = 1*( ALPHA / DIGIT / "_" / "-" ) / quoted
@@ -77,12 +80,13 @@ const maxValues = 1 << 22
 
 // kind is a set of shape kinds. The bit order is the canonical order of
 // the alternatives of a union, which is also their byte order by name.
-type kind uint8
+type kind uint16
 
 const (
 	kindDeep kind = 1 << iota
 	kindBool
 	kindList
+	kindMap
 	kindNull
 	kindNumber
 	kindObject
@@ -90,7 +94,7 @@ const (
 	kindEnd
 )
 
-var kindNames = [...]string{"...", "bool", "list", "null", "number", "object", "string"}
+var kindNames = [...]string{"...", "bool", "list", "map", "null", "number", "object", "string"}
 
 // node is one position in a shape: the union of the kinds seen there, with
 // the object part (fields, nkeys) and the list part (elem) when present.
@@ -100,6 +104,7 @@ type node struct {
 	fields []field // object part: sorted by key, at most MaxKeys
 	nkeys  int     // object part: distinct keys, including those not kept
 	elem   *node   // list part: element union, nil for list<empty>
+	val    *node   // map part: the union of the map's values, never nil
 
 	idx map[string]*node // object part while Of builds it
 }
@@ -202,7 +207,9 @@ func (b *builder) add(n *node, v any, depth int) {
 }
 
 // finish turns the key index of every object part into sorted fields,
-// keeping at most MaxKeys of them.
+// keeping at most MaxKeys of them, or into a map part when the object is a
+// map (see isMap); nested positions are finished first, so a map's values
+// are compared in their final form.
 func (n *node) finish() {
 	if n.kinds&kindObject != 0 {
 		keys := make([]string, 0, len(n.idx))
@@ -210,19 +217,88 @@ func (n *node) finish() {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		n.nkeys = len(keys)
-		keys = keys[:min(len(keys), MaxKeys)]
-		n.fields = make([]field, len(keys))
-		for i, k := range keys {
-			c := n.idx[k]
-			c.finish()
-			n.fields[i] = field{key: k, shape: c}
+		for _, k := range keys {
+			n.idx[k].finish()
 		}
-		n.idx = nil
+		if isMap(keys, n.idx) {
+			val := &node{}
+			for _, k := range keys {
+				merge(val, n.idx[k], 1)
+			}
+			n.kinds = n.kinds&^kindObject | kindMap
+			n.val = val
+			n.idx = nil
+		} else {
+			n.nkeys = len(keys)
+			keys = keys[:min(len(keys), MaxKeys)]
+			n.fields = make([]field, len(keys))
+			for i, k := range keys {
+				n.fields[i] = field{key: k, shape: n.idx[k]}
+			}
+			n.idx = nil
+		}
 	}
 	if n.elem != nil {
 		n.elem.finish()
 	}
+}
+
+// merge adds the finished node src into the finished node dst: the union
+// of their kinds, fields, elements and values. depth guards the recursion
+// of nodes that Parse or Of built, which never nest past MaxDepth.
+func merge(dst, src *node, depth int) {
+	dst.kinds |= src.kinds
+	if depth > MaxDepth+1 {
+		return
+	}
+	if src.kinds&kindObject != 0 {
+		dst.fields, dst.nkeys = mergeFields(dst, src, depth)
+	}
+	if src.elem != nil {
+		if dst.elem == nil {
+			dst.elem = &node{}
+		}
+		merge(dst.elem, src.elem, depth+1)
+	}
+	if src.val != nil {
+		if dst.val == nil {
+			dst.val = &node{}
+		}
+		merge(dst.val, src.val, depth+1)
+	}
+}
+
+// mergeFields returns the union of the object parts of a and b, at most
+// MaxKeys fields, with its key count: exact when neither lost keys to
+// MaxKeys, otherwise at least the larger of the two counts.
+func mergeFields(a, b *node, depth int) ([]field, int) {
+	out := make([]field, 0, max(len(a.fields), len(b.fields)))
+	i, j := 0, 0
+	for i < len(a.fields) || j < len(b.fields) {
+		switch {
+		case j == len(b.fields) || i < len(a.fields) && a.fields[i].key < b.fields[j].key:
+			out = append(out, a.fields[i])
+			i++
+		case i == len(a.fields) || b.fields[j].key < a.fields[i].key:
+			c := &node{}
+			merge(c, b.fields[j].shape, depth+1)
+			out = append(out, field{key: b.fields[j].key, shape: c})
+			j++
+		default:
+			merge(a.fields[i].shape, b.fields[j].shape, depth+1)
+			out = append(out, a.fields[i])
+			i++
+			j++
+		}
+	}
+	n := len(out)
+	if a.truncated() || b.truncated() {
+		n = max(n, a.nkeys, b.nkeys)
+	}
+	if len(out) > MaxKeys {
+		out = out[:MaxKeys]
+	}
+	return out, n
 }
 
 // String returns the canonical text of s (see the package documentation):

@@ -33,6 +33,10 @@ func (n *node) appendForm(b []byte, summary bool) []byte {
 				b = n.elem.appendForm(b, summary)
 			}
 			b = append(b, '>')
+		case k == kindMap:
+			b = append(b, "map<"...)
+			b = n.val.appendForm(b, summary)
+			b = append(b, '>')
 		case k == kindObject && summary:
 			b = append(b, "object("...)
 			b = strconv.AppendInt(b, int64(n.nkeys), 10)

@@ -124,7 +124,7 @@ func intro(a results.Alert) string {
 		}
 		return "Passing again."
 	case results.AlertDrift:
-		return "The response shape differs from the dominant shape of the last 24h. " +
+		return "The response shape shows what the probe's learned baseline never showed (this change is announced once). " +
 			"The run's outcome below shows whether the consumer still copes."
 	}
 	return ""

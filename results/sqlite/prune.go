@@ -40,9 +40,14 @@ RETURNING probe, started_at, duration_ms, outcome, attempts`
 
 	pruneShapeCounts = `DELETE FROM shape_counts WHERE hour < ?`
 
+	// A profile not written since the cutoff belongs to a probe that has
+	// not answered for that long (a live profile is written at least every
+	// few minutes): it has forgotten everything anyway.
+	pruneProfiles = `DELETE FROM shape_profiles WHERE updated_at < ?`
+
 	// A shape goes once nothing refers to it: no result (the foreign key
 	// would refuse it anyway), no kept drift (ShapeText explains its
-	// fingerprints) and no hourly count (DominantShape may still name it).
+	// fingerprints) and no hourly count (a probe's first profile may still be built from it).
 	pruneShapes = `DELETE FROM shapes
 WHERE last_seen < ?
   AND NOT EXISTS (SELECT 1 FROM results WHERE shape_fingerprint = shapes.fingerprint)
@@ -64,7 +69,8 @@ WHERE last_seen < ?
 //     (the latest recorded run stands for "now", so Prune reads no clock;
 //     the buckets only serve drift detection's 24-hour window);
 //   - shapes last seen before it that no result, drift or bucket refers
-//     to any more.
+//     to any more;
+//   - shape profiles last written before it.
 //
 // Results, alerts and drifts are deleted oldest first, at most batch rows
 // (0 or less: DefaultPruneBatch) per write transaction, so that RecordRun,
@@ -168,8 +174,9 @@ func (s *Store) pruneBatches(ctx context.Context, query, cutoff string, batch in
 	}
 }
 
-// pruneShapes trims shape_counts and then shapes, in one transaction: both
-// tables are small, bounded by probes and fingerprints rather than runs.
+// pruneShapes trims shape_counts, shapes and shape_profiles, in one
+// transaction: the tables are small, bounded by probes and fingerprints
+// rather than runs.
 func (s *Store) pruneShapes(ctx context.Context, cutoff string) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -190,6 +197,9 @@ func (s *Store) pruneShapes(ctx context.Context, cutoff string) error {
 		}
 	}
 	if _, err := tx.ExecContext(ctx, pruneShapes, cutoff); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, pruneProfiles, cutoff); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -15,7 +16,7 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample`
+    r.response_sample, r.shape_baseline, r.shape_drift`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
 
@@ -32,7 +33,8 @@ FROM attempts WHERE operation_id = ? ORDER BY number`
 // Result returns the stored result of one operation with its attempts and
 // shape, or an error wrapping ErrNotFound when there is none. What comes
 // back is what Record stored: durations in whole milliseconds, times in UTC
-// to the millisecond, and no drift lines on the shape.
+// to the millisecond, and the shape with the drift lines it was recorded
+// with.
 func (s *Store) Result(ctx context.Context, operationID string) (results.Result, error) {
 	r, err := s.result(ctx, operationID)
 	if err != nil {
@@ -90,12 +92,13 @@ func scanResult(row scanner) (results.Result, error) {
 		outcome                string
 		code, message, sample  sql.NullString
 		fingerprint, canonical sql.NullString
+		baseline, drift        sql.NullString
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
-		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample)
+		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -111,6 +114,9 @@ func scanResult(row scanner) (results.Result, error) {
 	}
 	if fingerprint.Valid {
 		r.Shape = &results.Shape{Fingerprint: fingerprint.String, Canonical: canonical.String}
+		if drift.Valid {
+			r.Shape.Baseline, r.Shape.Drift = baseline.String, strings.Split(drift.String, "\n")
+		}
 	}
 	return r, nil
 }

@@ -28,8 +28,8 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
-    consumer, consumer_version, rule_hash, response_sample
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms
@@ -74,7 +74,7 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // RecordRun stores everything one operation changes in one transaction:
 // the result with every attempt, the run added to its probe's hour in
 // probe_hours (behind Stats), its shape counted as seen (in shapes and
-// in the hourly shape_counts behind DominantShape), the drift if any, the
+// in the hourly shape_counts a probe's first profile is built from), the drift if any, the
 // probe's alert state if not nil, and every alert, queued in the outbox in
 // the state it has (pending or skipped). A shape_drift alert is linked to
 // rec.Drift, stored in the same transaction. Either all of it is stored or
@@ -92,7 +92,11 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // precision. The response sample is stored only for runs that did not pass
 // and received a response. Shape.Sample is stored with the shape, when the
 // shape has none yet ("" stores nothing), and never replaces one.
-// Shape.Baseline and Shape.Drift are not stored: rec.Drift is.
+// Shape.Baseline and Shape.Drift are stored with the result (whether the
+// answer drifted from its probe's profile), and rec.Drift, the drift event,
+// on its own. Shape.Profile, when set, replaces the probe's stored profile
+// unless the probe was reset since the profile's ResetAt (see
+// ResetProfile).
 //
 // RecordRun returns nil only once the transaction holding the run has
 // committed: a run reported recorded survives a crash of the process. Runs
@@ -221,9 +225,13 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 // of its probe's hour in probe_hours in tx.
 func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	startedAt := results.FormatTime(r.StartedAt)
-	var fingerprint sql.NullString
+	var fingerprint, baseline, drift sql.NullString
 	if r.Shape != nil {
 		fingerprint = sql.NullString{String: r.Shape.Fingerprint, Valid: true}
+		if len(r.Shape.Drift) > 0 {
+			baseline = nullString(r.Shape.Baseline)
+			drift = sql.NullString{String: strings.Join(r.Shape.Drift, "\n"), Valid: true}
+		}
 		if _, err := tx.ExecContext(ctx, upsertShape,
 			r.Shape.Fingerprint, r.Shape.Canonical, startedAt, startedAt, nullString(r.Shape.Sample)); err != nil {
 			return fmt.Errorf("shape %s: %w", r.Shape.Fingerprint, err)
@@ -248,7 +256,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
 		len(r.Attempts), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
-		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample)
+		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -258,6 +266,9 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	}
 	if err := addProbeHour(ctx, tx, r); err != nil {
 		return fmt.Errorf("probe hour: %w", err)
+	}
+	if err := writeProfile(ctx, tx, r); err != nil {
+		return fmt.Errorf("shape profile: %w", err)
 	}
 
 	for _, a := range r.Attempts {
@@ -385,6 +396,8 @@ func validate(r *results.Result) error {
 		return fmt.Errorf("outcome %s with an empty code", r.Outcome)
 	case r.Shape != nil && (r.Shape.Fingerprint == "" || r.Shape.Canonical == ""):
 		return errors.New("shape without fingerprint or canonical text")
+	case r.Shape != nil && r.Shape.Profile != nil && r.Shape.Profile.Data == "":
+		return errors.New("shape profile update without data")
 	case r.Shape != nil && len(r.Shape.Sample) > results.ShapeSampleBytes:
 		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), results.ShapeSampleBytes)
 	}

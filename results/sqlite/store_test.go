@@ -24,6 +24,11 @@ func TestRecordRoundTrip(t *testing.T) {
 	passWithSample := passAfterRetry("op-pass-sample")
 	passWithSample.ResponseSample = `{"results":[]}`
 
+	// An answer outside its probe's profile is stored with its drift lines.
+	drifted := contractError("op-drifted")
+	drifted.Shape.Baseline = fpList
+	drifted.Shape.Drift = []string{"results: list<object(3 keys)> -> object(1 keys)", "next_cursor: null -> string"}
+
 	tests := []struct {
 		name string
 		in   results.Result
@@ -79,6 +84,23 @@ func TestRecordRoundTrip(t *testing.T) {
 			},
 			atts: []map[string]any{
 				{"operation_id": "op-contract", "number": int64(1), "started_at": "2026-10-26T13:08:00.123Z", "duration_ms": int64(41),
+					"http_status": int64(200), "code": nil, "message": nil, "wait_ms": int64(0)},
+			},
+		},
+		{
+			name: "drifted answer",
+			in:   drifted,
+			row: map[string]any{
+				"operation_id": "op-drifted", "probe": "external_search", "started_at": "2026-10-26T13:08:00.123Z",
+				"duration_ms": int64(41), "outcome": "contract_error", "code": "unsupported_results_container",
+				"message": "results is map", "retryable": int64(0), "attempts": int64(1), "http_status": int64(200),
+				"selected_count": int64(0), "validated_count": int64(0), "shape_fingerprint": fpMap,
+				"consumer": "select_results", "consumer_version": "2", "rule_hash": "9f86d081884c7d65",
+				"response_sample": `{"results":{"items":[]}}`, "shape_baseline": fpList,
+				"shape_drift": "results: list<object(3 keys)> -> object(1 keys)\nnext_cursor: null -> string",
+			},
+			atts: []map[string]any{
+				{"operation_id": "op-drifted", "number": int64(1), "started_at": "2026-10-26T13:08:00.123Z", "duration_ms": int64(41),
 					"http_status": int64(200), "code": nil, "message": nil, "wait_ms": int64(0)},
 			},
 		},
@@ -149,6 +171,11 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Errorf("results.id: got %v, want a positive integer", rows[0]["id"])
 			}
 			delete(rows[0], "id")
+			for _, c := range []string{"shape_baseline", "shape_drift"} {
+				if _, ok := tt.row[c]; !ok {
+					tt.row[c] = nil // an answer that did not drift
+				}
+			}
 			if !reflect.DeepEqual(rows[0], tt.row) {
 				t.Errorf("results row:\n got  %v\n want %v", rows[0], tt.row)
 			}

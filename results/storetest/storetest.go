@@ -30,6 +30,19 @@ import (
 type Store interface {
 	runner.Store
 
+	// DominantShape returns the fingerprint seen most often for probe in
+	// runs started at or after since (counting from since's UTC hour), and
+	// how many runs had it.
+	DominantShape(ctx context.Context, probe string, since time.Time) (fingerprint string, count int, err error)
+	// ShapeText returns the canonical shape text of a fingerprint, or an
+	// error wrapping Impl.ErrNotFound.
+	ShapeText(ctx context.Context, fingerprint string) (string, error)
+	// LastDriftAt returns when a drift to fingerprint was last recorded
+	// for probe, and false when never.
+	LastDriftAt(ctx context.Context, probe, fingerprint string) (time.Time, bool, error)
+	// ResetProfile empties probe's shape profile at at and reports whether
+	// the probe had a profile or runs.
+	ResetProfile(ctx context.Context, probe string, at time.Time) (bool, error)
 	// Record stores r alone: RecordRun with no drift, alert state or
 	// alerts.
 	Record(ctx context.Context, r results.Result) error
@@ -126,6 +139,9 @@ var behaviours = []behaviour{
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},
 	{"LastDriftAt/the latest", lastDriftAtLatest},
+	{"ShapeProfile/saved with the run", profileSavedWithRun},
+	{"ShapeProfile/reset", profileReset},
+	{"RecentShapes", recentShapes},
 	// Reads for cmd.
 	{"History/filters", historyFilters},
 	{"History/window boundaries", historyWindow},

@@ -1,0 +1,173 @@
+package shape
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The stored form: JSON, with kinds by name, times in Unix milliseconds,
+// and object keys in byte order (encoding/json sorts map keys), so that
+// equal profiles have equal bytes.
+type profileJSON struct {
+	V       int        `json:"v"`
+	Answers int        `json:"answers"`
+	Last    int64      `json:"last"`
+	Base    string     `json:"base,omitempty"`
+	Root    *pnodeJSON `json:"root,omitempty"`
+}
+
+type statJSON struct {
+	N    int   `json:"n"`
+	Last int64 `json:"last"`
+}
+
+type pnodeJSON struct {
+	Seen   statJSON              `json:"seen"`
+	Kinds  map[string]statJSON   `json:"kinds,omitempty"`
+	Fields map[string]pfieldJSON `json:"fields,omitempty"`
+	Elem   *pnodeJSON            `json:"elem,omitempty"`
+	Val    *pnodeJSON            `json:"map,omitempty"`
+	Full   bool                  `json:"full,omitempty"`
+	Keyed  bool                  `json:"keyed,omitempty"`
+}
+
+type pfieldJSON struct {
+	Present statJSON   `json:"present"`
+	Absent  *statJSON  `json:"absent,omitempty"`
+	Shape   *pnodeJSON `json:"shape"`
+}
+
+func toStatJSON(s stat) statJSON {
+	if s.n == 0 {
+		return statJSON{}
+	}
+	return statJSON{N: s.n, Last: s.last.UnixMilli()}
+}
+
+func fromStatJSON(s statJSON) (stat, error) {
+	if s.N < 0 {
+		return stat{}, fmt.Errorf("negative count %d", s.N)
+	}
+	if s.N == 0 {
+		return stat{}, nil
+	}
+	return stat{n: s.N, last: time.UnixMilli(s.Last).UTC()}, nil
+}
+
+// MarshalJSON returns the stored form of p.
+func (p *Profile) MarshalJSON() ([]byte, error) {
+	out := profileJSON{V: profileVersion, Answers: p.answers, Base: p.base, Root: p.root.toJSON()}
+	if !p.last.IsZero() {
+		out.Last = p.last.UnixMilli()
+	}
+	return json.Marshal(out)
+}
+
+func (n *pnode) toJSON() *pnodeJSON {
+	if n == nil {
+		return nil
+	}
+	out := &pnodeJSON{Seen: toStatJSON(n.seen), Elem: n.elem.toJSON(), Val: n.val.toJSON(), Full: n.full, Keyed: n.keyed}
+	for i, s := range n.kinds {
+		if s.n > 0 {
+			if out.Kinds == nil {
+				out.Kinds = map[string]statJSON{}
+			}
+			out.Kinds[kindNames[i]] = toStatJSON(s)
+		}
+	}
+	for k, f := range n.fields {
+		if out.Fields == nil {
+			out.Fields = make(map[string]pfieldJSON, len(n.fields))
+		}
+		pf := pfieldJSON{Present: toStatJSON(f.present), Shape: f.node.toJSON()}
+		if f.absent.n > 0 {
+			a := toStatJSON(f.absent)
+			pf.Absent = &a
+		}
+		out.Fields[k] = pf
+	}
+	return out
+}
+
+// UnmarshalJSON reads the stored form MarshalJSON wrote. It refuses a
+// version it does not know, an unknown kind name, negative counts and
+// nesting deeper than shapes have.
+func (p *Profile) UnmarshalJSON(b []byte) error {
+	var in profileJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("shape: profile: %w", err)
+	}
+	if in.V != profileVersion {
+		return fmt.Errorf("shape: profile: version %d, want %d", in.V, profileVersion)
+	}
+	if in.Answers < 0 {
+		return errors.New("shape: profile: negative answers")
+	}
+	root, err := fromJSON(in.Root, 1)
+	if err != nil {
+		return fmt.Errorf("shape: profile: %w", err)
+	}
+	*p = Profile{answers: in.Answers, base: in.Base, root: root}
+	if in.Last != 0 {
+		p.last = time.UnixMilli(in.Last).UTC()
+	}
+	return nil
+}
+
+func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
+	if in == nil {
+		return nil, nil
+	}
+	if depth > MaxDepth+1 {
+		return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth+1)
+	}
+	n := &pnode{full: in.Full, keyed: in.Keyed}
+	var err error
+	if n.seen, err = fromStatJSON(in.Seen); err != nil {
+		return nil, err
+	}
+	for name, s := range in.Kinds {
+		i := slices.Index(kindNames[:], name)
+		if i < 0 {
+			return nil, fmt.Errorf("unknown kind %q", name)
+		}
+		if n.kinds[i], err = fromStatJSON(s); err != nil {
+			return nil, err
+		}
+	}
+	if len(in.Fields) > MaxKeys {
+		return nil, fmt.Errorf("%d fields, more than %d", len(in.Fields), MaxKeys)
+	}
+	for k, f := range in.Fields {
+		if n.fields == nil {
+			n.fields = make(map[string]*pfield, len(in.Fields))
+		}
+		pf := &pfield{}
+		if pf.present, err = fromStatJSON(f.Present); err != nil {
+			return nil, err
+		}
+		if f.Absent != nil {
+			if pf.absent, err = fromStatJSON(*f.Absent); err != nil {
+				return nil, err
+			}
+		}
+		if pf.node, err = fromJSON(f.Shape, depth+1); err != nil {
+			return nil, err
+		}
+		if pf.node == nil {
+			pf.node = &pnode{}
+		}
+		n.fields[k] = pf
+	}
+	if n.elem, err = fromJSON(in.Elem, depth+1); err != nil {
+		return nil, err
+	}
+	if n.val, err = fromJSON(in.Val, depth+1); err != nil {
+		return nil, err
+	}
+	return n, nil
+}

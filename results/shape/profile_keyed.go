@@ -1,0 +1,180 @@
+package shape
+
+import "slices"
+
+// # Keyed maps
+//
+// Of collapses an object into a map when one answer shows that its keys
+// are data (see Maps). Keys of another form ("doc_784", slugs) can only be
+// told from names across answers: at an object position that two or more
+// answers showed, when at least keyedMinKeys of its keys, and at least half
+// of them, were each seen in one answer only, and every key's values have
+// had the same kinds (nulls aside), the keys are data. The position is
+// keyed from then on: its fields merge into the map's values, and its
+// objects are judged and learned as maps (Canonical writes them so, for a
+// fingerprint that stays the same from one answer to the next).
+const keyedMinKeys = 3
+
+// churns reports whether the object part of n shows keys that are data.
+func churns(n *pnode) bool {
+	if n.keyed || n.kinds[kindIndex(kindObject)].n < 2 || len(n.fields) < keyedMinKeys {
+		return false
+	}
+	once := 0
+	var want [nkinds]bool
+	first := true
+	for _, f := range n.fields {
+		if f.present.n == 1 {
+			once++
+		}
+		var got [nkinds]bool
+		for i, st := range f.node.kinds {
+			got[i] = st.n > 0 && i != kindIndex(kindNull)
+		}
+		if got == ([nkinds]bool{}) {
+			continue
+		}
+		if first {
+			want, first = got, false
+		} else if got != want {
+			return false
+		}
+	}
+	return once >= keyedMinKeys && 2*once >= len(n.fields)
+}
+
+// toMap turns the object part of n into a map part whose values are the
+// merge of its fields.
+func (l *learner) toMap(n *pnode) {
+	if n.val == nil {
+		n.val = &pnode{}
+	}
+	for _, k := range sortedKeys(n.fields) {
+		mergeProfile(n.val, n.fields[k].node)
+	}
+	o, m := kindIndex(kindObject), kindIndex(kindMap)
+	n.kinds[m] = addStat(n.kinds[m], n.kinds[o])
+	n.kinds[o] = stat{}
+	n.fields, n.full, n.keyed = nil, false, true
+	l.changed = true
+}
+
+func addStat(a, b stat) stat {
+	out := stat{n: min(a.n+b.n, 1<<30), last: a.last}
+	if b.last.After(out.last) {
+		out.last = b.last
+	}
+	return out
+}
+
+// mergeProfile adds src's counts into dst, position by position.
+func mergeProfile(dst, src *pnode) {
+	dst.seen = addStat(dst.seen, src.seen)
+	for i := range dst.kinds {
+		dst.kinds[i] = addStat(dst.kinds[i], src.kinds[i])
+	}
+	for k, f := range src.fields {
+		if dst.fields == nil {
+			dst.fields = map[string]*pfield{}
+		}
+		d := dst.fields[k]
+		if d == nil {
+			if len(dst.fields) >= MaxKeys {
+				dst.full = true
+				continue
+			}
+			d = &pfield{node: &pnode{}}
+			dst.fields[k] = d
+		}
+		d.present, d.absent = addStat(d.present, f.present), addStat(d.absent, f.absent)
+		mergeProfile(d.node, f.node)
+	}
+	if src.elem != nil {
+		if dst.elem == nil {
+			dst.elem = &pnode{}
+		}
+		mergeProfile(dst.elem, src.elem)
+	}
+	if src.val != nil {
+		if dst.val == nil {
+			dst.val = &pnode{}
+		}
+		mergeProfile(dst.val, src.val)
+	}
+	dst.full = dst.full || src.full
+	dst.keyed = dst.keyed || src.keyed
+}
+
+// keyedToMap returns s with its object part, when it has keys, merged
+// into its map part: how an object at a keyed position is judged.
+func keyedToMap(s *node) *node {
+	if s.kinds&kindObject == 0 || len(s.fields) == 0 {
+		return s
+	}
+	val := &node{}
+	if s.val != nil {
+		merge(val, s.val, 1)
+	}
+	for _, f := range s.fields {
+		merge(val, f.shape, 1)
+	}
+	return &node{kinds: s.kinds&^kindObject | kindMap, elem: s.elem, val: val}
+}
+
+// Canonical returns s as p judges it: with the objects at keyed positions
+// written as maps, so that their fingerprint does not change with their
+// keys. It is s itself when p has no keyed position s reaches.
+func (p *Profile) Canonical(s Shape) Shape {
+	if s.root == nil || p.root == nil {
+		return s
+	}
+	if n, changed := canonical(p.root, s.root, 1); changed {
+		return newShape(n)
+	}
+	return s
+}
+
+func canonical(n *pnode, s *node, depth int) (*node, bool) {
+	if n == nil || depth > MaxDepth {
+		return s, false
+	}
+	changed := false
+	if n.keyed {
+		if m := keyedToMap(s); m != s {
+			s, changed = m, true
+		}
+	}
+	c := *s
+	if s.kinds&kindObject != 0 && len(s.fields) > 0 {
+		var fields []field
+		for i, f := range s.fields {
+			pf := n.fields[f.key]
+			if pf == nil {
+				continue
+			}
+			if fs, ok := canonical(pf.node, f.shape, depth+1); ok {
+				if fields == nil {
+					fields = slices.Clone(s.fields)
+				}
+				fields[i].shape = fs
+			}
+		}
+		if fields != nil {
+			c.fields, changed = fields, true
+		}
+	}
+	if s.elem != nil {
+		if e, ok := canonical(n.elem, s.elem, depth+1); ok {
+			c.elem, changed = e, true
+		}
+	}
+	if s.val != nil {
+		if v, ok := canonical(n.val, s.val, depth+1); ok {
+			c.val, changed = v, true
+		}
+	}
+	if !changed {
+		return s, false
+	}
+	return &c, true
+}

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// upsertProfile saves a probe's profile over the reset it was learned
+// after: when `baseline reset` reset the probe since (reset_at differs),
+// the row is left alone, and the daemon learns afresh once it sees the
+// reset (ProfileResets).
+const upsertProfile = `INSERT INTO shape_profiles (probe, profile, answers, updated_at, reset_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (probe) DO UPDATE SET
+    profile    = excluded.profile,
+    answers    = excluded.answers,
+    updated_at = excluded.updated_at
+WHERE shape_profiles.reset_at IS excluded.reset_at`
+
+// writeProfile saves r's profile update, if any, in tx.
+func writeProfile(ctx context.Context, tx *sql.Tx, r *results.Result) error {
+	if r.Shape == nil || r.Shape.Profile == nil {
+		return nil
+	}
+	u := r.Shape.Profile
+	_, err := tx.ExecContext(ctx, upsertProfile, r.Probe, u.Data, u.Answers, results.FormatTime(r.StartedAt), nullTime(u.ResetAt))
+	return err
+}
+
+// ShapeProfile returns probe's stored profile, and false when it has no
+// row (it never had one, and was never reset). One primary-key search.
+func (s *Store) ShapeProfile(ctx context.Context, probe string) (results.StoredProfile, bool, error) {
+	p := results.StoredProfile{Probe: probe}
+	var (
+		data, resetAt sql.NullString
+		updatedAt     string
+	)
+	err := s.reader.QueryRowContext(ctx,
+		`SELECT profile, answers, updated_at, reset_at FROM shape_profiles WHERE probe = ?`, probe).
+		Scan(&data, &p.Answers, &updatedAt, &resetAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return results.StoredProfile{}, false, nil
+	}
+	if err == nil {
+		p.Data = data.String
+		if p.UpdatedAt, err = parseTime(updatedAt); err == nil {
+			p.ResetAt, err = parseNullTime(resetAt)
+		}
+	}
+	if err != nil {
+		return results.StoredProfile{}, false, fmt.Errorf("sqlite: shape profile of %s: %w", probe, err)
+	}
+	return p, true, nil
+}
+
+// ProfileResets returns the probes whose profile was reset at or after
+// since, with the time of their latest reset. It reads the partial index
+// on reset_at, so its cost follows the resets, not the probes.
+func (s *Store) ProfileResets(ctx context.Context, since time.Time) (map[string]time.Time, error) {
+	rows, err := s.reader.QueryContext(ctx,
+		`SELECT probe, reset_at FROM shape_profiles WHERE reset_at >= ? ORDER BY reset_at`, storedTime(since))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: profile resets: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var probe, at string
+		if err := rows.Scan(&probe, &at); err != nil {
+			return nil, fmt.Errorf("sqlite: profile resets: %w", err)
+		}
+		t, err := parseTime(at)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: profile resets: %w", err)
+		}
+		out[probe] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: profile resets: %w", err)
+	}
+	return out, nil
+}
+
+// ResetProfile forgets probe's learned profile at at: the daemon notices
+// within a few seconds and learns a new one from the next answers, as for
+// a new probe. It returns whether the probe had a profile (or runs) to
+// forget. Resetting twice is harmless.
+func (s *Store) ResetProfile(ctx context.Context, probe string, at time.Time) (bool, error) {
+	var had bool
+	err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM shape_profiles WHERE probe = ? AND profile IS NOT NULL)
+		OR EXISTS (SELECT 1 FROM results WHERE probe = ?)`, probe, probe).Scan(&had)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, err)
+	}
+	_, err = s.write(ctx, `INSERT INTO shape_profiles (probe, profile, answers, updated_at, reset_at)
+VALUES (?, NULL, 0, ?, ?)
+ON CONFLICT (probe) DO UPDATE SET
+    profile = NULL, answers = 0, updated_at = excluded.updated_at, reset_at = excluded.reset_at`,
+		probe, results.FormatTime(at), results.FormatTime(at))
+	if err != nil {
+		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, err)
+	}
+	return had, nil
+}
+
+// recentShapes is probe's shapes counted from since's hour on, most runs
+// first: a range of shape_counts' primary key, and a shapes row each.
+const recentShapes = `SELECT c.fingerprint, s.canonical, sum(c.runs), max(c.last_seen)
+FROM shape_counts c JOIN shapes s ON s.fingerprint = c.fingerprint
+WHERE c.probe = ? AND c.hour >= ?
+GROUP BY c.fingerprint
+ORDER BY sum(c.runs) DESC, max(c.last_seen) DESC, c.fingerprint
+LIMIT ?`
+
+// RecentShapes returns up to limit of the shapes probe's runs showed from
+// since's UTC hour on, most runs first, each with its canonical text.
+// Drift detection builds a probe's first profile from them when the probe
+// has runs from before profiles (migration 0011).
+func (s *Store) RecentShapes(ctx context.Context, probe string, since time.Time, limit int) ([]results.ShapeSeen, error) {
+	rows, err := s.reader.QueryContext(ctx, recentShapes, probe, hourOf(since), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recent shapes of %s: %w", probe, err)
+	}
+	defer rows.Close()
+	var out []results.ShapeSeen
+	for rows.Next() {
+		var (
+			sh   results.ShapeSeen
+			last string
+		)
+		if err := rows.Scan(&sh.Fingerprint, &sh.Canonical, &sh.Runs, &last); err != nil {
+			return nil, fmt.Errorf("sqlite: recent shapes of %s: %w", probe, err)
+		}
+		if sh.LastSeen, err = parseTime(last); err != nil {
+			return nil, fmt.Errorf("sqlite: recent shapes of %s: %w", probe, err)
+		}
+		out = append(out, sh)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: recent shapes of %s: %w", probe, err)
+	}
+	return out, nil
+}

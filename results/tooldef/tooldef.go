@@ -1,0 +1,188 @@
+// Package tooldef is what toolpulse watches of an MCP tool's definition,
+// its entry in the server's tools/list answer (SPEC §10): a fingerprint
+// of the parts that tell an agent what the tool does and takes, and the
+// lines that say what changed between two definitions. A tool whose
+// description changes silently is how a compromised server re-instructs
+// the agents that call it, so the description is watched word for word.
+//
+// Only Fields count: the name is what finds the tool, and a server's
+// _meta or title may change without changing what the tool is.
+package tooldef
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Fields are the keys of a tools/list entry whose change is a definition
+// drift.
+var Fields = []string{"description", "inputSchema", "outputSchema", "annotations"}
+
+// MaxValueRunes caps each value a diff line shows.
+const MaxValueRunes = 120
+
+// Definition is the watched part of one tools/list entry, decoded.
+type Definition map[string]any
+
+// Parse reads a tools/list entry (a JSON object) and keeps its Fields.
+func Parse(entry []byte) (Definition, error) {
+	var all map[string]any
+	dec := json.NewDecoder(bytes.NewReader(entry))
+	dec.UseNumber()
+	if err := dec.Decode(&all); err != nil {
+		return nil, fmt.Errorf("tooldef: the tool's entry is not a JSON object: %w", err)
+	}
+	if all == nil {
+		return nil, errors.New("tooldef: the tool's entry is null, not an object")
+	}
+	d := Definition{}
+	for _, k := range Fields {
+		if v, ok := all[k]; ok {
+			d[k] = v
+		}
+	}
+	return d, nil
+}
+
+// Canonical is the definition's canonical JSON: object keys sorted, no
+// space, numbers as the server wrote them. Equal definitions have equal
+// text whatever the key order on the wire.
+func (d Definition) Canonical() string {
+	b, err := json.Marshal(map[string]any(d))
+	if err != nil {
+		// Only values Parse decoded are here, and all of them marshal.
+		panic(fmt.Sprintf("tooldef: canonical form: %v", err))
+	}
+	return string(b)
+}
+
+// Fingerprint is 16 lowercase hex characters of the canonical form's
+// SHA-256, as shape fingerprints are.
+func (d Definition) Fingerprint() string {
+	sum := sha256.Sum256([]byte(d.Canonical()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Diff returns one line per changed JSON path from was to now, sorted by
+// path:
+//
+//	description: changed
+//	inputSchema.required: ["query"] -> ["query","lang"]
+//	inputSchema.properties.lang: added ({"type":"string"})
+//	annotations.destructiveHint: removed (false)
+//
+// Objects are compared key by key; anything else (lists included) is
+// compared whole, so that a changed required list is one line. The
+// description is only said to have changed: its old and new text are long
+// and are shown whole elsewhere (DescriptionChange). No line for equal
+// definitions.
+func Diff(was, now Definition) []string {
+	var lines []string
+	diffValue(&lines, "", map[string]any(was), map[string]any(now))
+	slices.Sort(lines)
+	return lines
+}
+
+// DescriptionChange returns the old and new description, each capped at
+// maxRunes, and whether the description changed.
+func DescriptionChange(was, now Definition, maxRunes int) (before, after string, changed bool) {
+	b, _ := was["description"].(string)
+	a, _ := now["description"].(string)
+	if b == a && (was["description"] == nil) == (now["description"] == nil) {
+		return "", "", false
+	}
+	return capRunes(b, maxRunes), capRunes(a, maxRunes), true
+}
+
+func diffValue(lines *[]string, path string, was, now any) {
+	wm, wasObject := was.(map[string]any)
+	nm, nowObject := now.(map[string]any)
+	if wasObject && nowObject {
+		keys := make([]string, 0, len(wm)+len(nm))
+		for k := range wm {
+			keys = append(keys, k)
+		}
+		for k := range nm {
+			if _, ok := wm[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			p := join(path, k)
+			w, inWas := wm[k]
+			n, inNow := nm[k]
+			switch {
+			case !inWas:
+				*lines = append(*lines, p+": added ("+show(n)+")")
+			case !inNow:
+				*lines = append(*lines, p+": removed ("+show(w)+")")
+			default:
+				diffValue(lines, p, w, n)
+			}
+		}
+		return
+	}
+	if same(was, now) {
+		return
+	}
+	if path == "description" {
+		*lines = append(*lines, "description: changed")
+		return
+	}
+	*lines = append(*lines, path+": "+show(was)+" -> "+show(now))
+}
+
+func same(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// join appends key to a dotted path; a key that is not a plain name is
+// quoted in brackets, so that a path reads back unambiguously.
+func join(path, key string) string {
+	if plain(key) {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+func plain(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// show is v as compact JSON, capped at MaxValueRunes.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return capRunes(string(b), MaxValueRunes)
+}
+
+func capRunes(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
