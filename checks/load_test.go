@@ -59,7 +59,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-fixture.yaml:8:17: consumers[0].fixtures[0].expect: unknown outcome "passed"; expected pass, contract_error or unavailable`,
 		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
 		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response or result is required: the decoded answer, or an MCP tool's whole CallToolResult",
-		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled, tool_server_error, session_lost`,
+		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled, tool_server_error, session_lost, tool_unavailable`,
 		"testdata/invalid-fixture.yaml:16:22: consumers[0].fixtures[3].min_results: must not be negative, got -1",
 	}},
 	{rule: "header-name", want: []string{

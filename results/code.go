@@ -33,6 +33,10 @@ const (
 	// CodeSessionLost is a server that forgot the session (404, or 400
 	// naming the session) again after one re-initialization.
 	CodeSessionLost Code = "session_lost"
+	// CodeToolUnavailable is a result with isError: true from a probe
+	// whose mcp.is_error says unavailable: the tool says it cannot do the
+	// work now, which the probe counts as the tool being down, and retries.
+	CodeToolUnavailable Code = "tool_unavailable"
 )
 
 // Codes of the contract_error outcome: a response arrived but the caller
@@ -63,7 +67,7 @@ const (
 	// on tools/call, or an isError result saying the input is invalid.
 	CodeToolInput Code = "tool_input"
 	// CodeToolError is a result with isError: true. A probe with is_error:
-	// unavailable counts it as unavailable instead.
+	// unavailable gets CodeToolUnavailable instead.
 	CodeToolError Code = "tool_error"
 	// CodeOutputSchema is a tool that declares an outputSchema and answers
 	// without structuredContent, or with one that does not validate.
@@ -84,7 +88,7 @@ const (
 var UnavailableCodes = []Code{
 	CodeTimeout, CodeConnectionRefused, CodeConnectionReset, CodeDNSError,
 	CodeTLSError, CodeNetworkError, CodeServerError, CodeRateLimited, CodeCanceled,
-	CodeToolServerError, CodeSessionLost,
+	CodeToolServerError, CodeSessionLost, CodeToolUnavailable,
 }
 
 // ContractCodes lists every built-in code of the contract_error outcome.
