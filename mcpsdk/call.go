@@ -331,7 +331,7 @@ func (c *call) answer() *Answer {
 		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
 	}
 	if c.result != nil {
-		a.Response, a.IsError = responseOf(c.result)
+		a.Response, a.IsError = ResponseOf(c.result)
 	}
 	if v := c.failure; v != nil {
 		a.Err = results.NewError(v.code, "%s", c.scrub(v.message))

@@ -92,9 +92,12 @@ func firstText(items []content) string {
 	return ""
 }
 
-// responseOf computes what rules see as response from a raw
-// CallToolResult (SPEC §10), and its isError.
-func responseOf(result json.RawMessage) (json.RawMessage, bool) {
+// ResponseOf computes what rules see as response from a raw
+// CallToolResult (SPEC §10): its structuredContent when present; else the
+// JSON value of the first text content item when that text is JSON; else
+// that text as a JSON string; else null. It also returns the result's
+// isError. A live call and a fixture's result: go through it alike.
+func ResponseOf(result json.RawMessage) (json.RawMessage, bool) {
 	var r struct {
 		Content           []content       `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`
