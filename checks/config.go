@@ -76,10 +76,15 @@ type Slack struct {
 // Enabled reports whether alerts are delivered to Slack at all.
 func (s Slack) Enabled() bool { return s.WebhookURL != "" || s.Token != "" }
 
-// Probe is one synthetic check with every default applied.
+// Probe is one synthetic check with every default applied. It calls
+// either an HTTP endpoint (Request) or an MCP tool (MCP non-nil, Request
+// zero); Kind says which. The settings below apply to both kinds: for an
+// MCP probe, Expect.Status is checked on the tools/call exchange.
 type Probe struct {
-	Name         string
-	Request      Request
+	Name    string
+	Request Request
+	// MCP is the tool call of an MCP probe; nil for an HTTP probe.
+	MCP          *MCP
 	Consumer     *consumers.Consumer
 	Interval     time.Duration
 	Jitter       time.Duration
@@ -104,6 +109,41 @@ type Request struct {
 	JSON    any
 	HasJSON bool
 	Body    string
+}
+
+// Probe kinds, as Probe.Kind returns them.
+const (
+	KindHTTP = "http"
+	KindMCP  = "mcp"
+)
+
+// Kind is KindMCP for a probe that calls an MCP tool and KindHTTP for one
+// that sends Request.
+func (p *Probe) Kind() string {
+	if p.MCP != nil {
+		return KindMCP
+	}
+	return KindHTTP
+}
+
+// MCP is the tool call an MCP probe makes (SPEC §10): one fresh session on
+// the server at URL, in which it lists the tools and calls Tool.
+type MCP struct {
+	// URL is the server's Streamable HTTP endpoint, absolute http(s). A
+	// password in it is a secret (Config.Secrets), as in Request.URL.
+	URL     string
+	Headers map[string]Secret // every header value is treated as a secret
+	Tool    string            // the tool's name as tools/list gives it; never empty
+	// Arguments is the known fixture: the tools/call arguments, as rule
+	// values (see Request.JSON); {} when the probe gives none.
+	Arguments map[string]any
+	// IsError is how a result with isError: true counts:
+	// results.ContractError (the default) or results.Unavailable.
+	IsError results.Outcome
+	// AllowDestructive lets the probe call a tool whose annotations say
+	// destructiveHint: true; without it such a run ends as
+	// destructive_tool without the call.
+	AllowDestructive bool
 }
 
 // Retries bounds the attempts of one run (SPEC §2).
@@ -139,22 +179,32 @@ func (c *Config) Secrets() []string {
 		add(Secret(urlPassword(r.Webhook.URL.Reveal())))
 		add(r.Webhook.Secret)
 	}
-	for _, p := range c.Probes {
-		// Credentials in the URL: Go sends them as "Basic base64(user:pass)",
-		// and a provider may echo either form.
-		if u, err := url.Parse(p.Request.URL); err == nil && u.User != nil {
+	// Credentials in a URL: Go sends them as "Basic base64(user:pass)",
+	// and a provider may echo either form.
+	addURL := func(raw string) {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if pass, ok := u.User.Password(); ok && pass != "" {
 				add(Secret(pass))
 				add(Secret(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))))
 			}
 		}
-		for _, v := range p.Request.Headers {
+	}
+	addHeaders := func(h map[string]Secret) {
+		for _, v := range h {
 			add(v)
 			// A provider that echoes only the credential of
 			// "Bearer <token>" must not leak it either.
 			if _, cred, ok := strings.Cut(v.Reveal(), " "); ok {
 				add(Secret(strings.TrimSpace(cred)))
 			}
+		}
+	}
+	for _, p := range c.Probes {
+		addURL(p.Request.URL)
+		addHeaders(p.Request.Headers)
+		if p.MCP != nil {
+			addURL(p.MCP.URL)
+			addHeaders(p.MCP.Headers)
 		}
 	}
 	return out

@@ -19,9 +19,11 @@ import (
 var (
 	consumerRefKeys  = []string{"name", "file", "version", "select", "validate", "fixtures", "accept_mutations"}
 	consumerBodyKeys = []string{"name", "version", "select", "validate", "fixtures", "accept_mutations"}
-	fixtureKeys      = []string{"name", "response", "status", "headers", "min_results", "expect"}
-	expectationKeys  = []string{"outcome", "code", "min_selected"}
-	mutationKeys     = []string{"mutation", "reason"}
+	fixtureKeys      = []string{"name", "response", "result", "status", "headers", "min_results", "expect"}
+	// toolResultKeys are the keys of an MCP CallToolResult (SPEC §10).
+	toolResultKeys  = []string{"content", "structuredContent", "isError", "_meta"}
+	expectationKeys = []string{"outcome", "code", "min_selected"}
+	mutationKeys    = []string{"mutation", "reason"}
 )
 
 // maxIncludeBytes bounds a consumer or CA file: they are small, and a path
@@ -301,6 +303,7 @@ func (d *decoder) fixtures(n ast.Node, path string) []consumers.Fixture {
 	for i, item := range items {
 		p := index(path, i)
 		f := consumers.Fixture{MinResults: DefaultMinResults}
+		var answers []entry // response, result: exactly one
 		present, ok := d.object(item, p, fixtureKeys, func(e entry) {
 			switch e.key {
 			case "name":
@@ -311,8 +314,12 @@ func (d *decoder) fixtures(n ast.Node, path string) []consumers.Fixture {
 				}
 				seen[f.Name] = e.value
 			case "response":
+				answers = append(answers, e)
 				v, _ := d.value(e.value, e.path)
 				f.Response = consumers.Normalize(v)
+			case "result":
+				answers = append(answers, e)
+				f.Result = d.toolResult(e)
 			case "status":
 				v, ok := d.integer(e.value, e.path)
 				if ok && (v < 100 || v > 599) {
@@ -339,14 +346,109 @@ func (d *decoder) fixtures(n ast.Node, path string) []consumers.Fixture {
 		if !ok {
 			continue
 		}
-		for _, key := range []string{"name", "response", "expect"} {
+		for _, key := range []string{"name", "expect"} {
 			if _, ok := present[key]; !ok {
 				d.errorf(item, "%s: %s is required", p, key)
 			}
 		}
+		switch {
+		case len(answers) == 0:
+			d.errorf(item, "%s: response or result is required: the decoded answer, or an MCP tool's whole CallToolResult", p)
+		case len(answers) > 1:
+			d.errorf(answers[1].keyN, "%s: not allowed next to %s; a fixture gives either response (the decoded answer) or result (an MCP tool's whole CallToolResult)", answers[1].path, answers[0].key)
+		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// toolResult decodes a fixture's result: a CallToolResult as a server
+// would send it, checked for the shape SPEC §10 reads (content items with
+// a type, text items with their text, an object of structuredContent, a
+// boolean isError). It returns nil when the value is not a mapping.
+func (d *decoder) toolResult(e entry) map[string]any {
+	present, ok := d.object(e.value, e.path, toolResultKeys, func(x entry) {
+		switch x.key {
+		case "content":
+			items, _ := d.list(x.value, x.path)
+			for i, item := range items {
+				d.contentItem(item, index(x.path, i))
+			}
+		case "structuredContent", "_meta":
+			if r, ok := d.resolve(x.value, x.path); ok {
+				if _, isMap := r.(ast.MapNode); !isMap {
+					d.errorf(x.value, "%s: expected a mapping (a JSON object), got %s", x.path, describe(r))
+				}
+			}
+		case "isError":
+			// Strictly a YAML boolean: the fixture is data, and "true"
+			// would reach the rule as a string.
+			if r, ok := d.resolve(x.value, x.path); ok {
+				if _, isBool := r.(*ast.BoolNode); !isBool {
+					d.errorf(x.value, "%s: expected true or false, got %s", x.path, describe(r))
+				}
+			}
+		}
+	})
+	if !ok {
+		return nil
+	}
+	if _, has := present["content"]; !has {
+		d.errorf(e.value, "%s: content is required: a list of content items, such as [{type: text, text: \"...\"}]", e.path)
+	}
+	v, _ := d.value(e.value, e.path)
+	m, _ := consumers.Normalize(v).(map[string]any)
+	if m == nil {
+		m = map[string]any{} // result: null, already reported
+	}
+	return m
+}
+
+// contentItem checks one item of a CallToolResult's content: a mapping
+// with a non-empty string type, and a string text when the type is text.
+// Other keys are the content type's own and are kept as written.
+func (d *decoder) contentItem(n ast.Node, path string) {
+	es, ok := d.entries(n, path)
+	if !ok {
+		return
+	}
+	r, _ := d.resolve(n, path)
+	if r == nil || r.Type() == ast.NullType {
+		d.errorf(n, "%s: expected a content item, such as {type: text, text: \"...\"}, got null", path)
+		return
+	}
+	var typ string
+	var typeN, textN ast.Node
+	for _, x := range es {
+		switch x.key {
+		case "type":
+			typeN = x.value
+			if rv, ok := d.resolve(x.value, x.path); ok {
+				if sn, isStr := rv.(*ast.StringNode); isStr {
+					typ = sn.Value
+				}
+			}
+			if strings.TrimSpace(typ) == "" {
+				d.errorf(x.value, "%s: expected the content type as a string, such as text, image or resource_link", x.path)
+			}
+		case "text":
+			textN = x.value
+		}
+	}
+	switch {
+	case typeN == nil:
+		d.errorf(n, "%s: type is required: the content type, such as text, image or resource_link", path)
+	case typ == "text" && textN == nil:
+		d.errorf(n, "%s: text is required in a content item of type text", path)
+	case typ == "text":
+		if rv, ok := d.resolve(textN, join(path, "text")); ok {
+			if _, isStr := rv.(*ast.StringNode); !isStr {
+				if _, isLit := rv.(*ast.LiteralNode); !isLit {
+					d.errorf(textN, "%s.text: expected a string, got %s", path, describe(rv))
+				}
+			}
+		}
+	}
 }
 
 // expectation decodes `pass`, `contract_error`, `unavailable`, or

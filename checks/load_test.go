@@ -58,8 +58,8 @@ var invalidConfigs = []struct {
 	{rule: "fixture", want: []string{
 		`testdata/invalid-fixture.yaml:8:17: consumers[0].fixtures[0].expect: unknown outcome "passed"; expected pass, contract_error or unavailable`,
 		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
-		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response is required",
-		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled`,
+		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response or result is required: the decoded answer, or an MCP tool's whole CallToolResult",
+		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled, tool_server_error, session_lost, tool_unavailable`,
 		"testdata/invalid-fixture.yaml:16:22: consumers[0].fixtures[3].min_results: must not be negative, got -1",
 	}},
 	{rule: "header-name", want: []string{
@@ -95,7 +95,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
 		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
-		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
 	}},
 	{rule: "max-attempts", want: []string{
 		"testdata/invalid-max-attempts.yaml:3:27: defaults.retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 0",
@@ -109,6 +109,59 @@ var invalidConfigs = []struct {
 	}},
 	{rule: "max-delay", want: []string{
 		"testdata/invalid-max-delay.yaml:3:40: defaults.retries.max_delay: retries.max_delay (500ms) must be at least retries.base_delay (1s)",
+	}},
+	{rule: "mcp-allow-destructive", want: []string{
+		`testdata/invalid-mcp-allow-destructive.yaml:7:82: probes[0].mcp.allow_destructive: expected true or false, got "yes please"`,
+	}},
+	{rule: "mcp-arguments", want: []string{
+		"testdata/invalid-mcp-arguments.yaml:7:68: probes[0].mcp.arguments: expected a mapping of the tool's arguments (a JSON object), got a list",
+		"testdata/invalid-mcp-arguments.yaml:10:68: probes[1].mcp.arguments: expected a mapping of the tool's arguments (a JSON object), got a string",
+	}},
+	{rule: "mcp-both", want: []string{
+		"testdata/invalid-mcp-both.yaml:9:5: probes[0].mcp: not allowed next to request; a probe has exactly one of request or mcp",
+		"testdata/invalid-mcp-both.yaml:12:5: probes[1].request: not allowed next to mcp; a probe has exactly one of request or mcp",
+	}},
+	{rule: "mcp-header", want: []string{
+		"testdata/invalid-mcp-header.yaml:11:9: probes[0].mcp.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
+		`testdata/invalid-mcp-header.yaml:13:9: probes[0].mcp.headers: header "authorization" repeats "Authorization"; header names are case-insensitive`,
+	}},
+	{rule: "mcp-is-error", want: []string{
+		`testdata/invalid-mcp-is-error.yaml:7:67: probes[0].mcp.is_error: unknown outcome "pass" for a result with isError: true; expected contract_error or unavailable`,
+	}},
+	{rule: "mcp-neither", want: []string{
+		"testdata/invalid-mcp-neither.yaml:6:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url) or mcp (an MCP tool call, at least mcp.url and mcp.tool)",
+	}},
+	{rule: "mcp-result-count", want: []string{
+		"testdata/invalid-mcp-result-count.yaml:8:9: consumers[0].fixtures[0].result: not allowed next to response; a fixture gives either response (the decoded answer) or result (an MCP tool's whole CallToolResult)",
+		"testdata/invalid-mcp-result-count.yaml:10:9: consumers[0].fixtures[1]: response or result is required: the decoded answer, or an MCP tool's whole CallToolResult",
+	}},
+	{rule: "mcp-result", want: []string{
+		"testdata/invalid-mcp-result.yaml:7:17: consumers[0].fixtures[0].result: expected a mapping, got a list",
+		`testdata/invalid-mcp-result.yaml:10:17: consumers[0].fixtures[1].result: content is required: a list of content items, such as [{type: text, text: "..."}]`,
+		"testdata/invalid-mcp-result.yaml:14:21: consumers[0].fixtures[2].result.content[0]: type is required: the content type, such as text, image or resource_link",
+		"testdata/invalid-mcp-result.yaml:14:33: consumers[0].fixtures[2].result.content[1]: text is required in a content item of type text",
+		"testdata/invalid-mcp-result.yaml:14:66: consumers[0].fixtures[2].result.content[2].text: expected a string, got an integer",
+		"testdata/invalid-mcp-result.yaml:14:78: consumers[0].fixtures[2].result.content[3].type: expected the content type as a string, such as text, image or resource_link",
+		"testdata/invalid-mcp-result.yaml:14:83: consumers[0].fixtures[2].result.content[4]: expected a mapping, got a string",
+		"testdata/invalid-mcp-result.yaml:15:30: consumers[0].fixtures[2].result.structuredContent: expected a mapping (a JSON object), got a list",
+		"testdata/invalid-mcp-result.yaml:16:20: consumers[0].fixtures[2].result.isError: expected true or false, got a string",
+		`testdata/invalid-mcp-result.yaml:17:11: consumers[0].fixtures[2].result: unknown key "iserror" (did you mean "isError"?); expected one of content, structuredContent, isError, _meta`,
+	}},
+	{rule: "mcp-tool", want: []string{
+		"testdata/invalid-mcp-tool.yaml:7:10: probes[0].mcp: tool is required: the name of the tool to call, as tools/list gives it",
+		"testdata/invalid-mcp-tool.yaml:10:51: probes[1].mcp.tool: expected a string, got a list",
+	}},
+	{rule: "mcp-tool-empty", want: []string{
+		"testdata/invalid-mcp-tool-empty.yaml:7:51: probes[0].mcp.tool: must not be empty; expected the name of the tool to call, as tools/list gives it",
+	}},
+	{rule: "mcp-unknown-key", want: []string{
+		"testdata/invalid-mcp-unknown-key.yaml:7:10: probes[0].mcp: tool is required: the name of the tool to call, as tools/list gives it",
+		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, headers, tool, arguments, is_error, allow_destructive`,
+	}},
+	{rule: "mcp-url", want: []string{
+		"testdata/invalid-mcp-url.yaml:7:16: probes[0].mcp.url: expected an absolute http:// or https:// URL: no scheme",
+		`testdata/invalid-mcp-url.yaml:10:16: probes[1].mcp.url: expected an absolute http:// or https:// URL: scheme "ws"`,
+		"testdata/invalid-mcp-url.yaml:13:10: probes[2].mcp: url is required: the server's Streamable HTTP endpoint",
 	}},
 	{rule: "method", want: []string{
 		`testdata/invalid-method.yaml:7:23: probes[0].request.method: unknown HTTP method "FETCH"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
@@ -187,7 +240,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
 	}},
 	{rule: "unknown-key", want: []string{
-		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
 	}},
 	{rule: "unset-env", want: []string{
 		"testdata/invalid-unset-env.yaml:3:10: server.token: environment variable TOOLPULSE_TOKEN is not set; set it, or give a default with ${TOOLPULSE_TOKEN:-default}",

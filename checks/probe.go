@@ -3,17 +3,21 @@ package checks
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 var (
-	probeKeys   = append([]string{"name", "request", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
+	probeKeys   = append([]string{"name", "request", "mcp", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body"}
+	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
@@ -25,13 +29,24 @@ var (
 // reservedLabels are the labels toolpulse's own metrics carry (SPEC §9).
 var reservedLabels = []string{"probe", "outcome", "code"}
 
+// probeKinds are the keys that say what a probe calls, with what each
+// needs at least; a probe has exactly one of them.
+var probeKinds = []struct{ key, what string }{
+	{"request", "an HTTP call, at least request.url"},
+	{"mcp", "an MCP tool call, at least mcp.url and mcp.tool"},
+}
+
+// isErrorOutcomes are the outcomes mcp.is_error may name.
+var isErrorOutcomes = []string{string(results.ContractError), string(results.Unavailable)}
+
 // probe decodes, validates and resolves one probe; it returns nil when the
 // item is not even a mapping.
 func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	d := l.d
 	p := &Probe{}
 	var own tuning
-	var consumerN, requestN ast.Node
+	var consumerN ast.Node
+	var kinds []entry // request, mcp: what the probe calls
 	consumer, consumerOK := "", true
 	present, ok := d.object(item, path, probeKeys, func(e entry) {
 		if d.tuningKey(e, fromProbe, &own) {
@@ -41,8 +56,11 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		case "name":
 			l.probeName(e, p)
 		case "request":
-			requestN = e.value
+			kinds = append(kinds, e)
 			l.request(e, &p.Request)
+		case "mcp":
+			kinds = append(kinds, e)
+			p.MCP = l.mcp(e)
 		case "consumer":
 			var ok bool
 			consumer, ok = d.str(e.value, e.path)
@@ -60,9 +78,7 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	if _, ok := present["name"]; !ok {
 		d.errorf(item, "%s: name is required", path)
 	}
-	if requestN == nil {
-		d.errorf(item, "%s: request is required: at least request.url", path)
-	}
+	l.probeKind(item, path, kinds)
 	switch {
 	case consumerN == nil:
 		d.errorf(item, "%s: consumer is required: the name of a consumer under consumers:", path)
@@ -80,6 +96,33 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	p.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
 	p.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
 	return p
+}
+
+// probeKind requires exactly one of probeKinds. The first one written is
+// the probe's kind; each later one is reported where it is written.
+func (l *loader) probeKind(item ast.Node, path string, kinds []entry) {
+	d := l.d
+	keys := make([]string, len(probeKinds))
+	needs := make([]string, len(probeKinds))
+	for i, k := range probeKinds {
+		keys[i] = k.key
+		needs[i] = fmt.Sprintf("%s (%s)", k.key, k.what)
+	}
+	if len(kinds) == 0 {
+		d.errorf(item, "%s: a probe needs one of %s", path, orList(needs))
+		return
+	}
+	for _, e := range kinds[1:] {
+		d.errorf(e.keyN, "%s: not allowed next to %s; a probe has exactly one of %s", e.path, kinds[0].key, orList(keys))
+	}
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func (l *loader) defined(consumer string) bool {
@@ -168,6 +211,75 @@ func (l *loader) request(e entry, r *Request) {
 	if urlN == nil {
 		d.errorf(e.value, "%s: url is required", e.path)
 	}
+}
+
+// mcp decodes the tool call of an MCP probe (SPEC §10).
+func (l *loader) mcp(e entry) *MCP {
+	d := l.d
+	m := &MCP{Arguments: map[string]any{}, IsError: results.ContractError}
+	var urlN, toolN ast.Node
+	_, ok := d.object(e.value, e.path, mcpKeys, func(x entry) {
+		switch x.key {
+		case "url":
+			var ok bool
+			m.URL, ok = d.str(x.value, x.path)
+			urlN = x.value
+			if problem := httpURLProblem(m.URL); ok && problem != "" {
+				// The URL is not quoted: it may carry credentials.
+				d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
+			}
+		case "headers":
+			m.Headers = l.headers(x)
+		case "tool":
+			toolN = x.value
+			var ok bool
+			if m.Tool, ok = d.str(x.value, x.path); ok && strings.TrimSpace(m.Tool) == "" {
+				d.errorf(x.value, "%s: must not be empty; expected the name of the tool to call, as tools/list gives it", x.path)
+			}
+		case "arguments":
+			m.Arguments = l.arguments(x)
+		case "is_error":
+			s, ok := d.str(x.value, x.path)
+			if !ok {
+				return
+			}
+			if !slices.Contains(isErrorOutcomes, s) {
+				d.errorf(x.value, "%s: unknown outcome %q for a result with isError: true; expected %s", x.path, s, orList(isErrorOutcomes))
+				return
+			}
+			m.IsError = results.Outcome(s)
+		case "allow_destructive":
+			m.AllowDestructive, _ = d.boolean(x.value, x.path)
+		}
+	})
+	if !ok {
+		return m
+	}
+	if urlN == nil {
+		d.errorf(e.value, "%s: url is required: the server's Streamable HTTP endpoint", e.path)
+	}
+	if toolN == nil {
+		d.errorf(e.value, "%s: tool is required: the name of the tool to call, as tools/list gives it", e.path)
+	}
+	return m
+}
+
+// arguments decodes mcp.arguments, the tool call's fixture: a JSON object,
+// as MCP requires of a tools/call's arguments. Null is the empty object.
+func (l *loader) arguments(x entry) map[string]any {
+	d := l.d
+	v, ok := d.value(x.value, x.path)
+	if !ok {
+		return map[string]any{}
+	}
+	switch v := v.(type) {
+	case nil:
+		return map[string]any{}
+	case map[string]any:
+		return v
+	}
+	d.errorf(x.value, "%s: expected a mapping of the tool's arguments (a JSON object), got %s", x.path, describe(x.value))
+	return map[string]any{}
 }
 
 // headers decodes request headers. Values are secrets: no message here or

@@ -60,14 +60,34 @@ func Schema() ([]byte, error) {
 			"min_selected": integer(0),
 		}),
 	}}
-	fixture := b.object("fixture", fixtureKeys, []string{"name", "response", "expect"}, map[string]any{
-		"name":        str(),
-		"response":    map[string]any{"description": "the decoded JSON answer"},
+	contentItem := map[string]any{
+		"type":     "object",
+		"required": []string{"type"},
+		"properties": map[string]any{
+			"type": map[string]any{"type": "string", "pattern": `\S`},
+		},
+		"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": "text"}}},
+		"then": map[string]any{"required": []string{"text"}, "properties": map[string]any{"text": map[string]any{"type": "string"}}},
+	}
+	object := func(d string) map[string]any { return map[string]any{"type": "object", "description": d} }
+	fixture := b.object("fixture", fixtureKeys, []string{"name", "expect"}, map[string]any{
+		"name":     str(),
+		"response": map[string]any{"description": "the decoded JSON answer"},
+		"result": b.object("result", toolResultKeys, []string{"content"}, map[string]any{
+			"content":           map[string]any{"type": "array", "items": contentItem},
+			"structuredContent": object("what the rule sees as response when present"),
+			"isError":           map[string]any{"type": "boolean"},
+			"_meta":             object("metadata, passed through"),
+		}),
 		"status":      intSchema(ptr(int64(100)), ptr(int64(599))),
 		"headers":     stringMap(),
 		"min_results": integer(0),
 		"expect":      expectation,
 	})
+	fixture["oneOf"] = []any{
+		map[string]any{"required": []string{"response"}},
+		map[string]any{"required": []string{"result"}},
+	}
 	mutation := b.object("accepted mutation", mutationKeys, mutationKeys, map[string]any{
 		"mutation": nonEmptyString(),
 		"reason":   nonEmptyString(),
@@ -103,6 +123,15 @@ func Schema() ([]byte, error) {
 			"json":    map[string]any{"description": "the JSON body sent"},
 			"body":    str(),
 		}),
+		"mcp": b.object("mcp", mcpKeys, []string{"url", "tool"}, map[string]any{
+			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "the MCP server's Streamable HTTP endpoint, absolute http:// or https://"},
+			"headers": stringMap(),
+			"tool":    withDoc(nonEmptyString(), "the name of the tool to call, as tools/list gives it"),
+			"arguments": map[string]any{"type": []string{"object", "null"},
+				"description": "the tool's arguments, the known fixture; default {}"},
+			"is_error":          map[string]any{"enum": isErrorOutcomes, "description": "how a result with isError: true counts; default contract_error"},
+			"allow_destructive": withDoc(boolSchema(), "call a tool annotated destructiveHint: true; default false"),
+		}),
 		"consumer": str(),
 		"labels": map[string]any{
 			"type":                 "object",
@@ -117,7 +146,13 @@ func Schema() ([]byte, error) {
 	for k, v := range tuning {
 		probeProps[k] = v
 	}
-	probe := b.object("probe", probeKeys, []string{"name", "request", "consumer"}, probeProps)
+	probe := b.object("probe", probeKeys, []string{"name", "consumer"}, probeProps)
+	// Exactly one of the keys that say what the probe calls.
+	kinds := []any{}
+	for _, k := range probeKinds {
+		kinds = append(kinds, map[string]any{"required": []string{k.key}})
+	}
+	probe["oneOf"] = kinds
 	probe["not"] = map[string]any{"properties": map[string]any{"request": map[string]any{"required": []string{"json", "body"}}}, "required": []string{"request"}}
 
 	alertTriggers := slices.Clone(alertOn)

@@ -91,7 +91,7 @@ func validate(t *testing.T, s *jsonschema.Schema, path string) error {
 // accepts, the schema accepts too.
 func TestSchemaAcceptsExamples(t *testing.T) {
 	s := compiledSchema(t)
-	configs := []string{"../checks.yaml", "testdata/valid-full.yaml"}
+	configs := []string{"../checks.yaml", "testdata/valid-full.yaml", "testdata/valid-mcp.yaml"}
 	err := fs.WalkDir(os.DirFS("../examples"), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Name() == "checks.yaml" {
 			configs = append(configs, filepath.Join("../examples", p))
@@ -148,6 +148,7 @@ var beyondSchema = map[string]string{
 	"validate-inline":        "compiles expr",
 	"fail-code":              "compiles expr: the code is a literal inside a rule",
 	"header-name":            "header names are keys of a free map",
+	"mcp-header":             "header names are keys of a free map",
 	"listen":                 "host:port syntax",
 	"api-url":                "URL syntax",
 	"webhook-url":            "URL syntax",

@@ -82,6 +82,11 @@ func TestConfigErrorsHideSecrets(t *testing.T) {
 		"request url with a key in the query":            probe("      method: get\n") + "  - name: q\n    consumer: c\n    request: {url: \"ftp://h/?key=" + secretValue + "\"}\n",
 		"server token from env, bad listen":              base + "server: {token: \"${SECRET}\", listen: \"nope\"}\n",
 		"duplicate key holding a secret":                 base + "server: {token: " + secretValue + ", token: " + secretValue + "}\n",
+		"mcp url with a password, wrong scheme":          base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"ws://u:" + secretValue + "@h/mcp\"}}\n",
+		"mcp url that does not parse":                    base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"http://u:" + secretValue + "@[h/mcp\"}}\n",
+		"mcp header value with a line break":             base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"http://h/\", headers: {Authorization: \"Bearer " + secretValue + "\\nX: 1\"}}}\n",
+		"mcp header value of the wrong type":             base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"http://h/\", headers: {Authorization: [" + secretValue + "]}}}\n",
+		"mcp header next to request":                     base + "probes:\n  - {name: m, consumer: c, request: {url: \"http://h/\"}, mcp: {tool: t, url: \"http://h/\", headers: {X-Key: \"${SECRET}\"}}}\n",
 	}
 	for name, src := range tests {
 		t.Run(name, func(t *testing.T) {

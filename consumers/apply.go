@@ -25,6 +25,12 @@ type Input struct {
 	Headers  map[string]string // names are lower-cased before a rule sees them
 	Request  Request
 	Probe    string
+	// Result and Tool are an MCP probe's (SPEC §10): the whole
+	// CallToolResult and the tool's tools/list entry, as rule values
+	// (DecodeJSON or Normalize); nil for an HTTP probe. Response is then
+	// what the rule sees of the result.
+	Result map[string]any
+	Tool   map[string]any
 }
 
 // Request is the probe's fixture as a rule sees it.
@@ -219,6 +225,7 @@ func (st *applyState) fill(in Input) {
 	st.request["query"] = st.query
 	st.env.Response, st.env.Status, st.env.Probe = in.Response, in.Status, in.Probe
 	st.env.Headers, st.env.Request = st.headers, st.request
+	st.env.Result, st.env.Tool = in.Result, in.Tool
 	st.env.Item = nil
 	st.budget = evalBudget{limit: maxEvalCost}
 }
@@ -229,6 +236,7 @@ func (st *applyState) release() {
 	clear(st.query)
 	clear(st.request)
 	st.env.Response, st.env.Item, st.env.Probe = nil, nil, ""
+	st.env.Result, st.env.Tool = nil, nil
 	clear(st.machine.Stack[:cap(st.machine.Stack)])
 	clear(st.machine.Variables)
 	applyStates.Put(st)

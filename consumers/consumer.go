@@ -96,17 +96,26 @@ func (e *RuleError) Error() string {
 	return fmt.Sprintf("%s rule %d:%d: %s", e.Rule, e.Line, e.Column, e.Message)
 }
 
-// ruleEnv is what a rule sees (SPEC §4). Item carries the item a validate
-// rule checks; users write `.field` or `#`, never its name. A rule can read
-// the whole of it as $env (toJSON($env) shows these names); nothing else of
-// the process, its environment or its files is reachable.
+// ruleEnv is what a rule sees (SPEC §4, and §10 for result and tool).
+// Item carries the item a validate rule checks; users write `.field` or
+// `#`, never its name. A rule can read the whole of it as $env
+// (toJSON($env) shows these names, result and tool only when an MCP probe
+// gives them); nothing else of the process, its environment or its files
+// is reachable. result and tool are declared for every rule, since a
+// consumer does not know which kind of probe will use it; for an HTTP
+// probe they are nil, and reading a member of either gives nil.
 type ruleEnv struct {
 	Response any            `expr:"response" json:"response"`
 	Status   int            `expr:"status" json:"status"`
 	Headers  map[string]any `expr:"headers" json:"headers"`
 	Request  map[string]any `expr:"request" json:"request"`
 	Probe    string         `expr:"probe" json:"probe"`
-	Item     any            `expr:"__toolpulse_item" json:"-"`
+	// Result is an MCP probe's whole CallToolResult (content,
+	// structuredContent, isError) and Tool the tool's listed definition
+	// (name, description, inputSchema, outputSchema, annotations).
+	Result map[string]any `expr:"result" json:"result,omitempty"`
+	Tool   map[string]any `expr:"tool" json:"tool,omitempty"`
+	Item   any            `expr:"__toolpulse_item" json:"-"`
 	// Charge is the evaluation budget of one Apply (evalBudget.charge);
 	// only the calls instrumentRule inserts may use it: Compile refuses a
 	// rule that names it. A field of this exact type compiles to a direct

@@ -17,10 +17,10 @@ import (
 //	spent ≤ c + s·S
 //
 // where S measures everything a rule can read (response, headers, request,
-// probe, status). Apply measures S, and when the bound is within
-// maxEvalCost it runs the same programs with the charges taken out: the
-// charged run could not have failed on the budget, so both give the same
-// verdict. Otherwise, or when no bound exists (a loop over the input inside
+// probe, status; result and tool for an MCP probe). Apply measures S, and
+// when the bound is within maxEvalCost it runs the same programs with the
+// charges taken out: the charged run could not have failed on the budget,
+// so both give the same verdict. Otherwise, or when no bound exists (a loop over the input inside
 // a loop over the input, the whole input used inside a loop, a builtin that
 // can build more than it was given, reduce, groupBy, ...), Apply runs the
 // charged programs as before. The memory budget applies to both.
@@ -220,7 +220,7 @@ func (b *costBound) textSize(n int) float64 {
 }
 
 // envNames are what a rule reads of ruleEnv, each part of S.
-var envNames = map[string]bool{"response": true, "headers": true, "request": true, "probe": true, "$env": true}
+var envNames = map[string]bool{"response": true, "headers": true, "request": true, "probe": true, "result": true, "tool": true, "$env": true}
 
 // The builtins without a predicate whose result is a number or a bool
 // (sizeOne; type gives a short string) or no larger than their arguments
@@ -518,6 +518,13 @@ func (st *applyState) sizeInput(z *sizer) {
 	z.add(st.env.Request, 0)
 	z.add(st.env.Probe, 0)
 	z.add(st.env.Status, 0)
+	// Only an MCP probe has them: an HTTP input measures as it always has.
+	if st.env.Result != nil {
+		z.add(st.env.Result, 0)
+	}
+	if st.env.Tool != nil {
+		z.add(st.env.Tool, 0)
+	}
 }
 
 // sizeLimit is the largest S for which f stays within maxEvalCost, or -1.

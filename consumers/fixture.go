@@ -7,16 +7,30 @@ import (
 )
 
 // Fixture is a canned response a consumer must judge in a known way; run
-// by `toolpulse test` (SPEC §4).
+// by `toolpulse test` (SPEC §4). It gives either Response (the decoded
+// answer) or, for a consumer of an MCP tool, Result (the whole
+// CallToolResult, SPEC §10); the loader makes sure of exactly one.
 type Fixture struct {
 	Name     string
 	Response any // rule values, as DecodeJSON or Normalize return them
-	Status   int // 0 means 200
-	Headers  map[string]string
+	// Result is the fixture's CallToolResult as rule values: content (a
+	// list of content items, each with a string type), structuredContent
+	// (an object) and isError (a bool), each optional but content. nil
+	// for a fixture that gives Response; see ToolResult.
+	Result  map[string]any
+	Status  int // 0 means 200
+	Headers map[string]string
 	// MinResults is the min_results the fixture is judged under, as a
 	// probe's expect.min_results would be; the loader defaults it to 1.
 	MinResults int
 	Expect     Expectation
+}
+
+// ToolResult returns the fixture's CallToolResult and true when it gives
+// result: instead of response:, so that what the rule sees as response
+// is derived from it as from a tools/call answer.
+func (f Fixture) ToolResult() (map[string]any, bool) {
+	return f.Result, f.Result != nil
 }
 
 // Expectation is the verdict a fixture must produce: an outcome, and

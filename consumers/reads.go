@@ -24,8 +24,8 @@ func (s FieldSet) Reads(field string) bool {
 
 // ReadFields returns the member names both rules of c access: `a.b`,
 // `a?.b`, `a["b"]`, `.b` inside predicates and the validate rule, `"b" in a`
-// and `get(a, "b")`. Names read from headers and request are not response
-// fields and are left out. Reads are unknown (Known false) when a rule
+// and `get(a, "b")`. Names read from headers, request and tool are not
+// response fields and are left out. Reads are unknown (Known false) when a rule
 // accesses a member with a key that is not a constant string, tests
 // membership with a non-constant key, or calls keys, values, toPairs or
 // toJSON, which observe every key of a value; a constant integer index reads
@@ -60,7 +60,8 @@ type readWalker struct {
 var wholeValueBuiltins = map[string]bool{"keys": true, "values": true, "toPairs": true, "toJSON": true}
 
 // notResponse names the rule inputs whose members are not response fields.
-var notResponse = map[string]bool{"headers": true, "request": true}
+// A read of result counts: its structuredContent is what response holds.
+var notResponse = map[string]bool{"headers": true, "request": true, "tool": true}
 
 func (r *readWalker) walk(n ast.Node) {
 	switch n := n.(type) {
@@ -103,10 +104,11 @@ func (r *readWalker) key(k ast.Node) {
 	r.unknown = true
 }
 
-// outsideResponse reports whether n is headers or request or a member
-// access starting at one of them: their keys are header names and fixture
-// keys, not response fields. expr refuses a let that redeclares either
-// name, so the identifier is always the built-in one.
+// outsideResponse reports whether n is headers, request or tool or a
+// member access starting at one of them: their keys are header names,
+// fixture keys and the tool's definition, not response fields. expr
+// refuses a let that redeclares any of them, so the identifier is always
+// the built-in one.
 func outsideResponse(n ast.Node) bool {
 	for {
 		switch t := n.(type) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/internal/testkit"
+	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // TestEverythingServer meets a real MCP server nobody here wrote,
@@ -33,6 +35,9 @@ import (
 //     "MCP error -32602: Tool nope not found"; bad arguments to echo are
 //     the same, "MCP error -32602: Input validation error: …";
 //   - echo {"message": "hi"} answers the text "Echo: hi".
+//
+// Call meets it too: echo passes, a tool it does not list is tool_missing,
+// and arguments it rejects are tool_input.
 func TestEverythingServer(t *testing.T) {
 	ev := mcptest.FindEverything(t)
 	mcptest.InPrivateNetwork(t, func(t *testing.T) {
@@ -87,6 +92,34 @@ func TestEverythingServer(t *testing.T) {
 		}
 		if text := firstText(bad); !bad.IsError || !strings.HasPrefix(text, "MCP error -32602: Input validation error") {
 			t.Errorf("bad arguments answered isError %v %q", bad.IsError, text)
+		}
+
+		// Call, as a probe makes it: one fresh session per call.
+		for _, c := range []struct {
+			name    string
+			tool    string
+			args    map[string]any
+			code    results.Code
+			message string
+			check   func(t *testing.T, a *mcpsdk.Answer)
+		}{
+			{"echo", "echo", map[string]any{"message": "hi"}, "", "", func(t *testing.T, a *mcpsdk.Answer) {
+				if string(a.Response) != `"Echo: hi"` || a.ProtocolVersion != "2025-11-25" || len(a.Tool) == 0 {
+					t.Errorf("response %s version %q tool %s", a.Response, a.ProtocolVersion, a.Tool)
+				}
+			}},
+			{"unknown tool", "nope", map[string]any{}, results.CodeToolMissing, `tools/list: no tool "nope" among the`, nil},
+			{"bad arguments", "echo", map[string]any{"message": 5}, results.CodeToolInput,
+				`tools/call "echo": the result rejects the arguments: "MCP error -32602: Input validation error`, nil},
+		} {
+			t.Run("Call "+c.name, func(t *testing.T) {
+				a := call(t, url, callCase{tool: c.tool, args: c.args})
+				t.Logf("%s", describe(a))
+				checkAnswer(t, a, c.code, c.message)
+				if c.check != nil {
+					c.check(t, a)
+				}
+			})
 		}
 
 		// The wire, by hand.

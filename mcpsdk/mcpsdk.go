@@ -1,7 +1,9 @@
 // Package mcpsdk is toolpulse's one edge to the official MCP Go SDK,
 // github.com/modelcontextprotocol/go-sdk: every other package reaches the
 // SDK through this one, so that upgrading or swapping it touches one
-// folder. It holds the SDK settings a probe depends on.
+// folder. It holds the SDK settings a probe depends on, and Call: one
+// probe session of one tool, judged into the codes of SPEC §10 from what
+// the wire carried, with every HTTP exchange recorded.
 package mcpsdk
 
 import (

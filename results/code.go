@@ -21,6 +21,24 @@ const (
 	CodeCanceled Code = "canceled"
 )
 
+// Codes of the unavailable outcome that only MCP probes produce (SPEC §10),
+// beside the transport codes above, which they share at every step of a
+// session.
+const (
+	// CodeToolServerError is a JSON-RPC error that says the server failed:
+	// -32603 (internal error), a server-defined -32000…-32099 that no other
+	// code claims, or an application-defined code outside the range
+	// JSON-RPC reserves.
+	CodeToolServerError Code = "tool_server_error"
+	// CodeSessionLost is a server that forgot the session (404, or 400
+	// naming the session) again after one re-initialization.
+	CodeSessionLost Code = "session_lost"
+	// CodeToolUnavailable is a result with isError: true from a probe
+	// whose mcp.is_error says unavailable: the tool says it cannot do the
+	// work now, which the probe counts as the tool being down, and retries.
+	CodeToolUnavailable Code = "tool_unavailable"
+)
+
 // Codes of the contract_error outcome: a response arrived but the caller
 // could not use it. None is retried. A rule's fail(code, message) adds its
 // own codes to this set.
@@ -38,10 +56,39 @@ const (
 	CodeInternalError Code = "internal_error"
 )
 
+// Codes of the contract_error outcome that only MCP probes produce (SPEC
+// §10).
+const (
+	// CodeToolMissing is a tool that tools/list does not show, or that the
+	// server says does not exist when it is called (a JSON-RPC error, an
+	// isError result or an HTTP 400 naming it).
+	CodeToolMissing Code = "tool_missing"
+	// CodeToolInput is a server that rejects the fixture's arguments: -32602
+	// on tools/call, or an isError result saying the input is invalid.
+	CodeToolInput Code = "tool_input"
+	// CodeToolError is a result with isError: true. A probe with is_error:
+	// unavailable gets CodeToolUnavailable instead.
+	CodeToolError Code = "tool_error"
+	// CodeOutputSchema is a tool that declares an outputSchema and answers
+	// without structuredContent, or with one that does not validate.
+	CodeOutputSchema Code = "output_schema"
+	// CodeMCPProtocol is an answer that breaks the protocol: not JSON-RPC,
+	// a wrong content type, no protocol version in common, a response to
+	// another request's id, an SSE event that is not JSON.
+	CodeMCPProtocol Code = "mcp_protocol"
+	// CodeNeedsInput is a server that asks the client for input a probe
+	// cannot give: sampling, elicitation, a client capability it lacks.
+	CodeNeedsInput Code = "needs_input"
+	// CodeDestructiveTool is a tool whose annotations say destructiveHint:
+	// true, which a probe without allow_destructive never calls.
+	CodeDestructiveTool Code = "destructive_tool"
+)
+
 // UnavailableCodes lists every code of the unavailable outcome.
 var UnavailableCodes = []Code{
 	CodeTimeout, CodeConnectionRefused, CodeConnectionReset, CodeDNSError,
 	CodeTLSError, CodeNetworkError, CodeServerError, CodeRateLimited, CodeCanceled,
+	CodeToolServerError, CodeSessionLost, CodeToolUnavailable,
 }
 
 // ContractCodes lists every built-in code of the contract_error outcome.
@@ -49,6 +96,8 @@ var ContractCodes = []Code{
 	CodeUnexpectedStatus, CodeResponseTooLarge, CodeInvalidJSON, CodeRuleError,
 	CodeSelectionNotList, CodeInvalidItem, CodeEmptySelection, CodeTooFewResults,
 	CodeInternalError,
+	CodeToolMissing, CodeToolInput, CodeToolError, CodeOutputSchema, CodeMCPProtocol,
+	CodeNeedsInput, CodeDestructiveTool,
 }
 
 // Outcome returns the outcome a code belongs to. Unknown codes, such as those

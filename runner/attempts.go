@@ -36,6 +36,9 @@ type exchange interface {
 type answerMeta struct {
 	status  int               // the HTTP status
 	headers map[string]string // lower-case names, first value
+	// result and tool are an MCP probe's raw CallToolResult and tools/list
+	// entry (SPEC §10); nil for HTTP.
+	result, tool []byte
 }
 
 // attemptResult is how one attempt went.

@@ -1,18 +1,11 @@
 package runner
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -74,26 +67,19 @@ func (e *panicError) Error() string { return fmt.Sprintf("internal error: panic:
 // an HTTP exchange.
 func classify(err error, status int, expect []int) results.Code {
 	if err == nil {
-		switch {
-		case slices.Contains(expect, status):
+		if slices.Contains(expect, status) {
 			return ""
-		case status == http.StatusRequestTimeout:
-			return results.CodeTimeout
-		case status == http.StatusTooManyRequests:
-			return results.CodeRateLimited
-		case status >= 500 && status <= 599 && status != http.StatusNotImplemented:
-			return results.CodeServerError
-		default:
-			return results.CodeUnexpectedStatus
 		}
+		if code := results.TransientStatusCode(status); code != "" {
+			return code // 408, 429, 5xx but 501
+		}
+		return results.CodeUnexpectedStatus
 	}
 
 	var (
 		tooLarge *tooLargeError
 		badJSON  *jsonError
 		panicked *panicError
-		dnsErr   *net.DNSError
-		timeout  interface{ Timeout() bool }
 	)
 	switch {
 	case errors.As(err, &panicked):
@@ -102,57 +88,11 @@ func classify(err error, status int, expect []int) results.Code {
 		return results.CodeResponseTooLarge
 	case errors.As(err, &badJSON):
 		return results.CodeInvalidJSON
-	case errors.Is(err, errCanceled), errors.Is(err, context.Canceled):
+	case errors.Is(err, errCanceled):
 		return results.CodeCanceled
-	case errors.As(err, &dnsErr):
-		// Before timeout: a resolver that times out is still a DNS problem.
-		return results.CodeDNSError
-	case isTLSError(err):
-		return results.CodeTLSError
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &timeout) && timeout.Timeout():
-		return results.CodeTimeout
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return results.CodeConnectionRefused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, syscall.ECONNABORTED),
-		// The peer closed the connection before the response was complete.
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return results.CodeConnectionReset
 	default:
-		return results.CodeNetworkError
+		// The network's causes, in the order results.TransportCode keeps
+		// for every edge that speaks HTTP (cancellation first).
+		return results.TransportCode(err)
 	}
-}
-
-// isTLSError reports whether err is a failed TLS handshake or certificate
-// check. crypto/tls reports some handshake failures as plain errors, so
-// after the typed checks a "tls: " message anywhere in the chain counts.
-func isTLSError(err error) bool {
-	var (
-		verify   *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-		header   tls.RecordHeaderError
-		alert    tls.AlertError
-		echErr   *tls.ECHRejectionError
-		op       *net.OpError
-	)
-	switch {
-	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname),
-		errors.As(err, &invalid), errors.As(err, &header), errors.As(err, &alert),
-		errors.As(err, &echErr),
-		// An https URL pointing at a plain-HTTP server.
-		errors.Is(err, http.ErrSchemeMismatch):
-		return true
-	case errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error"):
-		// crypto/tls sends and receives alerts as net.OpError with these ops.
-		return true
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if strings.HasPrefix(e.Error(), "tls: ") {
-			return true
-		}
-	}
-	return false
 }

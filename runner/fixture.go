@@ -2,9 +2,12 @@ package runner
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -24,6 +27,27 @@ func (v FixtureVerdict) Code() results.Code {
 	return v.Error.Code
 }
 
+// FixtureResponse is what a consumer's rules see as response for fixture
+// f: its response:, or, for a result: fixture (an MCP tool's whole
+// CallToolResult), what a live call of the tool would give them (SPEC
+// §10), with the result's isError.
+func FixtureResponse(f consumers.Fixture) (response any, isError bool, err error) {
+	result, ok := f.ToolResult()
+	if !ok {
+		return f.Response, false, nil
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, false, fmt.Errorf("fixture %s: result: %w", f.Name, err)
+	}
+	resp, isError := mcpsdk.ResponseOf(raw)
+	v, err := consumers.DecodeJSON(resp)
+	if err != nil {
+		return nil, false, fmt.Errorf("fixture %s: result: %w", f.Name, err)
+	}
+	return v, isError, nil
+}
+
 // JudgeFixture returns the verdict a run of a probe with consumer c and
 // expect.status expectStatus would reach on f's canned exchange: the status
 // is classified exactly as a live response's is (so a 503 fixture is
@@ -35,7 +59,19 @@ func JudgeFixture(c *consumers.Consumer, f consumers.Fixture, expectStatus []int
 		return FixtureVerdict{Outcome: code.Outcome(),
 			Error: results.NewError(code, "HTTP %d %s", status, http.StatusText(status))}
 	}
-	v := c.Apply(consumers.Input{Response: f.Response, Status: status, Headers: f.Headers}, f.MinResults)
+	in := consumers.Input{Response: f.Response, Status: status, Headers: f.Headers}
+	if result, ok := f.ToolResult(); ok {
+		response, isError, err := FixtureResponse(f)
+		if err != nil {
+			return FixtureVerdict{Outcome: results.ContractError, Error: results.NewError(results.CodeInternalError, "%v", err)}
+		}
+		if isError {
+			return FixtureVerdict{Outcome: results.ContractError,
+				Error: results.NewError(results.CodeToolError, "the fixture's result says isError: true")}
+		}
+		in.Response, in.Result = response, result
+	}
+	v := c.Apply(in, f.MinResults)
 	out := FixtureVerdict{Outcome: results.Pass, Error: v.Err, Selected: v.Selected, Validated: v.Validated}
 	if v.Err != nil {
 		out.Outcome = v.Err.Code.Outcome()

@@ -54,3 +54,42 @@ func TestJudgeFixture(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeResultFixture: a result: fixture (an MCP tool's whole
+// CallToolResult) is judged on what a live call would show the rules:
+// structuredContent, else the JSON in the first text item, else that text;
+// isError is a tool error before any rule runs; and rules see result too.
+func TestJudgeResultFixture(t *testing.T) {
+	c, errs := consumers.Compile(consumers.Source{Name: "items", Version: "1",
+		Select:   `result.isError == true ? fail("unreachable", "isError reached the rules") : response.items`,
+		Validate: `type(.id) == "string"`})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	text := func(s string) map[string]any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+	}
+	structured := text("ignored when structuredContent is there")
+	structured["structuredContent"] = map[string]any{"items": []any{map[string]any{"id": "a"}}}
+	failed := text("the index is rebuilding")
+	failed["isError"] = true
+	tests := []struct {
+		name    string
+		result  map[string]any
+		outcome results.Outcome
+		code    results.Code
+	}{
+		{"structured content", structured, results.Pass, ""},
+		{"JSON in the text", text(` {"items":[{"id":"a"},{"id":"b"}]}`), results.Pass, ""},
+		{"plain text is a string", text("no results"), results.ContractError, results.CodeRuleError},
+		{"isError", failed, results.ContractError, results.CodeToolError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := JudgeFixture(c, consumers.Fixture{Name: tt.name, Result: tt.result, MinResults: 1}, []int{200})
+			if v.Outcome != tt.outcome || v.Code() != tt.code {
+				t.Errorf("verdict %s %s (%v), want %s %s", v.Outcome, v.Code(), v.Error, tt.outcome, tt.code)
+			}
+		})
+	}
+}

@@ -33,10 +33,16 @@ const maxMessage = 300
 func (op *operation) run(res *results.Result) {
 	st := op.e.transports.acquire(op.p.TLS)
 	defer op.e.transports.release(st)
-	ex, err := newHTTPExchange(op.e, op.p, st.front)
-	if err != nil {
-		res.Fail(results.NewError(results.CodeInternalError, "building the request: %v", err))
-		return
+	var ex exchange
+	if op.p.MCP != nil {
+		ex = newMCPExchange(op.e, op.p, st.front)
+	} else {
+		hx, err := newHTTPExchange(op.e, op.p, st.front)
+		if err != nil {
+			res.Fail(results.NewError(results.CodeInternalError, "building the request: %v", err))
+			return
+		}
+		ex = hx
 	}
 	loop, cancel := newAttemptLoop(op.e, op.p, op.parent, res.StartedAt)
 	defer cancel()
@@ -68,6 +74,10 @@ func (op *operation) judge(res *results.Result, meta answerMeta) {
 		Request:  consumers.Request{JSON: op.p.Request.JSON, Query: op.p.Request.Query},
 		Probe:    op.p.Name,
 	}
+	if op.p.MCP != nil {
+		in.Request = consumers.Request{JSON: op.p.MCP.Arguments}
+		in.Result, in.Tool = ruleObject(meta.result), ruleObject(meta.tool)
+	}
 	verdict := op.p.Consumer.Apply(in, op.p.Expect.MinResults)
 	res.SelectedCount, res.ValidatedCount = verdict.Selected, verdict.Validated
 	if verdict.Err != nil {
@@ -77,6 +87,20 @@ func (op *operation) judge(res *results.Result, meta answerMeta) {
 		return
 	}
 	res.Outcome = results.Pass
+}
+
+// ruleObject decodes raw JSON that mcpsdk checked is an object into a
+// rule value; nil when there is none.
+func ruleObject(raw []byte) map[string]any {
+	if len(raw) == 0 {
+		return nil
+	}
+	v, err := consumers.DecodeJSON(raw)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // attempts is what the run's attempts were, nil before they began.

@@ -33,6 +33,10 @@ var owners = map[string]string{
 
 	// Its tests meet internal/mcptest and an npm server with the SDK's client.
 	"github.com/modelcontextprotocol/go-sdk": module + "/mcpsdk",
+	// It checks structuredContent against a tool's outputSchema: the SDK
+	// depends on it already, so it adds no module to the binary
+	// (santhosh-tekuri, above, is for checks/ tests only).
+	"github.com/google/jsonschema-go": module + "/mcpsdk",
 }
 
 // forbidden lists edges between our own packages that would turn siblings

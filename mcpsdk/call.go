@@ -1,0 +1,403 @@
+package mcpsdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// maxPages bounds how many tools/list pages a call follows (SPEC §10).
+const maxPages = 10
+
+// Request is one call of one MCP tool: the probe's mcp: settings, resolved.
+type Request struct {
+	// URL is the server's Streamable HTTP endpoint.
+	URL string
+	// Header is added to every HTTP request of the session (Authorization);
+	// a header the transport sets itself (Mcp-Session-Id,
+	// MCP-Protocol-Version, Content-Type, Accept) is never replaced. Values
+	// are secrets: no message quotes them.
+	Header http.Header
+	// Tool is the tool's name as tools/list gives it.
+	Tool string
+	// Arguments are the tools/call arguments, the probe's fixture; nil
+	// sends {}.
+	Arguments map[string]any
+	// AllowDestructive lets the call go to a tool whose annotations say
+	// destructiveHint: true.
+	AllowDestructive bool
+	// MaxBodyBytes bounds each answer of the session; a larger one ends the
+	// call as response_too_large. It must be positive.
+	MaxBodyBytes int64
+	// HTTPClient carries the TLS settings and the connection pool; its
+	// Transport (http.DefaultTransport when nil) sends every exchange. The
+	// call's deadline is the context's.
+	HTTPClient *http.Client
+	// ClientName and ClientVersion are the clientInfo the session
+	// announces; "toolpulse" and "dev" when empty.
+	ClientName, ClientVersion string
+	// Now is the clock exchanges are timed by; nil is time.Now.
+	Now func() time.Time
+}
+
+// Answer is what one Call got: a verdict, what a consumer's rules see, and
+// every HTTP exchange of the session.
+type Answer struct {
+	// Err is why the call has no usable answer; nil when the tool answered
+	// a result the rules may judge. Its code is one of SPEC §1 and §10. A
+	// caller whose probe says is_error: unavailable counts
+	// results.CodeToolError (IsError true) as unavailable.
+	Err *results.Error
+	// RetryAfter, when RetryAfterSet, is how long the server asked to be
+	// left alone (Retry-After on the 429 or 503 that ended the call).
+	RetryAfter    time.Duration
+	RetryAfterSet bool
+
+	// ProtocolVersion is the version the session negotiated, "" when the
+	// handshake failed.
+	ProtocolVersion string
+	// Reinitialized is set when the server forgot the session once and the
+	// call went on in a second one.
+	Reinitialized bool
+
+	// Tool is the tool's entry in tools/list as the server sent it, raw:
+	// name, description, inputSchema, outputSchema, annotations. It is set
+	// whenever the listing showed the tool, even when the call then failed,
+	// so that definition drift can be judged on every run that got that
+	// far. What rules see as tool is this value.
+	Tool json.RawMessage
+	// Result is the tools/call result as the server sent it, raw (a
+	// CallToolResult: content, structuredContent, isError); what rules see
+	// as result. Nil when no result arrived.
+	Result json.RawMessage
+	// Response is what rules see as response: structuredContent when the
+	// result has one; otherwise the first text content item, as the JSON
+	// value it holds when it holds one and as a JSON string otherwise;
+	// null when the result has neither. Nil when no result arrived.
+	Response json.RawMessage
+	// IsError is the result's isError.
+	IsError bool
+	// Status and Headers are those of the tools/call exchange (header names
+	// lower-case, first value); 0 and nil when it did not happen.
+	Status  int
+	Headers map[string]string
+
+	// Exchanges are the session's HTTP exchanges, in the order they
+	// started.
+	Exchanges []Exchange
+}
+
+// Exchange is one HTTP exchange of a call, as the attempt table shows it.
+type Exchange struct {
+	// Method is the JSON-RPC method of the request ("initialize",
+	// "tools/call"…), "response" for the client's answer to a server
+	// request, or the HTTP method of a request without a body (DELETE).
+	Method string
+	// Session is 1, or 2 for the exchanges after a re-initialization.
+	Session       int
+	StartedAt     time.Time
+	Duration      time.Duration // until the response arrived, or the exchange failed
+	Status        int           // 0 when no response arrived
+	RequestBytes  int64
+	ResponseBytes int64
+	// Code and Message are Answer.Err's on the exchange it was found in;
+	// "" on the others.
+	Code    results.Code
+	Message string
+}
+
+// Call makes one probe session against req.URL: a fresh client session
+// (the SDK tries server/discover, then falls back to initialize), tools/list
+// following nextCursor (at most 10 pages) until the tool shows, tools/call
+// with req.Arguments, and the session's close. A session the server forgets
+// is re-initialized once. Every exchange is bounded by ctx and every
+// answer by req.MaxBodyBytes; Call returns when ctx ends, whatever the
+// server does.
+//
+// Call's error is for the program: a Request it cannot use. Whatever the
+// server did is in the Answer, which is never nil when the error is nil.
+func Call(ctx context.Context, req Request) (*Answer, error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	c := newCall(ctx, req)
+	defer c.end()
+	c.run()
+	return c.answer(), nil
+}
+
+func (r Request) check() error {
+	switch {
+	case r.URL == "":
+		return errors.New("mcpsdk: Request.URL is empty")
+	case r.Tool == "":
+		return errors.New("mcpsdk: Request.Tool is empty")
+	case r.MaxBodyBytes <= 0:
+		return errors.New("mcpsdk: Request.MaxBodyBytes must be positive")
+	case r.HTTPClient == nil:
+		return errors.New("mcpsdk: Request.HTTPClient is nil")
+	}
+	if _, err := url.Parse(r.URL); err != nil {
+		return errors.New("mcpsdk: Request.URL does not parse")
+	}
+	return nil
+}
+
+// call is the state of one Call.
+type call struct {
+	req    Request
+	parent context.Context
+	life   context.Context // every HTTP request is bound to it; ends with Call
+	endAll context.CancelFunc
+	op     context.Context // the SDK's operations; a wire fault cancels it
+	stop   context.CancelCauseFunc
+	rec    *recorder
+	client *mcp.Client
+	hc     *http.Client
+
+	session int
+	// What the call found.
+	version       string
+	reinitialized bool
+	tool          json.RawMessage
+	def           toolDef
+	result        json.RawMessage
+	callX         int // the tools/call exchange, -1 before it
+	failure       *verdict
+}
+
+func newCall(ctx context.Context, req Request) *call {
+	now := req.Now
+	if now == nil {
+		now = time.Now
+	}
+	life, endAll := context.WithCancel(ctx)
+	op, stop := context.WithCancelCause(life)
+	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1}
+	c.rec = &recorder{now: now, limit: req.MaxBodyBytes, stop: stop}
+
+	header := req.Header.Clone()
+	host := header.Get("Host")
+	header.Del("Host")
+	next := req.HTTPClient.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc := *req.HTTPClient
+	hc.Transport = &wireTripper{next: next, header: header, host: host, life: life, rec: c.rec, tool: req.Tool}
+	c.hc = &hc
+
+	name, version := req.ClientName, req.ClientVersion
+	if name == "" {
+		name = "toolpulse"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	c.client = mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{
+		// A probe offers no roots, sampling or elicitation: a server that
+		// needs them gets needs_input, not an answer made up for it.
+		Capabilities: &mcp.ClientCapabilities{},
+		// An input_required result comes back as it is, to be judged,
+		// instead of being answered from handlers a probe does not have.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	return c
+}
+
+func (c *call) end() {
+	c.stop(nil)
+	c.endAll()
+}
+
+// run makes the session, and a second one if the server forgets the first.
+func (c *call) run() {
+	for c.session = 1; c.session <= 2; c.session++ {
+		c.rec.setSession(c.session)
+		v := c.once()
+		if v == nil {
+			c.failure = nil
+			return
+		}
+		if v.sessionLost && c.session == 1 {
+			c.reinitialized = true
+			continue
+		}
+		if v.sessionLost {
+			v.message += "; again after one re-initialization"
+		}
+		c.failure = v
+		return
+	}
+}
+
+// once makes one session: connect, list (unless an earlier session found
+// the tool), call, close.
+func (c *call) once() *verdict {
+	from := c.rec.count()
+	t := Transport(c.req.URL, c.hc)
+	t.MaxEventSize = maxEventSize(c.req.MaxBodyBytes)
+	cs, err := c.client.Connect(c.op, t, nil)
+	if err != nil {
+		return c.connectFailure(from, err)
+	}
+	defer func() { _ = cs.Close() }()
+	if init := cs.InitializeResult(); init != nil {
+		c.version = init.ProtocolVersion
+	}
+	if c.tool == nil {
+		if v := c.list(cs); v != nil {
+			return v
+		}
+	}
+	if c.def.destructive() && !c.req.AllowDestructive {
+		return &verdict{code: results.CodeDestructiveTool, exchange: -1,
+			message: "tools/call " + quote(c.req.Tool) + " not made: tools/list annotates the tool destructiveHint: true and the probe does not set allow_destructive"}
+	}
+	return c.call(cs)
+}
+
+// list pages through tools/list until the tool shows.
+func (c *call) list(cs *mcp.ClientSession) *verdict {
+	cursor, seen := "", 0
+	for page := 1; page <= maxPages; page++ {
+		from := c.rec.count()
+		_, err := cs.ListTools(c.op, &mcp.ListToolsParams{Cursor: cursor})
+		i := c.rec.last("tools/list", from)
+		if err != nil {
+			return c.stepFailure("tools/list", i, err)
+		}
+		x := c.rec.get(i)
+		p, perr := parsePage(x.response)
+		if perr != nil {
+			return &verdict{code: results.CodeMCPProtocol, exchange: i, message: "tools/list: " + perr.Error()}
+		}
+		seen += len(p.tools)
+		for _, raw := range p.tools {
+			def, ok := parseTool(raw)
+			if ok && def.Name == c.req.Tool {
+				c.tool, c.def = raw, def
+				return nil
+			}
+		}
+		if p.next == "" {
+			return &verdict{code: results.CodeToolMissing, exchange: i,
+				message: "tools/list: no tool " + quote(c.req.Tool) + " among the " + plural(seen, "tool") + " the server lists"}
+		}
+		cursor = p.next
+	}
+	return &verdict{code: results.CodeToolMissing, exchange: c.rec.last("tools/list", 0),
+		message: "tools/list: no tool " + quote(c.req.Tool) + " among the " + plural(seen, "tool") + " of the first 10 pages; the listing goes on"}
+}
+
+// call makes the tools/call and judges its result.
+func (c *call) call(cs *mcp.ClientSession) *verdict {
+	args := c.req.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	from := c.rec.count()
+	_, err := cs.CallTool(c.op, &mcp.CallToolParams{Name: c.req.Tool, Arguments: args})
+	i := c.rec.last("tools/call", from)
+	c.callX = i
+	if err != nil {
+		if v := c.stepFailure("tools/call", i, err); v != nil {
+			return v
+		}
+	}
+	x := c.rec.get(i)
+	result, perr := resultOf(x.response)
+	if perr != nil {
+		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: "tools/call " + quote(c.req.Tool) + ": " + perr.Error()}
+	}
+	c.result = result
+	return c.judgeResult(i)
+}
+
+// answer assembles what the call got.
+func (c *call) answer() *Answer {
+	a := &Answer{ProtocolVersion: c.version, Reinitialized: c.reinitialized, Tool: c.tool, Result: c.result}
+	xs := c.rec.snapshot()
+	if c.callX >= 0 && c.callX < len(xs) {
+		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
+	}
+	if c.result != nil {
+		a.Response, a.IsError = ResponseOf(c.result)
+	}
+	if v := c.failure; v != nil {
+		a.Err = results.NewError(v.code, "%s", c.scrub(v.message))
+		a.RetryAfter, a.RetryAfterSet = v.retryAfter, v.retryAfterSet
+	}
+	for i, x := range xs {
+		e := Exchange{
+			Method:        x.method,
+			Session:       x.session,
+			StartedAt:     x.started,
+			Duration:      x.duration,
+			Status:        x.status,
+			RequestBytes:  x.reqBytes,
+			ResponseBytes: x.bytes,
+		}
+		if !x.done {
+			e.Duration = c.rec.now().Sub(x.started)
+		}
+		switch {
+		case x.httpMethod != http.MethodPost:
+			e.Method = x.httpMethod
+		case e.Method == "":
+			e.Method = "response"
+		}
+		if a.Err != nil && c.failure.exchange == i {
+			e.Code, e.Message = a.Err.Code, a.Err.Message
+		}
+		a.Exchanges = append(a.Exchanges, e)
+	}
+	return a
+}
+
+// scrub removes the endpoint's credentials from a message: the SDK's error
+// texts quote the URL.
+func (c *call) scrub(s string) string {
+	u, err := url.Parse(c.req.URL)
+	if err != nil || u.User == nil {
+		return s
+	}
+	s = strings.ReplaceAll(s, c.req.URL, u.Redacted())
+	if p, ok := u.User.Password(); ok && p != "" {
+		s = strings.ReplaceAll(s, p, "xxxxx")
+	}
+	return s
+}
+
+// maxEventSize is the SDK's bound on one SSE event: above the body limit,
+// so that the limit, which the wire enforces, is the one a call meets.
+func maxEventSize(limit int64) int {
+	if limit >= math.MaxInt32 {
+		return -1
+	}
+	return int(limit) + 1
+}
+
+// lowerHeaders is a response's headers as rules see them: lower-case names,
+// first value.
+func lowerHeaders(h http.Header) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			out[strings.ToLower(k)] = v[0]
+		}
+	}
+	return out
+}

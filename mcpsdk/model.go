@@ -1,0 +1,141 @@
+package mcpsdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// The protocol's values as the call reads them from the wire, raw: the
+// SDK's types drop what they find invalid and normalise the rest, and a
+// probe must see what the server sent.
+
+// page is one tools/list answer.
+type page struct {
+	tools []json.RawMessage
+	next  string
+}
+
+// parsePage reads a raw tools/list response.
+func parsePage(response json.RawMessage) (page, error) {
+	var m struct {
+		Result *struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor *string           `json:"nextCursor"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(response, &m); err != nil || m.Result == nil {
+		return page{}, errors.New("the answer is not a ListToolsResult")
+	}
+	p := page{tools: m.Result.Tools}
+	if m.Result.NextCursor != nil {
+		p.next = *m.Result.NextCursor
+	}
+	return p, nil
+}
+
+// toolDef is what the call needs of a listed tool.
+type toolDef struct {
+	Name         string          `json:"name"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  *struct {
+		DestructiveHint *bool `json:"destructiveHint"`
+	} `json:"annotations"`
+}
+
+// parseTool reads one raw tools/list entry; false when it is not an object
+// with a name.
+func parseTool(raw json.RawMessage) (toolDef, bool) {
+	var d toolDef
+	if json.Unmarshal(raw, &d) != nil || d.Name == "" {
+		return toolDef{}, false
+	}
+	return d, true
+}
+
+// destructive reports whether the listing says destructiveHint: true. The
+// protocol gives an absent hint the default true, for a tool that is not
+// read-only; SPEC §10 refuses only the tools whose listing says so, or
+// every tool of a server that leaves annotations out would be refused.
+func (d toolDef) destructive() bool {
+	return d.Annotations != nil && d.Annotations.DestructiveHint != nil && *d.Annotations.DestructiveHint
+}
+
+func (d toolDef) hasOutputSchema() bool { return !isNull(d.OutputSchema) }
+
+// resultOf returns the result of a raw JSON-RPC response.
+func resultOf(response json.RawMessage) (json.RawMessage, error) {
+	var m struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(response, &m); err != nil || isNull(m.Result) || !isObject(m.Result) {
+		return nil, errors.New("the answer has no CallToolResult")
+	}
+	return m.Result, nil
+}
+
+// content is one content item of a CallToolResult.
+type content struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func firstText(items []content) string {
+	for _, c := range items {
+		if c.Type == "text" {
+			return c.Text
+		}
+	}
+	return ""
+}
+
+// ResponseOf computes what rules see as response from a raw
+// CallToolResult (SPEC §10): its structuredContent when present; else the
+// JSON value of the first text content item when that text is JSON; else
+// that text as a JSON string; else null. It also returns the result's
+// isError. A live call and a fixture's result: go through it alike.
+func ResponseOf(result json.RawMessage) (json.RawMessage, bool) {
+	var r struct {
+		Content           []content       `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return json.RawMessage("null"), false
+	}
+	if !isNull(r.StructuredContent) {
+		return r.StructuredContent, r.IsError
+	}
+	for _, c := range r.Content {
+		if c.Type != "text" {
+			continue
+		}
+		if t := bytes.TrimSpace([]byte(c.Text)); json.Valid(t) {
+			return json.RawMessage(t), r.IsError
+		}
+		b, _ := json.Marshal(c.Text)
+		return b, r.IsError
+	}
+	return json.RawMessage("null"), r.IsError
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{'
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+func sortStrings(list []string) { slices.Sort(list) }

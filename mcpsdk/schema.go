@@ -1,0 +1,37 @@
+package mcpsdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	// google/jsonschema-go rather than santhosh-tekuri/jsonschema: the SDK
+	// already depends on it (it infers and checks schemas with it), so it
+	// costs toolpulse no module of its own in the binary; it validates
+	// JSON Schema 2020-12 and draft-07, chosen by $schema as SPEC §10 asks;
+	// santhosh-tekuri stays what only checks/ tests use.
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// validateOutput checks structuredContent against a tool's outputSchema:
+// JSON Schema 2020-12 unless the schema's $schema names draft-07. A schema
+// that cannot be used (not a schema, remote references, another draft) is
+// an error too: the probe cannot vouch for the answer.
+func validateOutput(schema, instance json.RawMessage) error {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("the outputSchema is not a JSON Schema: %s", firstLine(err.Error()))
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("the outputSchema cannot be used: %s", firstLine(err.Error()))
+	}
+	var v any
+	if err := json.Unmarshal(instance, &v); err != nil {
+		return errors.New("structuredContent is not JSON")
+	}
+	if err := resolved.Validate(v); err != nil {
+		return errors.New(firstLine(err.Error()))
+	}
+	return nil
+}
