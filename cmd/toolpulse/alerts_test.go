@@ -45,6 +45,10 @@ func TestAlertLifecycle(t *testing.T) {
 	failingFor := time.Since(failingFrom)
 	time.Sleep(500 * time.Millisecond) // room for any duplicate to show up
 
+	// The drift alert was the first post, which Slack refused twice (429,
+	// then 500): its retries may still be on their way.
+	waitUntil("the drift alert", func() bool { return slack.Count(":warning: search response shape changed") >= 1 })
+	time.Sleep(500 * time.Millisecond) // room for a duplicate to show up
 	if got := slack.Count(":warning: search response shape changed"); got != 1 {
 		// One drift to the wrapped layout; the way back is none, since
 		// the profile still knows the old layout.
