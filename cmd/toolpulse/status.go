@@ -252,14 +252,30 @@ func driftNow(d results.Drift, latest *results.Result) string {
 // host and path, never the query or headers, which may carry secrets.
 type requestView struct {
 	Method, Host, Path string
+	// Tool is an MCP probe's tool; "" for an HTTP probe. Method is then
+	// unset: every exchange of the session is a POST.
+	Tool string
 }
 
-func newRequestView(r checks.Request) *requestView {
-	u, err := url.Parse(r.URL)
+// newRequestView is what the probe page shows of p's request: the method,
+// host and path of an HTTP probe, or an MCP probe's tool and server; never
+// the query, the headers or credentials in the URL, which may be secrets.
+func newRequestView(p *checks.Probe) *requestView {
+	raw := p.Request.URL
+	if p.MCP != nil {
+		raw = p.MCP.URL
+	}
+	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return nil
 	}
-	return &requestView{Method: cmp.Or(r.Method, http.MethodGet), Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
+	v := &requestView{Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
+	if p.MCP != nil {
+		v.Tool = p.MCP.Tool
+		return v
+	}
+	v.Method = cmp.Or(p.Request.Method, http.MethodGet)
+	return v
 }
 
 func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
@@ -467,7 +483,7 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	}
 	pv := &probeView{Configured: cfg != nil}
 	if cfg != nil {
-		pv.Request = newRequestView(cfg.Request)
+		pv.Request = newRequestView(cfg)
 		if cfg.Consumer != nil {
 			pv.Select, pv.Validate = cfg.Consumer.Select, cfg.Consumer.Validate
 		}

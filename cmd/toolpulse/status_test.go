@@ -245,7 +245,7 @@ func newStatusFixture(t *testing.T) *statusFixture {
 			Request: checks.Request{Method: "POST", URL: "https://search.example.com/v1/search?api_key=k3y-in-the-query"},
 			Consumer: &consumers.Consumer{Name: ref.Name, Version: ref.Version, RuleHash: ref.RuleHash,
 				Select: "response.results | filter(.score >= 0.75)", Validate: `type(.id) == "string"`}},
-		{Name: "fresh", Interval: time.Minute},
+		{Name: "fresh", Interval: time.Minute, MCP: &checks.MCP{URL: "http://user:pw-SECRET@tools.example.com:3901/mcp?token=t0k3n", Tool: "get-weather"}},
 		{Name: "tracker", Interval: time.Minute},
 	}
 	srv := httptest.NewServer(newServer(serverDeps{
@@ -377,6 +377,15 @@ func TestStatusProbePage(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/probes/tracker lacks %q", want)
 		}
+	}
+
+	// An MCP probe shows its tool and server, without credentials or query.
+	_, body = f.get(t, "/probes/fresh")
+	if want := `<dt>MCP tool</dt><dd><code>get-weather</code> at <code>tools.example.com:3901/mcp</code></dd>`; !strings.Contains(body, want) {
+		t.Errorf("/probes/fresh lacks %q", want)
+	}
+	if strings.Contains(body, "pw-SECRET") || strings.Contains(body, "t0k3n") {
+		t.Errorf("/probes/fresh shows the MCP URL's credentials or query")
 	}
 
 	_, body = f.get(t, "/probes/search")
