@@ -171,13 +171,7 @@ func (l *loader) request(e entry, r *Request) {
 			r.Method, methodOK = d.str(x.value, x.path)
 			methodN = x.value
 		case "url":
-			var ok bool
-			r.URL, ok = d.str(x.value, x.path)
-			urlN = x.value
-			if problem := httpURLProblem(r.URL); ok && problem != "" {
-				// The URL is not quoted: its query string may carry a key.
-				d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
-			}
+			r.URL, urlN = l.endpointURL(x), x.value
 		case "headers":
 			r.Headers = l.headers(x)
 		case "query":
@@ -213,6 +207,17 @@ func (l *loader) request(e entry, r *Request) {
 	}
 }
 
+// endpointURL decodes a probe's url, request.url or mcp.url: an absolute
+// http(s) URL. An error never quotes it: its query or user info may carry
+// a credential.
+func (l *loader) endpointURL(x entry) string {
+	v, ok := l.d.str(x.value, x.path)
+	if problem := httpURLProblem(v); ok && problem != "" {
+		l.d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
+	}
+	return v
+}
+
 // mcp decodes the tool call of an MCP probe (SPEC §10).
 func (l *loader) mcp(e entry) *MCP {
 	d := l.d
@@ -221,13 +226,7 @@ func (l *loader) mcp(e entry) *MCP {
 	_, ok := d.object(e.value, e.path, mcpKeys, func(x entry) {
 		switch x.key {
 		case "url":
-			var ok bool
-			m.URL, ok = d.str(x.value, x.path)
-			urlN = x.value
-			if problem := httpURLProblem(m.URL); ok && problem != "" {
-				// The URL is not quoted: it may carry credentials.
-				d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
-			}
+			m.URL, urlN = l.endpointURL(x), x.value
 		case "headers":
 			m.Headers = l.headers(x)
 		case "tool":
