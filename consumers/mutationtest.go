@@ -14,6 +14,15 @@ type MutationBase struct {
 	Status     int // 0 means 200
 	Headers    map[string]string
 	MinResults int // as the probe or fixture requires
+	// Result and Tool are what an MCP consumer's rules see beside the
+	// response (Input.Result, Input.Tool); nil for HTTP, and Result nil
+	// for a recorded answer, which keeps only the response.
+	Result, Tool map[string]any
+	// ResultWith, when set, returns Result carrying a mutated response
+	// where the response came from (structuredContent, or the text
+	// item), so that a rule reading result sees the mutation that a rule
+	// reading response sees. nil leaves Result unchanged.
+	ResultWith func(response any) map[string]any
 }
 
 // SurvivorClass says whether a surviving mutation is a problem.
@@ -127,7 +136,7 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 		return accepted[string(m.Kind)]
 	}
 	for _, b := range bases {
-		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers}
+		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers, Result: b.Result, Tool: b.Tool}
 		if in.Status == 0 {
 			in.Status = 200
 		}
@@ -140,6 +149,9 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 		eachMutation(b.Response, reads, func(m Mutation) bool {
 			r.Total++
 			in.Response = m.Response
+			if b.ResultWith != nil {
+				in.Result = b.ResultWith(m.Response)
+			}
 			v := c.Apply(in, b.MinResults)
 			if v.Err != nil {
 				r.Killed++

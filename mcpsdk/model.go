@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -120,6 +121,43 @@ func ResponseOf(result json.RawMessage) (json.RawMessage, bool) {
 		return b, r.IsError
 	}
 	return json.RawMessage("null"), r.IsError
+}
+
+// ResultWith returns a copy of result, a CallToolResult as rule values,
+// with response put where ResponseOf took it from: structuredContent when
+// present, else the first text content item (as JSON text, or the string
+// itself when response is one and the text was not JSON). A result with
+// neither is returned as it is. toolpulse test uses it to show a rule
+// reading result the mutation a rule reading response sees.
+func ResultWith(result map[string]any, response any) map[string]any {
+	out := maps.Clone(result)
+	if sc, ok := out["structuredContent"]; ok && sc != nil {
+		out["structuredContent"] = response
+		return out
+	}
+	items, _ := out["content"].([]any)
+	for i, item := range items {
+		c, ok := item.(map[string]any)
+		if !ok || c["type"] != "text" {
+			continue
+		}
+		text, _ := c["text"].(string)
+		c = maps.Clone(c)
+		if s, isString := response.(string); isString && !json.Valid(bytes.TrimSpace([]byte(text))) {
+			c["text"] = s
+		} else {
+			b, err := json.Marshal(response)
+			if err != nil {
+				return out
+			}
+			c["text"] = string(b)
+		}
+		items = slices.Clone(items)
+		items[i] = c
+		out["content"] = items
+		return out
+	}
+	return out
 }
 
 func isObject(raw json.RawMessage) bool {

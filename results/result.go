@@ -50,7 +50,9 @@ type Shape struct {
 	Baseline string
 	Drift    []string
 	// Sample is the whole body that showed this shape, every known secret
-	// scrubbed, so that a real answer of the shape can be replayed later.
+	// scrubbed, so that a real answer of the shape can be replayed later;
+	// for an MCP probe, the whole CallToolResult the shape's response came
+	// from.
 	// Only a passing run whose fingerprint differs from its probe's
 	// previous pass carries it (the first pass of a process, and every
 	// change of shape among passes), and only when the scrubbed body fits

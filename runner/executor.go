@@ -197,7 +197,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	// Only a pass: `toolpulse test --mutate --from-db` mutates the sample and
 	// needs a body the consumer accepted.
 	if res.Shape != nil && res.Outcome == results.Pass && e.newShape(op.p, res.Shape.Fingerprint) {
-		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.payload)))
+		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.replay)))
 	}
 }
 

@@ -48,6 +48,25 @@ func FixtureResponse(f consumers.Fixture) (response any, isError bool, err error
 	return v, isError, nil
 }
 
+// FixtureBase is f as a mutation base for `toolpulse test --mutate`:
+// what the rules see of it as response and, for a result: fixture, the
+// whole result, which carries each mutated response where the response
+// came from, so that a rule reading result.structuredContent is tested
+// as one reading response is.
+func FixtureBase(f consumers.Fixture) (consumers.MutationBase, error) {
+	response, _, err := FixtureResponse(f)
+	if err != nil {
+		return consumers.MutationBase{}, err
+	}
+	b := consumers.MutationBase{Name: f.Name, Response: response, Status: f.Status, Headers: f.Headers,
+		MinResults: f.MinResults}
+	if result, ok := f.ToolResult(); ok {
+		b.Result = result
+		b.ResultWith = func(response any) map[string]any { return mcpsdk.ResultWith(result, response) }
+	}
+	return b, nil
+}
+
 // JudgeFixture returns the verdict a run of a probe with consumer c and
 // expect.status expectStatus would reach on f's canned exchange: the status
 // is classified exactly as a live response's is (so a 503 fixture is

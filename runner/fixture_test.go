@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/toolpulse/toolpulse/consumers"
@@ -92,4 +94,62 @@ func TestJudgeResultFixture(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFixtureBaseMutatesResult: a result: fixture is mutated where its
+// response came from, so a rule that reads result.structuredContent (or
+// the JSON in the text item) is mutation-tested exactly as the same rule
+// reading response: the same mutations are killed and the same survive.
+func TestFixtureBaseMutatesResult(t *testing.T) {
+	compile := func(sel string) *consumers.Consumer {
+		c, errs := consumers.Compile(consumers.Source{Name: "items", Version: "1", Select: sel,
+			Validate: `type(.id) == "string"`})
+		if errs != nil {
+			t.Fatal(errs)
+		}
+		return c
+	}
+	items := map[string]any{"items": []any{map[string]any{"id": "a", "title": "A"}}}
+	structured := map[string]any{"content": []any{map[string]any{"type": "text", "text": "see structuredContent"}},
+		"structuredContent": items}
+	text := map[string]any{"content": []any{map[string]any{"type": "text", "text": `{"items":[{"id":"a","title":"A"}]}`}}}
+	tests := []struct {
+		name, sel string
+		result    map[string]any
+	}{
+		{"structuredContent", `result.structuredContent.items`, structured},
+		{"text item", `fromJSON(result.content[0].text).items`, text},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := json.Marshal(tt.result)
+			f := consumers.Fixture{Name: "ok", Result: tt.result, MinResults: 1}
+			base, err := FixtureBase(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := compile(tt.sel).MutationTest([]consumers.MutationBase{base})
+			want := compile(`response.items`).MutationTest([]consumers.MutationBase{base})
+			if len(got.Bases) != 1 {
+				t.Fatalf("the fixture was not mutated: skipped %v", got.Skipped)
+			}
+			if got.Total == 0 || got.Total != want.Total || got.Killed != want.Killed {
+				t.Errorf("reading result: %d of %d killed; reading response: %d of %d", got.Killed, got.Total, want.Killed, want.Total)
+			}
+			if g, w := survivorNames(got), survivorNames(want); !slices.Equal(g, w) {
+				t.Errorf("reading result, survivors %v; reading response, %v", g, w)
+			}
+			if after, _ := json.Marshal(tt.result); string(after) != string(before) {
+				t.Errorf("mutating changed the fixture's result: %s, was %s", after, before)
+			}
+		})
+	}
+}
+
+func survivorNames(r consumers.MutationReport) []string {
+	var out []string
+	for _, s := range r.Survivors {
+		out = append(out, s.Mutation.Name)
+	}
+	return out
 }

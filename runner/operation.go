@@ -22,7 +22,12 @@ type operation struct {
 	parent context.Context // the caller's: its end means canceled
 
 	loop    *attemptLoop // nil until the attempts begin
-	payload []byte       // the last attempt's answer, for the rules and the samples
+	payload []byte       // the last attempt's answer, for the rules and the failure sample
+	// replay is the whole answer the rules saw, for the shape sample that
+	// `toolpulse test --from-db` replays: the payload of an HTTP probe, the
+	// whole CallToolResult of an MCP probe (its response derives from it,
+	// and a rule may read result).
+	replay []byte
 }
 
 // maxMessage bounds a message built from an error's text.
@@ -49,7 +54,10 @@ func (op *operation) run(res *results.Result) {
 	op.loop = loop
 	failure := loop.run(ex)
 	payload, meta := ex.answer()
-	op.payload = payload
+	op.payload, op.replay = payload, payload
+	if op.p.MCP != nil {
+		op.replay = meta.result
+	}
 	if failure != nil {
 		res.Fail(failure)
 		return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -216,17 +217,37 @@ func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.
 		if !ok {
 			continue
 		}
-		body, err := consumers.DecodeJSON([]byte(s.Body))
+		b, err := recordedBase(p, s.Body)
 		if err != nil {
 			// Stored samples are whole bodies; one that does not decode is
 			// skipped, not fatal.
 			fmt.Fprintf(e.stderr, "toolpulse: the recorded response of %s does not decode (%v); skipped\n", p.Name, err)
 			continue
 		}
-		out[p.Name] = consumers.MutationBase{Name: "db: " + p.Name, Response: body,
-			MinResults: p.Expect.MinResults}
+		out[p.Name] = b
 	}
 	return out, nil
+}
+
+// recordedBase is p's recorded answer body as a mutation base: the
+// response of an HTTP probe; for an MCP probe the whole CallToolResult,
+// mutated where its response came from, as a result: fixture is.
+func recordedBase(p *checks.Probe, body string) (consumers.MutationBase, error) {
+	name := "db: " + p.Name
+	if p.MCP == nil {
+		v, err := consumers.DecodeJSON([]byte(body))
+		return consumers.MutationBase{Name: name, Response: v, MinResults: p.Expect.MinResults}, err
+	}
+	v, err := consumers.DecodeJSON([]byte(body))
+	if err != nil {
+		return consumers.MutationBase{}, err
+	}
+	result, ok := v.(map[string]any)
+	if !ok {
+		return consumers.MutationBase{}, errors.New("not a CallToolResult")
+	}
+	b, err := runner.FixtureBase(consumers.Fixture{Name: name, Result: result, MinResults: p.Expect.MinResults})
+	return b, err
 }
 
 // testConsumer judges t's fixtures and, with mutate, mutation-tests the
@@ -254,9 +275,9 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 		cr.Fixtures = append(cr.Fixtures, fr)
 		if fr.OK && v.Outcome == "pass" {
 			// A result: fixture is mutated as what the rules see as response.
-			response, _, _ := runner.FixtureResponse(f)
-			bases = append(bases, consumers.MutationBase{Name: f.Name, Response: response,
-				Status: f.Status, Headers: f.Headers, MinResults: f.MinResults})
+			if b, err := runner.FixtureBase(f); err == nil {
+				bases = append(bases, b)
+			}
 		}
 	}
 	if !mutate {

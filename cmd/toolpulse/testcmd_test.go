@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolpulse/toolpulse/internal/mcptest"
 )
 
 // runIn runs the CLI in-process from dir (for relative config and consumer
@@ -280,5 +282,69 @@ func TestTestFromDB(t *testing.T) {
 	}
 	if strings.Contains(out, testSecret) {
 		t.Errorf("the secret leaked into the report")
+	}
+}
+
+// TestTestFromDBMCP: the recorded answer of an MCP probe is what its
+// rules saw as response, and `test --mutate --from-db` mutates it as an
+// HTTP probe's body; a result: fixture of the same consumer is mutated
+// beside it.
+func TestTestFromDBMCP(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{{
+		Name:        "search",
+		Description: "Search the docs.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+		Handler: func(context.Context, json.RawMessage) mcptest.Result {
+			return mcptest.Result{
+				Content:           []mcptest.Content{{Type: "text", Text: "see structuredContent"}},
+				StructuredContent: map[string]any{"results": []any{map[string]any{"id": "doc_1", "title": "Guide"}}},
+			}
+		},
+	}}})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "consumers", "docs.yaml"), `name: docs
+version: "1"
+select: result.structuredContent.results
+validate: type(.id) == "string" && type(.title) == "string"
+fixtures:
+  - name: structured
+    result:
+      content: [{type: text, text: see structuredContent}]
+      structuredContent: {results: [{id: doc_9, title: Other}]}
+    expect: pass
+`)
+	writeFile(t, filepath.Join(dir, "checks.yaml"), `version: 1
+storage: {path: results.db}
+defaults:
+  timeout: 2s
+  retries: {max_attempts: 1, budget: 5s}
+consumers:
+  - {name: docs, file: consumers/docs.yaml}
+probes:
+  - name: docs_search
+    mcp: {url: "${MCP_URL}", tool: search, arguments: {query: guide}}
+    consumer: docs
+`)
+	h := &cliRun{t: t, dir: dir, env: map[string]string{"MCP_URL": srv.URL}}
+	if code, out, errOut := h.run("check"); code != exitOK {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := h.run("test", "--mutate", "--from-db", "--format", "json")
+	if code == exitUsage || code == exitSoftware || code == exitConfig {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `"bases":["structured","db: docs_search"]`) {
+		t.Errorf("the fixture's result and the recorded MCP answer were not both mutated\n%s%s", out, errOut)
+	}
+}
+
+// writeFile writes content to path, making its directory.
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
