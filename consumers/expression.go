@@ -68,6 +68,26 @@ func (x *Expression) Vars() (names []string, dynamic bool) {
 	return varsRead(x.prog.Node())
 }
 
+// Vars lists the captures the consumer's rules read as vars.NAME, as
+// Expression.Vars does: a consumer on a step may read those of earlier
+// steps (SPEC §11).
+func (c *Consumer) Vars() (names []string, dynamic bool) {
+	if c == nil || c.selectProg == nil {
+		return nil, false
+	}
+	names, dynamic = varsRead(c.selectProg.Node())
+	if c.validateProg != nil {
+		more, d := varsRead(c.validateProg.Node())
+		for _, n := range more {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		dynamic = dynamic || d
+	}
+	return names, dynamic
+}
+
 // varsRead walks n for reads of the vars identifier.
 func varsRead(n ast.Node) (names []string, dynamic bool) {
 	var walk func(n ast.Node)
