@@ -174,6 +174,10 @@ type Step struct {
 	Timeout time.Duration
 	Retries Retries
 	Expect  Expect
+	// Needs are the captures the step's templates and rules name, which
+	// it cannot run without: an always step whose earlier step failed
+	// before capturing one is skipped.
+	Needs []string
 }
 
 // Kind is KindMCP for an MCP step and KindHTTP for an HTTP one.

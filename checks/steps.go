@@ -30,6 +30,16 @@ const DefaultEvery = time.Second
 // name: operation_id, and the captures of the steps decoded so far.
 type scope struct {
 	captured map[string]string // name -> the step that captures it
+	// needs collects the captures the step being decoded names in its
+	// templates and rules.
+	needs []string
+}
+
+// need records that the step being decoded names a capture.
+func (s *scope) need(name string) {
+	if !slices.Contains(s.needs, name) {
+		s.needs = append(s.needs, name)
+	}
 }
 
 func newScope() *scope { return &scope{captured: map[string]string{}} }
@@ -56,6 +66,7 @@ func (l *loader) template(n ast.Node, path, str string) {
 		if r.name == OperationIDVar {
 			continue
 		}
+		l.scope.need(r.name)
 		if _, ok := l.scope.captured[r.name]; !ok {
 			l.d.errorf(n, "%s: {{%s}} is not captured by an earlier step; known here: %s", path, r.name, l.scope.known())
 		}
@@ -92,6 +103,7 @@ func (l *loader) vars(n ast.Node, path string, names []string, dynamic bool) {
 		l.d.errorf(n, "%s: reads vars by a computed name; write vars.NAME, with NAME captured by an earlier step", path)
 	}
 	for _, name := range names {
+		l.scope.need(name)
 		if _, ok := l.scope.captured[name]; !ok {
 			l.d.errorf(n, "%s: vars.%s is not captured by an earlier step; known here: %s", path, name, l.scope.known())
 		}
@@ -125,6 +137,7 @@ func (l *loader) steps(e entry, t tuning) []Step {
 func (l *loader) step(item ast.Node, path string, t tuning, names map[string]ast.Node) (Step, bool) {
 	d := l.d
 	s := Step{}
+	l.scope.needs = nil
 	var own tuning
 	var kinds []entry
 	var consumerE, captureE, untilE, withinE, everyE, retriesE *entry
@@ -187,6 +200,7 @@ func (l *loader) step(item ast.Node, path string, t tuning, names map[string]ast
 
 	// Captures come last: this step's rules see only earlier captures,
 	// and the steps after it see these.
+	s.Needs = l.scope.needs
 	if captureE != nil {
 		s.Capture = l.captures(*captureE, s.Name)
 	}

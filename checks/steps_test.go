@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ func TestLoadSteps(t *testing.T) {
 	}
 	if verify.Until == nil || verify.Within != 10*time.Second || verify.Every != time.Second || verify.Always {
 		t.Errorf("verify: until %v within %s every %s", verify.Until, verify.Within, verify.Every)
+	}
+	if !slices.Equal(verify.Needs, []string{"refund_id"}) || !slices.Equal(cleanup.Needs, []string{"refund_id"}) || refund.Needs[0] != "access_token" || token.Needs != nil {
+		t.Errorf("needs: token %v, refund %v, verify %v, cleanup %v", token.Needs, refund.Needs, verify.Needs, cleanup.Needs)
 	}
 	if !cleanup.Always || cleanup.Request.Method != "DELETE" {
 		t.Errorf("cleanup: always %v, method %s", cleanup.Always, cleanup.Request.Method)

@@ -34,6 +34,9 @@ type Attempt struct {
 	Code       Code          // "" when this attempt produced a usable exchange
 	Message    string        // why the attempt failed; "" when Code is ""
 	Wait       time.Duration // back-off before the next attempt; 0 on the last
+	// Step is the step of a multi-step probe the attempt belongs to
+	// (SPEC §11); "" for a single probe.
+	Step string
 }
 
 // Shape is the structural shape of a JSON response body: its canonical text,
@@ -86,12 +89,16 @@ type ConsumerRef struct {
 // Result is one operation: one run of one probe, ending in exactly one
 // outcome.
 type Result struct {
-	OperationID    string
-	Probe          string
-	StartedAt      time.Time
-	Duration       time.Duration
-	Outcome        Outcome
-	Error          *Error // nil exactly when Outcome is Pass
+	OperationID string
+	Probe       string
+	StartedAt   time.Time
+	Duration    time.Duration
+	Outcome     Outcome
+	Error       *Error // nil exactly when Outcome is Pass
+	// Step is the step of a multi-step probe that decided the outcome:
+	// the first that failed; "" when every step passed, and for a single
+	// probe (SPEC §11).
+	Step           string
 	Attempts       []Attempt
 	HTTPStatus     int // final status; 0 when no response arrived
 	SelectedCount  int
