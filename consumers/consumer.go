@@ -76,8 +76,12 @@ type Consumer struct {
 	clauses []clause
 }
 
-// Ref names the consumer in a result.
+// Ref names the consumer in a result; a nil consumer (a multi-step
+// probe's, whose steps have their own) has the zero ref.
 func (c *Consumer) Ref() results.ConsumerRef {
+	if c == nil {
+		return results.ConsumerRef{}
+	}
 	return results.ConsumerRef{Name: c.Name, Version: c.Version, RuleHash: c.RuleHash}
 }
 
