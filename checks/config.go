@@ -88,7 +88,9 @@ type Probe struct {
 	// Steps are a multi-step probe's calls (SPEC §11); nil for a probe
 	// that makes one call (Request or MCP). Consumer is nil then: each
 	// step has its own.
-	Steps        []Step
+	Steps []Step
+	// Fixtures are a multi-step probe's canned runs, for toolpulse test.
+	Fixtures     []ProbeFixture
 	Consumer     *consumers.Consumer
 	Interval     time.Duration
 	Jitter       time.Duration
@@ -186,6 +188,22 @@ func (s *Step) Kind() string {
 		return KindMCP
 	}
 	return KindHTTP
+}
+
+// ProbeFixture is a canned run of a multi-step probe (SPEC §11): the
+// answers its steps get and the verdict the whole probe must reach on
+// them, so that toolpulse test can check claim_mismatch and
+// capture_failed without a server.
+type ProbeFixture struct {
+	Name string
+	// Answers are each step's canned answers by step name, one per
+	// attempt or poll, the last one repeated; only a fixture's Response or
+	// Result, Status and Headers are used. A step the run reaches without
+	// an answer fails the fixture; an always step without one is skipped.
+	Answers map[string][]consumers.Fixture
+	Expect  consumers.Expectation
+	// Step is the step that must decide the outcome; "" for any.
+	Step string
 }
 
 // Capture is one value a step names for later steps: the rule's value on

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	probeKeys   = append([]string{"name", "request", "mcp", "steps", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
+	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body"}
 	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
 	tlsKeys     = []string{"ca_file", "insecure"}
@@ -48,7 +48,7 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	var own tuning
 	var consumerN ast.Node
 	var kinds []entry // request, mcp, steps: what the probe calls
-	var stepsE *entry
+	var stepsE, fixturesE *entry
 	consumer, consumerOK := "", true
 	l.scope = newScope()
 	present, ok := d.object(item, path, probeKeys, func(e entry) {
@@ -67,6 +67,8 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		case "steps":
 			kinds = append(kinds, e)
 			stepsE = &e
+		case "fixtures":
+			fixturesE = &e
 		case "consumer":
 			var ok bool
 			consumer, ok = d.str(e.value, e.path)
@@ -112,6 +114,12 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	p.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
 	if isSteps {
 		p.Steps = l.steps(*stepsE, t)
+	}
+	switch {
+	case fixturesE != nil && !isSteps:
+		d.errorf(fixturesE.keyN, "%s: only a probe with steps has fixtures of its own; a single call is tested by its consumer's fixtures", fixturesE.path)
+	case fixturesE != nil:
+		p.Fixtures = l.probeFixtures(*fixturesE, p.Steps)
 	}
 	return p
 }

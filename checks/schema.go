@@ -173,6 +173,27 @@ func Schema() ([]byte, error) {
 	step["oneOf"] = []any{map[string]any{"required": []string{"request"}}, map[string]any{"required": []string{"mcp"}}}
 	probeProps["steps"] = map[string]any{"type": "array", "minItems": 1, "items": step,
 		"description": "calls run in order within one operation, each a request or an mcp"}
+	answer := b.object("answer", answerKeys, nil, map[string]any{
+		"response": fixture["properties"].(map[string]any)["response"],
+		"result":   fixture["properties"].(map[string]any)["result"],
+		"status":   intSchema(ptr(int64(100)), ptr(int64(599))),
+		"headers":  stringMap(),
+	})
+	probeProps["fixtures"] = map[string]any{"type": "array", "description": "canned runs of a probe with steps, for toolpulse test",
+		"items": b.object("probe fixture", probeFixtureKeys, probeFixtureKeys, map[string]any{
+			"name": str(),
+			"answers": map[string]any{"type": "object", "description": "each step's canned answer, or a list of them (one per attempt or poll)",
+				"additionalProperties": map[string]any{"anyOf": []any{answer, map[string]any{"type": "array", "minItems": 1, "items": answer}}}},
+			"expect": map[string]any{"anyOf": []any{
+				map[string]any{"enum": outcomes},
+				b.object("probe expectation", stepExpectationKeys, []string{"outcome"}, map[string]any{
+					"outcome":      map[string]any{"enum": outcomes},
+					"code":         str(),
+					"min_selected": integer(0),
+					"step":         withDoc(str(), "the step that must decide the outcome"),
+				}),
+			}},
+		})}
 	for k, v := range tuning {
 		probeProps[k] = v
 	}

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 var (
@@ -382,4 +384,150 @@ func hasHeader(h map[string]Secret, name string) bool {
 		}
 	}
 	return false
+}
+
+var (
+	probeFixtureKeys = []string{"name", "answers", "expect"}
+	answerKeys       = []string{"response", "result", "status", "headers"}
+	// stepExpectationKeys are a fixture expectation's, and the step that
+	// must decide.
+	stepExpectationKeys = append(slices.Clone(expectationKeys), "step")
+)
+
+// probeFixtures decodes a multi-step probe's canned runs: a name, the
+// answers of each step by name (one answer, or a list: one per attempt or
+// poll), and the expected verdict, which may name the deciding step.
+func (l *loader) probeFixtures(e entry, steps []Step) []ProbeFixture {
+	d := l.d
+	items, _ := d.list(e.value, e.path)
+	stepNames := make([]string, len(steps))
+	for i, s := range steps {
+		stepNames[i] = s.Name
+	}
+	var out []ProbeFixture
+	seen := map[string]ast.Node{}
+	for i, item := range items {
+		p := index(e.path, i)
+		f := ProbeFixture{Answers: map[string][]consumers.Fixture{}}
+		present, ok := d.object(item, p, probeFixtureKeys, func(x entry) {
+			switch x.key {
+			case "name":
+				f.Name, _ = d.str(x.value, x.path)
+				if first, dup := seen[f.Name]; dup && f.Name != "" {
+					line, col := d.pos(first)
+					d.errorf(x.value, "%s: duplicate fixture name %q; first defined at line %d, column %d", x.path, f.Name, line, col)
+				}
+				seen[f.Name] = x.value
+			case "answers":
+				es, _ := d.entries(x.value, x.path)
+				for _, a := range es {
+					if !slices.Contains(stepNames, a.key) {
+						hint := ""
+						if s := Suggest(a.key, stepNames); s != "" {
+							hint = fmt.Sprintf(" (did you mean %q?)", s)
+						}
+						d.errorf(a.keyN, "%s: no step is named %q%s; steps: %s", x.path, a.key, hint, strings.Join(stepNames, ", "))
+						continue
+					}
+					f.Answers[a.key] = l.answers(a)
+				}
+			case "expect":
+				f.Expect, f.Step = l.stepExpectation(x, stepNames)
+			}
+		})
+		if !ok {
+			continue
+		}
+		for _, key := range []string{"name", "answers", "expect"} {
+			if _, ok := present[key]; !ok {
+				d.errorf(item, "%s: %s is required", p, key)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// answers decodes one step's canned answers: one, or a list of them.
+func (l *loader) answers(e entry) []consumers.Fixture {
+	d := l.d
+	r, ok := d.resolve(e.value, e.path)
+	if !ok {
+		return nil
+	}
+	if _, isList := r.(*ast.SequenceNode); !isList {
+		return []consumers.Fixture{l.answer(e.value, e.path)}
+	}
+	items, _ := d.list(r, e.path)
+	if len(items) == 0 {
+		d.errorf(r, "%s: must list at least one answer", e.path)
+	}
+	out := make([]consumers.Fixture, 0, len(items))
+	for i, item := range items {
+		out = append(out, l.answer(item, index(e.path, i)))
+	}
+	return out
+}
+
+// answer decodes one canned answer: response or result (an MCP tool's
+// whole CallToolResult), optional status (default 200) and headers.
+func (l *loader) answer(n ast.Node, path string) consumers.Fixture {
+	d := l.d
+	var f consumers.Fixture
+	var kinds []entry
+	d.object(n, path, answerKeys, func(x entry) {
+		switch x.key {
+		case "response":
+			kinds = append(kinds, x)
+			v, _ := d.value(x.value, x.path)
+			f.Response = consumers.Normalize(v)
+		case "result":
+			kinds = append(kinds, x)
+			f.Result = d.toolResult(x)
+		case "status":
+			v, ok := d.integer(x.value, x.path)
+			if ok && (v < 100 || v > 599) {
+				d.errorf(x.value, "%s: %d is not an HTTP status code; expected 100 to 599", x.path, v)
+			}
+			f.Status = int(v)
+		case "headers":
+			h, _, _ := d.stringMap(x.value, x.path)
+			f.Headers = make(map[string]string, len(h))
+			for k, v := range h {
+				f.Headers[strings.ToLower(k)] = v
+			}
+		}
+	})
+	if len(kinds) > 1 {
+		d.errorf(kinds[1].keyN, "%s: not allowed next to %s; an answer gives either response or result", kinds[1].path, kinds[0].key)
+	}
+	return f
+}
+
+// stepExpectation decodes a probe fixture's expect: an expectation as a
+// consumer fixture's, which may also name the step that must decide.
+func (l *loader) stepExpectation(x entry, stepNames []string) (consumers.Expectation, string) {
+	d := l.d
+	step := ""
+	if r, ok := d.resolve(x.value, x.path); ok {
+		if _, isMap := r.(ast.MapNode); isMap {
+			es, _ := d.entries(r, x.path)
+			for _, y := range es {
+				if y.key != "step" {
+					continue
+				}
+				if s, ok := d.str(y.value, y.path); ok {
+					if !slices.Contains(stepNames, s) {
+						d.errorf(y.value, "%s: no step is named %q; steps: %s", y.path, s, strings.Join(stepNames, ", "))
+					}
+					step = s
+				}
+			}
+		}
+	}
+	exp, _ := d.expectationWith(x.value, x.path, stepExpectationKeys)
+	if step != "" && exp.Outcome == results.Pass {
+		d.errorf(x.value, "%s: a pass has no deciding step; step is for contract_error and unavailable", x.path)
+	}
+	return exp, step
 }

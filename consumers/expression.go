@@ -278,3 +278,14 @@ func (x *Expression) Observed(in Input) string {
 	}
 	return ""
 }
+
+// ReadFields is what the expression may read of the answer, as a
+// consumer's ReadFields.
+func (x *Expression) ReadFields() FieldSet {
+	r := readWalker{names: map[string]bool{}}
+	r.walk(x.prog.Node())
+	if r.unknown {
+		return FieldSet{}
+	}
+	return FieldSet{Known: true, Names: r.names}
+}

@@ -258,3 +258,15 @@ func subject(m Mutation) string {
 	}
 	return "the response"
 }
+
+// SurvivorOf describes mutation m of base (named baseName) that a whole
+// probe still passed on, classified and explained as MutationTest does
+// for one consumer; multi-step probes are mutation-tested step by step
+// this way (SPEC §11).
+func SurvivorOf(baseName string, base any, m Mutation, minResults int) Survivor {
+	class := classify(m, minResults)
+	s := Survivor{Base: baseName, Mutation: m, Class: class,
+		Diff: shape.Diff(shape.Of(base), shape.Of(m.Response)), Why: why(m, class)}
+	s.Mutation.Response = nil
+	return s
+}

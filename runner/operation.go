@@ -24,6 +24,10 @@ type operation struct {
 	p      *checks.Probe
 	parent context.Context // the caller's: its end means canceled
 
+	// canned, when set, answers every call from a probe fixture's canned
+	// answers by step name, without the network or waiting (toolpulse test).
+	canned map[string][]consumers.Fixture
+
 	budget   context.Context // parent, bounded by the run's budget
 	deadline time.Time       // the budget's end, by e.now
 	vars     *vars
@@ -90,6 +94,9 @@ func (op *operation) run(res *results.Result) {
 // made (it failed first) is skipped: a clean-up of a refund that was
 // never made has nothing to clean.
 func (op *operation) always(res *results.Result, c call, t http.RoundTripper) {
+	if op.canned != nil && len(op.canned[c.step.Name]) == 0 {
+		return // a fixture need not give a clean-up's answer
+	}
 	for _, name := range c.step.Needs {
 		if _, ok := op.vars.captured[name]; !ok {
 			op.e.logger.Info("always step skipped: a capture it needs was not made", "probe", op.p.Name,
@@ -118,7 +125,7 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 		res.Fail(stepError(c, results.NewError(results.CodeCaptureFailed, "%s", err.Error())))
 		return false
 	}
-	ex, failure := newExchange(op.e, q, t)
+	ex, failure := op.exchange(q, c, t)
 	if failure != nil {
 		res.Step = c.name()
 		res.Fail(stepError(c, failure))
@@ -127,6 +134,7 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 	var poll *poller
 	if c.step != nil && c.step.Until != nil {
 		poll = newPoller(op, c.step)
+		poll.canned, _ = ex.(*cannedExchange)
 	}
 	for {
 		op.loop = newAttemptLoop(op, q, c.name())
@@ -182,12 +190,20 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 	}
 }
 
-// newExchange builds the exchange of call q.
-func newExchange(e *Executor, q *checks.Probe, t http.RoundTripper) (exchange, *results.Error) {
-	if q.MCP != nil {
-		return newMCPExchange(e, q, t), nil
+// exchange builds the exchange of call c, whose probe is q: a canned one
+// when the run replays a fixture.
+func (op *operation) exchange(q *checks.Probe, c call, t http.RoundTripper) (exchange, *results.Error) {
+	if op.canned != nil {
+		answers := op.canned[c.name()]
+		if len(answers) == 0 {
+			return nil, results.NewError(results.CodeInternalError, "the fixture gives no answer for this step")
+		}
+		return &cannedExchange{q: q, answers: answers}, nil
 	}
-	hx, err := newHTTPExchange(e, q, t)
+	if q.MCP != nil {
+		return newMCPExchange(op.e, q, t), nil
+	}
+	hx, err := newHTTPExchange(op.e, q, t)
 	if err != nil {
 		return nil, results.NewError(results.CodeInternalError, "building the request: %v", err)
 	}

@@ -352,3 +352,79 @@ probes:
 		t.Errorf("run: step %q, attempts %+v, consumer %v", res.Step, res.Attempts, res.Consumer)
 	}
 }
+
+// withFixtures adds canned runs to the refund drill.
+func withFixtures(y string) string {
+	return y + `    fixtures:
+      - name: real refund
+        answers:
+          token: {response: {access_token: tok-1}}
+          refund: {status: 201, response: {status: success, data: {refund_id: rf_31}}}
+          verify: [{response: {state: paid, refund_id: null}}, {response: {state: refunded, refund_id: rf_31}}]
+          cleanup: {status: 204}
+        expect: pass
+      - name: clean lie
+        answers:
+          token: {response: {access_token: tok-1}}
+          refund: {status: 201, response: {status: success, data: {refund_id: rf_31}}}
+          verify: {response: {state: paid, refund_id: null}}
+        expect: {outcome: contract_error, code: claim_mismatch, step: verify}
+      - name: no token
+        answers:
+          token: {response: {token_type: bearer}}
+        expect: {outcome: contract_error, code: capture_failed, step: token}
+      - name: tracker down
+        answers:
+          token: {response: {access_token: tok-1}}
+          refund: {status: 201, response: {status: success, data: {refund_id: rf_31}}}
+          verify: {status: 503, response: {error: down}}
+        expect: {outcome: unavailable, code: server_error, step: verify}
+`
+}
+
+// TestJudgeProbeFixture: a multi-step probe's canned runs reach the
+// verdicts a live run would, at once.
+func TestJudgeProbeFixture(t *testing.T) {
+	p := refundProbe(t, "http://127.0.0.1:9", withFixtures)
+	e := NewExecutor(Options{})
+	start := time.Now()
+	for _, f := range p.Fixtures {
+		v := e.JudgeProbeFixture(p, f)
+		if v.Outcome != f.Expect.Outcome || (f.Expect.Code != "" && v.Code() != f.Expect.Code) || v.Step != f.Step {
+			t.Errorf("fixture %q: %s %v at step %q; want %s %s at %q", f.Name, v.Outcome, v.Error, v.Step, f.Expect.Outcome, f.Expect.Code, f.Step)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the fixtures took %s: canned runs must not wait", took)
+	}
+}
+
+// TestMutateProbeFixture: each step's answer is mutated in turn and the
+// whole probe judged; what it still passes on is reported by step.
+func TestMutateProbeFixture(t *testing.T) {
+	p := refundProbe(t, "http://127.0.0.1:9", withFixtures)
+	r := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[0])
+	want := []string{"real refund: step token", "real refund: step refund", "real refund: step verify"}
+	if strings.Join(r.Bases, ",") != strings.Join(want, ",") {
+		t.Errorf("bases %v, want %v (cleanup reads nothing)", r.Bases, want)
+	}
+	if r.Total == 0 || r.Killed == 0 || r.Killed == r.Total {
+		t.Errorf("%d of %d killed", r.Killed, r.Total)
+	}
+	survived := map[string]bool{}
+	for _, s := range r.Survivors {
+		survived[s.Base+" / "+s.Mutation.Name] = true
+	}
+	for _, name := range []string{"real refund: step verify / retype state string->number", "real refund: step refund / remove_field data.refund_id"} {
+		if survived[name] {
+			t.Errorf("%s survived: the claim check or the capture should reject it", name)
+		}
+	}
+	// A token that turns into a number is still sent: nothing checks it.
+	if !survived["real refund: step token / retype access_token string->number"] {
+		t.Errorf("survivors %v; want the retyped token among them", survived)
+	}
+	if bad := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[1]); len(bad.Skipped) != 1 {
+		t.Errorf("a fixture that does not pass was mutated: %+v", bad)
+	}
+}

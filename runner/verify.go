@@ -21,6 +21,9 @@ type poller struct {
 	polls    int
 	last     consumers.Input // the last answer the claim was false on
 	lastErr  *results.Error  // the rule's error on the last answer, if it could not be evaluated
+	// canned is the step's exchange when the run replays a fixture: its
+	// last answer stands for the deadline, and nothing waits.
+	canned *cannedExchange
 }
 
 func newPoller(op *operation, s *checks.Step) *poller {
@@ -59,6 +62,12 @@ func (p *poller) check(in consumers.Input) (held bool, failure *results.Error) {
 // run is canceled meanwhile.
 func (p *poller) wait() *results.Error {
 	op := p.op
+	if p.canned != nil {
+		if p.canned.exhausted() {
+			return p.mismatch()
+		}
+		return nil
+	}
 	every := p.step.Every
 	if every > 0 {
 		// ±20 %, so that probes started together do not poll in step.
