@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,6 +135,21 @@ func (p *Probe) Kind() string {
 		return KindMCP
 	}
 	return KindHTTP
+}
+
+// Consumers are the consumers p's answers are judged by: its own, or
+// those of its steps, in order, each once.
+func (p *Probe) Consumers() []*consumers.Consumer {
+	if p.Consumer != nil {
+		return []*consumers.Consumer{p.Consumer}
+	}
+	var out []*consumers.Consumer
+	for _, s := range p.Steps {
+		if s.Consumer != nil && !slices.Contains(out, s.Consumer) {
+			out = append(out, s.Consumer)
+		}
+	}
+	return out
 }
 
 // RunBudget bounds one whole run of p: retries.budget, raised by the

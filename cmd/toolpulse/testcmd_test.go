@@ -348,3 +348,82 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestTestProbeFixtures: `toolpulse test` judges a multi-step probe's
+// canned runs as a whole, names the deciding step, and with --mutate
+// reports, step by step, what the probe would miss.
+func TestTestProbeFixtures(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "checks.yaml"), `version: 1
+storage: {path: results.db}
+consumers:
+  - name: refund_envelope
+    select: 'response.status == "success" ? [response.data] : fail("refund_failed", "status is " + string(response.status))'
+    validate: type(.refund_id) == "string"
+probes:
+  - name: refund_order_31
+    steps:
+      - name: refund
+        request: {method: POST, url: "http://127.0.0.1:9/refunds", json: {order_id: 31}}
+        consumer: refund_envelope
+        capture: {refund_id: response.data.refund_id}
+      - name: verify
+        request: {url: "http://127.0.0.1:9/orders/31"}
+        until: 'response.state == "refunded" && response.refund_id == vars.refund_id'
+        within: 10s
+    fixtures:
+      - name: real refund
+        answers:
+          refund: {response: {status: success, data: {refund_id: rf_31}}}
+          verify: [{response: {state: paid}}, {response: {state: refunded, refund_id: rf_31}}]
+        expect: pass
+      - name: clean lie
+        answers:
+          refund: {response: {status: success, data: {refund_id: rf_31}}}
+          verify: {response: {state: paid, refund_id: null}}
+        expect: {outcome: contract_error, code: claim_mismatch, step: verify}
+      - name: wrong step expected
+        answers:
+          refund: {response: {status: declined, data: {}}}
+        expect: {outcome: contract_error, step: verify}
+`)
+	h := &cliRun{t: t, dir: dir, env: map[string]string{}}
+	code, out, errOut := h.run("test", "--mutate")
+	if code != exitContractError {
+		t.Fatalf("exit %d, want %d (one fixture expects the wrong step)\n%s%s", code, exitContractError, out, errOut)
+	}
+	for _, want := range []string{
+		"probe refund_order_31 (steps: refund, verify)",
+		"clean lie            expected contract_error claim_mismatch at step verify  got contract_error claim_mismatch at step verify",
+		`FAIL refund_order_31 / wrong step expected: decided at step "refund", want "verify"`,
+		"1 probe(s) with steps",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = h.run("test", "--mutate", "--format", "json")
+	var report struct {
+		Probes []struct {
+			Name     string `json:"name"`
+			Fixtures []struct {
+				Name, Step string
+				OK         bool
+			} `json:"fixtures"`
+			Mutation struct {
+				Bases []string `json:"bases"`
+				Total int      `json:"total"`
+			} `json:"mutation"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || len(report.Probes) != 1 {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	p := report.Probes[0]
+	if p.Fixtures[1].Step != "verify" || !p.Fixtures[1].OK || p.Fixtures[2].OK {
+		t.Errorf("fixtures %+v", p.Fixtures)
+	}
+	if strings.Join(p.Mutation.Bases, ",") != "real refund: step refund,real refund: step verify" || p.Mutation.Total == 0 {
+		t.Errorf("mutation bases %v, %d mutations", p.Mutation.Bases, p.Mutation.Total)
+	}
+}
