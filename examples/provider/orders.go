@@ -16,7 +16,7 @@ import (
 // ad hoc answer (none of them the {status, data, error, tool_name,
 // schema_version} envelope), and an order record an observer can read
 // independently of what the tools claim. The injected failures are in
-// seededOrders; the four endpoints and their shapes are documented on
+// seededOrders; the endpoints and their shapes are documented on
 // Orders.Handler.
 
 // Failure is the failure injected into one order, if any.
@@ -165,11 +165,11 @@ type idempotent struct {
 // random. It is safe for concurrent use.
 type Orders struct {
 	mu          sync.Mutex
-	now         func() time.Time
 	settleDelay time.Duration
 	// refundOf is each order's refund in force (a real one), by order id.
 	refundOf map[int]*refund
-	// refunds holds every refund id ever answered, real or a lie.
+	// refunds holds every refund id answered and not reverted, real or a
+	// lie.
 	refunds map[string]*refund
 	// issued counts the refund ids answered per order, for the next id.
 	issued map[int]int
@@ -181,7 +181,7 @@ type Orders struct {
 // NewOrders returns the order-support provider with every order paid and
 // no settle delay.
 func NewOrders() *Orders {
-	o := &Orders{now: time.Now}
+	o := &Orders{}
 	o.reset()
 	return o
 }
@@ -328,7 +328,7 @@ func (o *Orders) order(w http.ResponseWriter, r *http.Request) {
 	}
 	o.mu.Lock()
 	rf := o.refundOf[c.ID]
-	now := o.now()
+	now := time.Now()
 	o.mu.Unlock()
 	body := map[string]any{"id": c.ID, "state": "paid", "refund_id": nil}
 	if rf != nil && !now.Before(rf.settles) {
@@ -410,7 +410,7 @@ func (o *Orders) decide(c OrderCase, amount float64) (int, any) {
 		order:   c.ID,
 		amount:  amount,
 		real:    c.Failure != CleanLie,
-		settles: o.now().Add(o.settleDelay),
+		settles: time.Now().Add(o.settleDelay),
 	}
 	o.refunds[rf.id] = rf
 	if rf.real {
