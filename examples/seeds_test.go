@@ -144,7 +144,8 @@ func (r orderRun) stoppedAt() string {
 	return tools[len(r.calls)-1]
 }
 
-// runAgent handles every order the way the seed's agent does, under s.
+// runAgent handles every order the way the seed's agent does, each tool
+// call judged by its probe in probes.
 func runAgent(ctx context.Context, exec *runner.Executor, probes map[string]*checks.Probe, orders []provider.OrderCase) []orderRun {
 	runs := make([]orderRun, 0, len(orders))
 	for _, c := range orders {
