@@ -32,7 +32,7 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// TestTestSeedExamples runs the three seed consumers the way CI would: all
+// TestTestSeedExamples runs the seed consumers the way CI would: all
 // fixtures meet their expectations and no blind spot is left unaccepted.
 func TestTestSeedExamples(t *testing.T) {
 	code, out, errOut := runIn(t, repoRoot(t), "-c", "examples/seeds/checks.yaml", "test", "--mutate")
@@ -42,9 +42,10 @@ func TestTestSeedExamples(t *testing.T) {
 	for _, want := range []string{
 		"select_results v2", "refund_envelope v1", "search_runs v1",
 		"ok  order 31, rejected with a buried ok",
+		"orders_refund_envelope v1", "ok  order 31, declined with a buried ok",
 		"accepted    wrap_list results  [original list layout]",
 		"control     add_field $  [runs found]",
-		"ok: 3 consumer(s)",
+		"ok: 9 consumer(s)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
