@@ -86,8 +86,14 @@ type ConsumerRef struct {
 // Result is one operation: one run of one probe, ending in exactly one
 // outcome.
 type Result struct {
-	OperationID    string
-	Probe          string
+	OperationID string
+	Probe       string
+	// Kind is the kind of probe that ran; the runner sets it on every
+	// result. "" counts as ProbeHTTP (see EffectiveKind).
+	Kind ProbeKind
+	// MCP is the tool an MCP probe called and its server; nil for an HTTP
+	// probe.
+	MCP            *MCPTarget
 	StartedAt      time.Time
 	Duration       time.Duration
 	Outcome        Outcome
@@ -101,6 +107,14 @@ type Result struct {
 	// ResponseSample is the start of the body, capped and with every known
 	// secret scrubbed; it is kept for runs that did not pass.
 	ResponseSample string
+}
+
+// EffectiveKind is r.Kind, or ProbeHTTP when it is unset.
+func (r *Result) EffectiveKind() ProbeKind {
+	if r.Kind == "" {
+		return ProbeHTTP
+	}
+	return r.Kind
 }
 
 // Code returns the result's code, or "" on pass.
