@@ -230,6 +230,16 @@ type Capture struct {
 	Secret bool
 }
 
+// MCPTarget is the tool an MCP probe calls and its server, as every
+// surface shows them (the server written by results.MCPServer, without
+// credentials or query); nil for an HTTP probe.
+func (p *Probe) MCPTarget() *results.MCPTarget {
+	if p.MCP == nil {
+		return nil
+	}
+	return &results.MCPTarget{Tool: p.MCP.Tool, Server: results.MCPServer(p.MCP.URL)}
+}
+
 // MCP is the tool call an MCP probe makes (SPEC §10): one fresh session on
 // the server at URL, in which it lists the tools and calls Tool.
 type MCP struct {

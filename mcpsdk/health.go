@@ -13,6 +13,11 @@ import (
 // the tool the probe watches be trusted right now, and since when not.
 type ToolHealth struct {
 	Probe string `json:"probe" jsonschema:"the probe's name, as in checks.yaml"`
+	// Kind is what the probe calls; MCPTool and MCPServer name an MCP
+	// probe's tool and server (scheme, host and path).
+	Kind      string `json:"kind" jsonschema:"http for an HTTP endpoint, mcp for an MCP tool"`
+	MCPTool   string `json:"mcp_tool,omitempty" jsonschema:"an MCP probe's tool"`
+	MCPServer string `json:"mcp_server,omitempty" jsonschema:"the MCP server an MCP probe calls: scheme, host and path"`
 	// Healthy is true when the probe's latest run passed.
 	Healthy bool `json:"healthy" jsonschema:"true when the latest run passed"`
 	// Outcome and Code are those of the latest run; Outcome is empty

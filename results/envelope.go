@@ -7,7 +7,9 @@ const SchemaVersion = "1"
 // scripts read (SPEC §6). Its field names are a contract.
 type Envelope struct {
 	SchemaVersion string         `json:"schema_version"`
-	ToolName      string         `json:"tool_name"`
+	ToolName      string         `json:"tool_name"` // the probe's name, for MCP probes too
+	Kind          ProbeKind      `json:"kind"`
+	MCP           *MCPTarget     `json:"mcp,omitempty"` // the tool and server; absent for HTTP
 	Status        Outcome        `json:"status"`
 	OperationID   string         `json:"operation_id"`
 	StartedAt     string         `json:"started_at"`
@@ -39,12 +41,17 @@ func (r *Result) Envelope() Envelope {
 	env := Envelope{
 		SchemaVersion: SchemaVersion,
 		ToolName:      r.Probe,
+		Kind:          r.EffectiveKind(),
 		Status:        r.Outcome,
 		OperationID:   r.OperationID,
 		StartedAt:     FormatTime(r.StartedAt),
 		DurationMS:    r.Duration.Milliseconds(),
 		Attempts:      r.AttemptCount(),
 		Consumer:      r.Consumer,
+	}
+	if r.MCP != nil {
+		target := *r.MCP
+		env.MCP = &target
 	}
 	if r.HTTPStatus != 0 {
 		status := r.HTTPStatus

@@ -15,12 +15,13 @@ const DefaultLimit = 50
 // HistoryQuery selects recorded results. Every filter narrows the answer;
 // an empty or zero filter does not filter.
 type HistoryQuery struct {
-	Probes   []string  // any of these probes; empty: all
-	Since    time.Time // started at or after; zero: unbounded
-	Until    time.Time // started before; zero: unbounded
-	Outcomes []Outcome // any of these outcomes; empty: all
-	Codes    []Code    // any of these codes; empty: all (a pass has no code)
-	Limit    int       // at most this many; 0 or less: DefaultLimit
+	Probes   []string    // any of these probes; empty: all
+	Since    time.Time   // started at or after; zero: unbounded
+	Until    time.Time   // started before; zero: unbounded
+	Outcomes []Outcome   // any of these outcomes; empty: all
+	Codes    []Code      // any of these codes; empty: all (a pass has no code)
+	Kinds    []ProbeKind // results of any of these kinds of probe; empty: all
+	Limit    int         // at most this many; 0 or less: DefaultLimit
 }
 
 // RecentRun is one run as a status page draws it: when it started, how it

@@ -91,10 +91,16 @@ type ConsumerRef struct {
 type Result struct {
 	OperationID string
 	Probe       string
-	StartedAt   time.Time
-	Duration    time.Duration
-	Outcome     Outcome
-	Error       *Error // nil exactly when Outcome is Pass
+	// Kind is the kind of probe that ran; the runner sets it on every
+	// result. "" counts as ProbeHTTP (see EffectiveKind).
+	Kind ProbeKind
+	// MCP is the tool an MCP probe called and its server; nil for an HTTP
+	// probe.
+	MCP       *MCPTarget
+	StartedAt time.Time
+	Duration  time.Duration
+	Outcome   Outcome
+	Error     *Error // nil exactly when Outcome is Pass
 	// Step is the step of a multi-step probe that decided the outcome:
 	// the first that failed; "" when every step passed, and for a single
 	// probe (SPEC §11).
@@ -108,6 +114,14 @@ type Result struct {
 	// ResponseSample is the start of the body, capped and with every known
 	// secret scrubbed; it is kept for runs that did not pass.
 	ResponseSample string
+}
+
+// EffectiveKind is r.Kind, or ProbeHTTP when it is unset.
+func (r *Result) EffectiveKind() ProbeKind {
+	if r.Kind == "" {
+		return ProbeHTTP
+	}
+	return r.Kind
 }
 
 // Code returns the result's code, or "" on pass.

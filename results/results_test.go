@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,15 @@ func TestEnvelopeGolden(t *testing.T) {
 			Attempts: []Attempt{{Number: 1}, {Number: 2}, {Number: 3}},
 			Consumer: ConsumerRef{Name: "search_runs", Version: "1", RuleHash: "0011223344556677"},
 		}},
+		// tool_name stays the probe's name; kind and mcp say what it called.
+		{"mcp", Result{
+			OperationID: "9f8e7d6c-0000-4000-8000-000000000002", Probe: "weather_tool",
+			Kind: ProbeMCP, MCP: &MCPTarget{Tool: "get-weather", Server: "http://127.0.0.1:3901/mcp"},
+			StartedAt: started, Duration: 12 * time.Millisecond, Outcome: ContractError,
+			Error:    NewError(CodeToolMissing, "tool get-weather is not in tools/list"),
+			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200,
+			Consumer: ConsumerRef{Name: "weather_forecast", Version: "1", RuleHash: "8899aabbccddeeff"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,5 +202,43 @@ func TestSilenceActiveAt(t *testing.T) {
 				t.Errorf("ActiveAt(%v): got %v, want %v", tt.at, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestMCPServer: every surface names an MCP server by scheme, host and
+// path; credentials, query and fragment never show.
+func TestMCPServer(t *testing.T) {
+	for _, tt := range []struct{ name, url, want string }{
+		{"plain", "http://127.0.0.1:3901/mcp", "http://127.0.0.1:3901/mcp"},
+		{"credentials and query", "https://user:pw-SECRET@tools.example.com/v1/mcp?token=t0k3n#frag", "https://tools.example.com/v1/mcp"},
+		{"escaped path kept", "http://h.example/a%2Fb/mcp", "http://h.example/a%2Fb/mcp"},
+		{"no path", "http://h.example", "http://h.example"},
+		{"no host", "/mcp", ""},
+		{"unparsable", "http://[::1", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MCPServer(tt.url); got != tt.want {
+				t.Errorf("MCPServer(%q): got %q, want %q", tt.url, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEffectiveKind: a result without a kind is an HTTP probe's, as every
+// result recorded before kinds were.
+func TestEffectiveKind(t *testing.T) {
+	for _, tt := range []struct {
+		kind, want ProbeKind
+	}{{"", ProbeHTTP}, {ProbeHTTP, ProbeHTTP}, {ProbeMCP, ProbeMCP}} {
+		r := Result{Kind: tt.kind}
+		if got := r.EffectiveKind(); got != tt.want {
+			t.Errorf("EffectiveKind of Kind %q: got %q, want %q", tt.kind, got, tt.want)
+		}
+		if got := r.Envelope().Kind; got != tt.want {
+			t.Errorf("Envelope().Kind of Kind %q: got %q, want %q", tt.kind, got, tt.want)
+		}
+	}
+	if _, err := ParseProbeKind("grpc"); err == nil || !strings.Contains(err.Error(), "want http, mcp or steps") {
+		t.Errorf("ParseProbeKind(grpc): got %v, want an error naming http and mcp", err)
 	}
 }

@@ -601,6 +601,8 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 	ir := results.Result{
 		OperationID: r.OperationID,
 		Probe:       p.Name,
+		Kind:        results.ProbeKind(p.Kind()),
+		MCP:         p.MCPTarget(),
 		StartedAt:   r.StartedAt,
 		Duration:    r.Duration,
 		Attempts:    r.Attempts,

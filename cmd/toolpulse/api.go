@@ -30,9 +30,12 @@ type readStore interface {
 const maxAPILimit = 1000
 
 // probeSummary is a probe as /api/v1/probes shows it: its config, without
-// the request (URLs and headers may carry secrets), and its latest run.
+// the request (URLs and headers may carry secrets; of an MCP probe, only
+// the tool and the server's scheme, host and path), and its latest run.
 type probeSummary struct {
 	Name     string              `json:"name"`
+	Kind     results.ProbeKind   `json:"kind"`
+	MCP      *results.MCPTarget  `json:"mcp,omitempty"` // an MCP probe's tool and server (never its URL's credentials or query)
 	Consumer results.ConsumerRef `json:"consumer"`
 	Interval string              `json:"interval"`
 	Labels   map[string]string   `json:"labels"`
@@ -66,7 +69,8 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 		}
 		out := []probeSummary{}
 		for _, p := range ps {
-			s := probeSummary{Name: p.Name, Interval: p.Interval.String(), Labels: p.Labels}
+			s := probeSummary{Name: p.Name, Kind: results.ProbeKind(p.Kind()), MCP: p.MCPTarget(),
+				Interval: p.Interval.String(), Labels: p.Labels}
 			if p.Consumer != nil { // the loader always sets one; a hand-built probe may not
 				s.Consumer = p.Consumer.Ref()
 			}

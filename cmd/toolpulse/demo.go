@@ -162,8 +162,12 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return softwareError(err)
 	}
+	latest, err := latestRuns(readCtx, store)
+	if err != nil {
+		return softwareError(err)
+	}
 	fmt.Fprintf(out, "\nWhat happened, per probe (toolpulse stats):\n\n")
-	if err := writeStatsTable(out, stats, false); err != nil {
+	if err := writeStatsTable(out, stats, latest, false); err != nil {
 		return softwareError(err)
 	}
 	fmt.Fprintf(out, "\nEvery run, drift and alert is in %s. Try:\n\n", db)

@@ -26,6 +26,7 @@ type historyCmd struct {
 	Until    string   `placeholder:"WHEN" help:"Runs started before: a duration ago or an RFC 3339 time or date."`
 	Outcome  []string `placeholder:"O" help:"Only this outcome: pass, contract_error or unavailable (repeatable)."`
 	Code     []string `placeholder:"CODE" help:"Only this code (repeatable)."`
+	Kind     []string `placeholder:"KIND" help:"Only probes of this kind: http, mcp or steps (repeatable)."`
 	Limit    int      `default:"50" help:"At most this many runs, newest first."`
 	Format   string   `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
 	Attempts bool     `help:"Show every attempt of the listed runs."`
@@ -51,6 +52,13 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	}
 	for _, c := range h.Code {
 		q.Codes = append(q.Codes, results.Code(c))
+	}
+	for _, k := range h.Kind {
+		kind, err := results.ParseProbeKind(k)
+		if err != nil {
+			return usageError("--kind: %v", err)
+		}
+		q.Kinds = append(q.Kinds, kind)
 	}
 	store, cfg, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
@@ -183,6 +191,9 @@ type historyRow struct {
 	ResponseSample   *string          `json:"response_sample"`
 	ShapeBaseline    *string          `json:"shape_baseline"`
 	ShapeDrift       *string          `json:"shape_drift"`
+	Kind             string           `json:"kind"`
+	MCPTool          *string          `json:"mcp_tool"`
+	MCPServer        *string          `json:"mcp_server"`
 	AttemptList      []attemptRowJSON `json:"attempt_list,omitempty"`
 }
 
@@ -216,6 +227,10 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 		DurationMS: r.Duration.Milliseconds(), Outcome: r.Outcome, Attempts: r.AttemptCount(),
 		HTTPStatus: optInt(r.HTTPStatus), SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount,
 		Consumer: r.Consumer.Name, ConsumerVersion: r.Consumer.Version, RuleHash: r.Consumer.RuleHash,
+		Kind: string(r.EffectiveKind()),
+	}
+	if r.MCP != nil {
+		row.MCPTool, row.MCPServer = &r.MCP.Tool, &r.MCP.Server
 	}
 	if r.Error != nil {
 		row.Code, row.Message, row.Retryable = optString(string(r.Error.Code)), optString(r.Error.Message), r.Error.Retryable
@@ -253,7 +268,8 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
-	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift"}
+	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift",
+	"kind", "mcp_tool", "mcp_server"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -276,7 +292,7 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
 			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift)}); err != nil {
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer)}); err != nil {
 			return err
 		}
 	}
@@ -289,12 +305,25 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 		_, err := fmt.Fprintln(w, "no recorded runs match")
 		return err
 	}
+	// A TOOL column only when an MCP probe is listed: an HTTP-only
+	// history reads as it always did.
+	withTool := slices.ContainsFunc(rows, func(r results.Result) bool { return r.MCP != nil })
+	tool := func(r *results.Result) string {
+		if !withTool {
+			return ""
+		}
+		return mcpToolText(r.MCP) + "\t"
+	}
+	toolHeader, toolGap := "", ""
+	if withTool {
+		toolHeader, toolGap = "TOOL\t", "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "STARTED\tPROBE\t%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", paint("OUTCOME", "", colour))
+	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", toolHeader, paint("OUTCOME", "", colour))
 	for i := range rows {
 		r := &rows[i]
 		code, message := codeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe,
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe, tool(r),
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
 			statusText(r.HTTPStatus), message)
 		if withAttempts {
@@ -307,7 +336,7 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  attempt %d\t\t\t%s\t\t%s\t%s\t%s\n", a.Number, acode, formatLatency(a.Duration),
+				fmt.Fprintf(tw, "  attempt %d\t\t%s\t%s\t\t%s\t%s\t%s\n", a.Number, toolGap, acode, formatLatency(a.Duration),
 					statusText(a.HTTPStatus), detail)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,7 +181,8 @@ func TestHistoryShowsDrift(t *testing.T) {
 	}
 	_, out, _ = h.run("history", "--format", "csv", "--probe", "search", "--limit", "1")
 	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil || len(records) != 2 || records[0][len(records[0])-1] != "shape_drift" || !strings.HasPrefix(records[1][len(records[1])-1], "results: list") {
+	drift := slices.Index(records[0], "shape_drift")
+	if err != nil || len(records) != 2 || drift < 0 || !strings.HasPrefix(records[1][drift], "results: list") {
 		t.Errorf("history csv: %v, %v", records, err)
 	}
 }

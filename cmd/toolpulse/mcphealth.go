@@ -37,7 +37,10 @@ func (h toolHealth) Health(ctx context.Context) ([]mcpsdk.ToolHealth, error) {
 	}
 	out := make([]mcpsdk.ToolHealth, 0, len(probes))
 	for _, p := range probes {
-		th := mcpsdk.ToolHealth{Probe: p.Name, Labels: p.Labels}
+		th := mcpsdk.ToolHealth{Probe: p.Name, Kind: p.Kind(), Labels: p.Labels}
+		if t := p.MCPTarget(); t != nil {
+			th.MCPTool, th.MCPServer = t.Tool, t.Server
+		}
 		if r, ok := byProbe[p.Name]; ok {
 			th.Outcome, th.Code = string(r.Outcome), string(r.Code())
 			th.Healthy = r.Outcome == results.Pass

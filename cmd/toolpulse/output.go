@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,14 +34,25 @@ func printResults(w io.Writer, format string, all []results.Result) error {
 const maxMessageRunes = 100
 
 func printTable(w io.Writer, all []results.Result) error {
+	// As in history: a TOOL column only when an MCP probe ran.
+	withTool := slices.ContainsFunc(all, func(r results.Result) bool { return r.MCP != nil })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tOUTCOME\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE")
+	if withTool {
+		fmt.Fprint(tw, "PROBE\tTOOL\t")
+	} else {
+		fmt.Fprint(tw, "PROBE\t")
+	}
+	fmt.Fprintln(tw, "OUTCOME\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE")
 	counts := map[results.Outcome]int{}
 	for i := range all {
 		r := &all[i]
 		counts[r.Outcome]++
 		code, message := codeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Probe, r.Outcome, code,
+		fmt.Fprintf(tw, "%s\t", r.Probe)
+		if withTool {
+			fmt.Fprintf(tw, "%s\t", mcpToolText(r.MCP))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Outcome, code,
 			r.AttemptCount(), formatLatency(r.Duration), statusText(r.HTTPStatus), message)
 	}
 	if err := tw.Flush(); err != nil {
@@ -70,6 +82,19 @@ func codeAndMessage(r *results.Result) (code, message string) {
 		code, message = string(r.Error.Code), r.Error.Message
 	}
 	return code, oneLine(message, maxMessageRunes)
+}
+
+// mcpToolText is how a table names an MCP probe's tool: the tool at its
+// server's host and path; "-" for an HTTP probe.
+func mcpToolText(t *results.MCPTarget) string {
+	if t == nil {
+		return "-"
+	}
+	server := t.Server
+	if _, rest, ok := strings.Cut(server, "://"); ok {
+		server = rest
+	}
+	return t.Tool + " @ " + server
 }
 
 // statusText is an HTTP status for a table, "-" when no response arrived.

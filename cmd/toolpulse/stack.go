@@ -67,8 +67,21 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		return nil, err
 	}
 	s.metrics.ConfigLoaded(true, time.Now())
+	s.metrics.SetProbeInfo(probeInfo(cfg))
 	s.metrics.WatchPending(s.daemon.Pending)
 	return s, nil
+}
+
+// probeInfo is what toolpulse_probe_info says of cfg's probes.
+func probeInfo(cfg *checks.Config) []prometheus.ProbeInfo {
+	infos := make([]prometheus.ProbeInfo, len(cfg.Probes))
+	for i, p := range cfg.Probes {
+		infos[i] = prometheus.ProbeInfo{Probe: p.Name, Kind: results.ProbeKind(p.Kind())}
+		if p.MCP != nil {
+			infos[i].Tool = p.MCP.Tool
+		}
+	}
+	return infos
 }
 
 // run runs the daemon, and retention beside it, until ctx ends, then
@@ -103,7 +116,13 @@ func (s *stack) healthy(ctx context.Context) error {
 }
 
 // reload applies a new, already validated config to the running daemon.
-func (s *stack) reload(cfg *checks.Config) error { return s.daemon.Reload(cfg) }
+func (s *stack) reload(cfg *checks.Config) error {
+	if err := s.daemon.Reload(cfg); err != nil {
+		return err
+	}
+	s.metrics.SetProbeInfo(probeInfo(cfg))
+	return nil
+}
 
 // reloadFrom is one SIGHUP: it loads the config again and applies it, or
 // logs why not and keeps the running one; either way the reload gauges and

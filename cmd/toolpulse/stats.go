@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -43,9 +44,13 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return softwareError(err)
 	}
+	latest, err := latestRuns(e.ctx, store)
+	if err != nil {
+		return softwareError(err)
+	}
 	rows := make([]statsRow, len(stats))
 	for i := range stats {
-		rows[i] = toStatsRow(&stats[i])
+		rows[i] = toStatsRow(&stats[i], latest[stats[i].Probe])
 	}
 	switch s.Format {
 	case "json":
@@ -53,7 +58,7 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	case "csv":
 		err = writeStatsCSV(e.stdout, rows)
 	default:
-		err = writeStatsTable(e.stdout, stats, useColour(e))
+		err = writeStatsTable(e.stdout, stats, latest, useColour(e))
 	}
 	if err != nil {
 		return softwareError(err)
@@ -81,6 +86,24 @@ type statsRow struct {
 	LastCode           *string         `json:"last_code"`
 	LastStartedAt      string          `json:"last_started_at"`
 	OutcomeSince       string          `json:"outcome_since"`
+	Kind               string          `json:"kind"`
+	MCPTool            *string         `json:"mcp_tool"`
+	MCPServer          *string         `json:"mcp_server"`
+}
+
+// latestRuns returns every probe's latest run, by probe: stats shows a
+// probe as the kind it is now, with the tool and server it calls now,
+// even when the window holds runs of an earlier config.
+func latestRuns(ctx context.Context, store *sqlite.Store) (map[string]*results.Result, error) {
+	runs, err := store.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	latest := make(map[string]*results.Result, len(runs))
+	for i := range runs {
+		latest[runs[i].Probe] = &runs[i]
+	}
+	return latest, nil
 }
 
 func rate(n, of int) float64 {
@@ -90,15 +113,25 @@ func rate(n, of int) float64 {
 	return float64(n) / float64(of)
 }
 
-func toStatsRow(p *sqlite.ProbeStats) statsRow {
-	return statsRow{
+// toStatsRow is p as JSON and CSV show it, with the kind of latest, the
+// probe's latest run (nil reads as http).
+func toStatsRow(p *sqlite.ProbeStats, latest *results.Result) statsRow {
+	row := statsRow{
 		Probe: p.Probe, Runs: p.Runs, Pass: p.Pass, ContractError: p.ContractError, Unavailable: p.Unavailable,
 		PassRate: rate(p.Pass, p.Runs), ContractErrorRate: rate(p.ContractError, p.Runs),
 		UnavailableRate: rate(p.Unavailable, p.Runs), PassedAfterRetries: p.PassedAfterRetries, Retries: p.Retries,
 		P50MS: p.P50.Milliseconds(), P95MS: p.P95.Milliseconds(), P99MS: p.P99.Milliseconds(),
 		DriftEvents: p.DriftEvents, LastOutcome: p.LastOutcome, LastCode: optString(string(p.LastCode)),
 		LastStartedAt: results.FormatTime(p.LastStartedAt), OutcomeSince: results.FormatTime(p.OutcomeSince),
+		Kind: string(results.ProbeHTTP),
 	}
+	if latest != nil {
+		row.Kind = string(latest.EffectiveKind())
+		if latest.MCP != nil {
+			row.MCPTool, row.MCPServer = &latest.MCP.Tool, &latest.MCP.Server
+		}
+	}
+	return row
 }
 
 func writeStatsJSON(w io.Writer, rows []statsRow) error {
@@ -115,38 +148,64 @@ func writeStatsCSV(w io.Writer, rows []statsRow) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"probe", "runs", "pass", "contract_error", "unavailable", "pass_rate",
 		"contract_error_rate", "unavailable_rate", "passed_after_retries", "retries", "p50_ms", "p95_ms",
-		"p99_ms", "drift_events", "last_outcome", "last_code", "last_started_at", "outcome_since"})
+		"p99_ms", "drift_events", "last_outcome", "last_code", "last_started_at", "outcome_since",
+		"kind", "mcp_tool", "mcp_server"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, r := range rows {
-		code := ""
-		if r.LastCode != nil {
-			code = *r.LastCode
+		deref := func(s *string) string {
+			if s == nil {
+				return ""
+			}
+			return *s
 		}
+		code := deref(r.LastCode)
 		_ = cw.Write([]string{r.Probe, strconv.Itoa(r.Runs), strconv.Itoa(r.Pass), strconv.Itoa(r.ContractError),
 			strconv.Itoa(r.Unavailable), f(r.PassRate), f(r.ContractErrorRate), f(r.UnavailableRate),
 			strconv.Itoa(r.PassedAfterRetries), strconv.Itoa(r.Retries), strconv.FormatInt(r.P50MS, 10),
 			strconv.FormatInt(r.P95MS, 10), strconv.FormatInt(r.P99MS, 10), strconv.Itoa(r.DriftEvents),
-			string(r.LastOutcome), code, r.LastStartedAt, r.OutcomeSince})
+			string(r.LastOutcome), code, r.LastStartedAt, r.OutcomeSince, r.Kind, deref(r.MCPTool),
+			deref(r.MCPServer)})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-func writeStatsTable(w io.Writer, stats []sqlite.ProbeStats, colour bool) error {
+// writeStatsTable prints stats with, when any probe's latest run (in
+// latest) is an MCP probe's, a TOOL column.
+func writeStatsTable(w io.Writer, stats []sqlite.ProbeStats, latest map[string]*results.Result, colour bool) error {
 	if len(stats) == 0 {
 		_, err := fmt.Fprintln(w, "no recorded runs in this window")
 		return err
 	}
 	pct := func(n, of int) string { return fmt.Sprintf("%.1f%%", 100*rate(n, of)) }
+	var withTool bool
+	for _, p := range stats {
+		if r := latest[p.Probe]; r != nil && r.MCP != nil {
+			withTool = true
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "PROBE\tRUNS\tPASS\tCONTRACT\tUNAVAIL\tRETRIED PASS\tP50\tP95\tP99\tDRIFTS\t%s\tSINCE\n", paint("LAST", "", colour))
+	if withTool {
+		fmt.Fprint(tw, "PROBE\tTOOL\t")
+	} else {
+		fmt.Fprint(tw, "PROBE\t")
+	}
+	fmt.Fprintf(tw, "RUNS\tPASS\tCONTRACT\tUNAVAIL\tRETRIED PASS\tP50\tP95\tP99\tDRIFTS\t%s\tSINCE\n", paint("LAST", "", colour))
 	for i := range stats {
 		p := &stats[i]
 		last := string(p.LastOutcome)
 		if p.LastCode != "" {
 			last += " (" + string(p.LastCode) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Probe, p.Runs,
+		fmt.Fprintf(tw, "%s\t", p.Probe)
+		if withTool {
+			var tool *results.MCPTarget
+			if r := latest[p.Probe]; r != nil {
+				tool = r.MCP
+			}
+			fmt.Fprintf(tw, "%s\t", mcpToolText(tool))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Runs,
 			pct(p.Pass, p.Runs), pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), p.PassedAfterRetries,
 			formatLatency(p.P50), formatLatency(p.P95), formatLatency(p.P99), p.DriftEvents,
 			paint(last, p.LastOutcome, colour), results.FormatTime(p.OutcomeSince))

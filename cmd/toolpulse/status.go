@@ -203,6 +203,9 @@ type row struct {
 	Spark    sparkline
 	Drift    *driftView
 	Alert    *alertView // nil: never alerted and not firing
+	// MCP is an MCP probe's tool and server, as every surface names them
+	// (results.MCPServer); nil for an HTTP probe.
+	MCP *results.MCPTarget
 }
 
 // driftView is a drift event with its diff, cut to max lines when max > 0.
@@ -248,34 +251,24 @@ func driftNow(d results.Drift, latest *results.Result) string {
 	return "the latest run fits the learned shape, in " + latest.Shape.Fingerprint
 }
 
-// requestView is what a probe's page shows of its request: the method,
-// host and path, never the query or headers, which may carry secrets.
+// requestView is what a probe's page shows of an HTTP probe's request:
+// the method, host and path, never the query or headers, which may carry
+// secrets. An MCP probe shows row.MCP instead.
 type requestView struct {
 	Method, Host, Path string
-	// Tool is an MCP probe's tool; "" for an HTTP probe. Method is then
-	// unset: every exchange of the session is a POST.
-	Tool string
 }
 
-// newRequestView is what the probe page shows of p's request: the method,
-// host and path of an HTTP probe, or an MCP probe's tool and server; never
-// the query, the headers or credentials in the URL, which may be secrets.
+// newRequestView is what the probe page shows of p's request, or nil for
+// an MCP probe and for a URL without a host.
 func newRequestView(p *checks.Probe) *requestView {
-	raw := p.Request.URL
 	if p.MCP != nil {
-		raw = p.MCP.URL
+		return nil
 	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(p.Request.URL)
 	if err != nil || u.Host == "" {
 		return nil
 	}
-	v := &requestView{Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
-	if p.MCP != nil {
-		v.Tool = p.MCP.Tool
-		return v
-	}
-	v.Method = cmp.Or(p.Request.Method, http.MethodGet)
-	return v
+	return &requestView{Method: cmp.Or(p.Request.Method, http.MethodGet), Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
 }
 
 func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
@@ -293,14 +286,16 @@ func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlit
 	if p.Consumer != nil {
 		r.Consumer = p.Consumer.Ref()
 	}
+	r.MCP = p.MCPTarget()
 	for k, v := range p.Labels {
 		r.Labels = append(r.Labels, k+"="+v)
 	}
 	slices.Sort(r.Labels)
 	if latest != nil {
 		if p.Consumer == nil {
-			// A probe no longer configured: the consumer that judged it last.
-			r.Consumer = latest.Consumer
+			// A probe no longer configured: the consumer that judged it
+			// last, and the tool it called.
+			r.Consumer, r.MCP = latest.Consumer, latest.MCP
 		}
 		r.State = stateOf(latest.Outcome)
 		r.Code, r.Message = codeAndMessage(latest)

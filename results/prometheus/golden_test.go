@@ -20,7 +20,8 @@ import (
 
 // goldenNames are the metrics the golden exposition covers: everything New
 // registers except toolpulse_build_info, whose version label depends on
-// how the test binary was built (TestBuildInfo covers it).
+// how the test binary was built (TestBuildInfo covers it), and
+// toolpulse_probe_info, which reports do not change (TestProbeInfo).
 var goldenNames = map[string]bool{
 	"toolpulse_runs_total":                 true,
 	"toolpulse_run_duration_seconds":       true,

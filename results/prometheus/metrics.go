@@ -12,6 +12,11 @@
 //	toolpulse_last_run_timestamp_seconds{probe}          gauge: when the last run finished
 //	toolpulse_validated_items{probe}                     gauge: validated_count of the last run, while it passes
 //	toolpulse_drift_events_total{probe}                  counter
+//	toolpulse_probe_info{probe,kind,tool}                gauge, always 1: http or mcp, an MCP probe's tool
+//
+// The probe's kind is a label of toolpulse_probe_info alone, never of the
+// series above: one series per probe, which a query joins on probe
+// (SetProbeInfo).
 //
 // Process-wide series:
 //
@@ -108,6 +113,7 @@ type Metrics struct {
 	mu        sync.Mutex
 	probes    map[string]*probe // guarded by mu
 	known     map[string]bool   // guarded by mu; nil until SetProbes
+	info      *infoCollector
 }
 
 // New creates the toolpulse metrics and registers them on reg. It fails
@@ -144,6 +150,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		builtin:   map[results.Code]bool{},
 		receivers: map[string]bool{},
 		probes:    map[string]*probe{},
+		info:      newInfoCollector(),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
@@ -168,7 +175,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
-		probes, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
+		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
 		m.reloadOK, m.reloadAt, pending,
 	} {
 		if err := reg.Register(c); err != nil {

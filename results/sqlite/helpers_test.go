@@ -35,6 +35,7 @@ func passAfterRetry(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "external_search",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   t0,
 		Duration:    221 * time.Millisecond,
 		Outcome:     results.Pass,
@@ -56,6 +57,7 @@ func contractError(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "external_search",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   t0.Add(time.Minute),
 		Duration:    41 * time.Millisecond,
 		Outcome:     results.ContractError,
@@ -80,6 +82,7 @@ func unavailable(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "weather",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   start,
 		Duration:    15*time.Second + 600*time.Millisecond,
 		Outcome:     results.Unavailable,

@@ -51,6 +51,11 @@ func historyQuery(q HistoryQuery) (string, []any, error) {
 			return "", nil, fmt.Errorf("unknown outcome %q", o)
 		}
 	}
+	for _, k := range q.Kinds {
+		if !k.Valid() {
+			return "", nil, fmt.Errorf("unknown probe kind %q", k)
+		}
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -60,6 +65,7 @@ func historyQuery(q HistoryQuery) (string, []any, error) {
 	w.window("r.started_at", q.Since, q.Until)
 	in(&w, "r.outcome", q.Outcomes)
 	in(&w, "r.code", q.Codes)
+	in(&w, "r.kind", q.Kinds)
 	query := `SELECT ` + resultColumns + `
 ` + resultFrom + w.String() + `
 ORDER BY r.started_at DESC, r.id DESC

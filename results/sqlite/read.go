@@ -16,7 +16,7 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample, r.shape_baseline, r.shape_drift`
+    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
 
@@ -93,12 +93,15 @@ func scanResult(row scanner) (results.Result, error) {
 		code, message, sample  sql.NullString
 		fingerprint, canonical sql.NullString
 		baseline, drift        sql.NullString
+		kind                   string
+		mcpTool, mcpServer     sql.NullString
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
-		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift)
+		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift,
+		&kind, &mcpTool, &mcpServer)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -107,6 +110,10 @@ func scanResult(row scanner) (results.Result, error) {
 	}
 	r.Duration = time.Duration(durationMS) * time.Millisecond
 	r.Outcome = results.Outcome(outcome)
+	r.Kind = results.ProbeKind(kind)
+	if mcpTool.Valid {
+		r.MCP = &results.MCPTarget{Tool: mcpTool.String, Server: mcpServer.String}
+	}
 	r.HTTPStatus = int(httpStatus.Int64)
 	r.ResponseSample = sample.String
 	if code.Valid {

@@ -28,8 +28,9 @@ ON CONFLICT (fingerprint) DO UPDATE SET
 const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
-    consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
+    kind, mcp_tool, mcp_server
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms
@@ -252,11 +253,17 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		// "the body was empty" stays distinguishable.
 		sample = sql.NullString{String: r.ResponseSample, Valid: r.HTTPStatus != 0 || r.ResponseSample != ""}
 	}
+	var mcpTool, mcpServer sql.NullString
+	if r.MCP != nil {
+		mcpTool = sql.NullString{String: r.MCP.Tool, Valid: true}
+		mcpServer = sql.NullString{String: r.MCP.Server, Valid: true}
+	}
 	_, err := tx.ExecContext(ctx, insertResult,
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
 		len(r.Attempts), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
-		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift)
+		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
+		string(r.EffectiveKind()), mcpTool, mcpServer)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -394,6 +401,12 @@ func validate(r *results.Result) error {
 		return fmt.Errorf("outcome %s without an error", r.Outcome)
 	case r.Error != nil && r.Error.Code == "":
 		return fmt.Errorf("outcome %s with an empty code", r.Outcome)
+	case r.Kind != "" && !r.Kind.Valid():
+		return fmt.Errorf("unknown probe kind %q", r.Kind)
+	case (r.EffectiveKind() == results.ProbeMCP) != (r.MCP != nil):
+		return fmt.Errorf("probe kind %s with MCP target %v: an MCP target comes exactly with kind mcp", r.EffectiveKind(), r.MCP)
+	case r.MCP != nil && (r.MCP.Tool == "" || r.MCP.Server == ""):
+		return errors.New("MCP target without a tool or server")
 	case r.Shape != nil && (r.Shape.Fingerprint == "" || r.Shape.Canonical == ""):
 		return errors.New("shape without fingerprint or canonical text")
 	case r.Shape != nil && r.Shape.Profile != nil && r.Shape.Profile.Data == "":

@@ -171,10 +171,13 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Errorf("results.id: got %v, want a positive integer", rows[0]["id"])
 			}
 			delete(rows[0], "id")
-			for _, c := range []string{"shape_baseline", "shape_drift"} {
+			for _, c := range []string{"shape_baseline", "shape_drift", "mcp_tool", "mcp_server"} {
 				if _, ok := tt.row[c]; !ok {
-					tt.row[c] = nil // an answer that did not drift
+					tt.row[c] = nil // an answer that did not drift, of an HTTP probe
 				}
+			}
+			if _, ok := tt.row["kind"]; !ok {
+				tt.row["kind"] = "http"
 			}
 			if !reflect.DeepEqual(rows[0], tt.row) {
 				t.Errorf("results row:\n got  %v\n want %v", rows[0], tt.row)

@@ -38,6 +38,7 @@ func passAfterRetry(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "external_search",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   t0,
 		Duration:    221 * time.Millisecond,
 		Outcome:     results.Pass,
@@ -59,6 +60,7 @@ func contractError(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "external_search",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   t0.Add(time.Minute),
 		Duration:    41 * time.Millisecond,
 		Outcome:     results.ContractError,
@@ -83,6 +85,7 @@ func unavailable(id string) results.Result {
 	return results.Result{
 		OperationID: id,
 		Probe:       "weather",
+		Kind:        results.ProbeHTTP,
 		StartedAt:   start,
 		Duration:    15*time.Second + 600*time.Millisecond,
 		Outcome:     results.Unavailable,
@@ -103,6 +106,7 @@ func runAt(id, probe string, at time.Time, outcome results.Outcome, code results
 	r := results.Result{
 		OperationID: id,
 		Probe:       probe,
+		Kind:        results.ProbeHTTP,
 		StartedAt:   at,
 		Duration:    time.Duration(ms) * time.Millisecond,
 		Outcome:     outcome,
@@ -127,6 +131,16 @@ func runAt(id, probe string, at time.Time, outcome results.Outcome, code results
 	case results.Unavailable:
 		r.Error = &results.Error{Code: code, Message: "no response", Retryable: code.Retryable()}
 	}
+	return r
+}
+
+// mcpRun is a run of an MCP probe's tool that the server said it does
+// not have.
+func mcpRun(id string) results.Result {
+	r := runAt(id, "weather_tool", t0.Add(2*time.Minute), results.ContractError, results.CodeToolMissing, 12, 1)
+	r.Kind = results.ProbeMCP
+	r.MCP = &results.MCPTarget{Tool: "get-weather", Server: "http://127.0.0.1:3901/mcp"}
+	r.Shape, r.ResponseSample = nil, ""
 	return r
 }
 

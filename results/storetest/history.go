@@ -28,28 +28,34 @@ func historyFilters(t *testing.T, impl Impl) {
 		runAt("h7", news, minute(5), results.Pass, "", 70, 1),
 		runAt("h8", es, minute(6), results.Pass, "", 60, 1),
 	)
+	h9 := mcpRun("h9")
+	h9.StartedAt = minute(7)
+	record(t, s, h9)
 	type q = results.HistoryQuery
 	tests := []struct {
 		name string
 		q    q
 		want []string
 	}{
-		{"everything, newest first", q{}, []string{"h8", "h7", "h6", "h5", "h4", "h3", "h2", "h1"}},
+		{"everything, newest first", q{}, []string{"h9", "h8", "h7", "h6", "h5", "h4", "h3", "h2", "h1"}},
+		{"mcp probes", q{Kinds: []results.ProbeKind{results.ProbeMCP}}, []string{"h9"}},
+		{"http probes", q{Kinds: []results.ProbeKind{results.ProbeHTTP}, Since: minute(5)}, []string{"h8", "h7", "h6"}},
+		{"both kinds", q{Kinds: results.ProbeKinds, Limit: 2}, []string{"h9", "h8"}},
 		{"one probe", q{Probes: []string{es}}, []string{"h8", "h5", "h2", "h1"}},
 		{"two probes", q{Probes: []string{news, es}}, []string{"h8", "h7", "h6", "h5", "h2", "h1"}},
 		{"unknown probe", q{Probes: []string{"nope"}}, []string{}},
-		{"since (inclusive)", q{Since: minute(4)}, []string{"h8", "h7", "h6", "h5"}},
+		{"since (inclusive)", q{Since: minute(4)}, []string{"h9", "h8", "h7", "h6", "h5"}},
 		{"until (exclusive)", q{Until: minute(4)}, []string{"h4", "h3", "h2", "h1"}},
 		{"since and until", q{Since: minute(2), Until: minute(5)}, []string{"h5", "h4", "h3"}},
 		{"until before since", q{Since: minute(5), Until: minute(2)}, []string{}},
-		{"one outcome", q{Outcomes: []results.Outcome{results.ContractError}}, []string{"h5", "h2"}},
+		{"one outcome", q{Outcomes: []results.Outcome{results.ContractError}}, []string{"h9", "h5", "h2"}},
 		{"two outcomes", q{Outcomes: []results.Outcome{results.Unavailable, results.ContractError}},
-			[]string{"h6", "h5", "h3", "h2"}},
+			[]string{"h9", "h6", "h5", "h3", "h2"}},
 		{"pass", q{Outcomes: []results.Outcome{results.Pass}}, []string{"h8", "h7", "h4", "h1"}},
 		{"one code", q{Codes: []results.Code{results.CodeTimeout}}, []string{"h3"}},
 		{"two codes", q{Codes: []results.Code{results.CodeInvalidJSON, results.CodeServerError}},
 			[]string{"h6", "h5"}},
-		{"limit", q{Limit: 3}, []string{"h8", "h7", "h6"}},
+		{"limit", q{Limit: 3}, []string{"h9", "h8", "h7"}},
 		{"probe, outcome and since", q{Probes: []string{es},
 			Outcomes: []results.Outcome{results.ContractError}, Since: minute(2)}, []string{"h5"}},
 		{"probe, code and until at the run", q{Probes: []string{weather},
@@ -191,6 +197,10 @@ func historyUnknownOutcome(t *testing.T, impl Impl) {
 	_, err := s.History(context.Background(), results.HistoryQuery{Outcomes: []results.Outcome{"failed"}})
 	if err == nil || !strings.Contains(err.Error(), `unknown outcome "failed"`) {
 		t.Errorf("got %v, want an unknown outcome error", err)
+	}
+	_, err = s.History(context.Background(), results.HistoryQuery{Kinds: []results.ProbeKind{"grpc"}})
+	if err == nil || !strings.Contains(err.Error(), `unknown probe kind "grpc"`) {
+		t.Errorf("got %v, want an unknown probe kind error", err)
 	}
 }
 

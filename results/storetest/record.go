@@ -20,7 +20,7 @@ func recordRoundTrip(t *testing.T, impl Impl) {
 	ctx := context.Background()
 	s := impl.Open(t)
 	noAttempts := runAt("op-none", "p", t0, results.Unavailable, results.CodeCanceled, 0, 0)
-	for _, r := range []results.Result{passAfterRetry("op-pass"), contractError("op-contract"), unavailable("op-unavailable"), noAttempts} {
+	for _, r := range []results.Result{passAfterRetry("op-pass"), contractError("op-contract"), unavailable("op-unavailable"), noAttempts, mcpRun("op-mcp")} {
 		record(t, s, r)
 		got, err := s.Result(ctx, r.OperationID)
 		if err != nil {
@@ -29,6 +29,14 @@ func recordRoundTrip(t *testing.T, impl Impl) {
 		if !reflect.DeepEqual(got, r) {
 			t.Errorf("Result(%s):\n got  %s\n want %s", r.OperationID, dump(got), dump(r))
 		}
+	}
+	// A result without a kind is an HTTP probe's, as every result recorded
+	// before kinds were, and reads back as one.
+	bare := runAt("op-bare", "p", t0, results.Pass, "", 1, 1)
+	bare.Kind = ""
+	record(t, s, bare)
+	if got, err := s.Result(ctx, "op-bare"); err != nil || got.Kind != results.ProbeHTTP || got.MCP != nil {
+		t.Errorf("Result(op-bare): kind %q, mcp %+v, %v; want http and no mcp", got.Kind, got.MCP, err)
 	}
 	_, err := s.Result(ctx, "no-such-operation")
 	if !errors.Is(err, impl.ErrNotFound) {

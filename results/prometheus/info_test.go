@@ -1,0 +1,65 @@
+package prometheus_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolpulse/toolpulse/results"
+	metrics "github.com/toolpulse/toolpulse/results/prometheus"
+)
+
+// TestProbeInfo: toolpulse_probe_info has one series per configured
+// probe, saying its kind and, for MCP, its tool; a reload replaces the
+// set, so a removed probe leaves none behind; runs add no kind label to
+// the per-probe series.
+func TestProbeInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, reg, "toolpulse_probe_info"); n != 0 {
+		t.Errorf("probe_info before SetProbeInfo: %d series, want 0", n)
+	}
+	m.SetProbeInfo([]metrics.ProbeInfo{
+		{Probe: "search", Kind: results.ProbeHTTP},
+		{Probe: "docs_tool", Kind: results.ProbeMCP, Tool: "search_docs"},
+		{Probe: "bare"},              // no kind: an HTTP probe
+		{Probe: "bad\xff", Tool: ""}, // not a label value
+	})
+	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).
+# TYPE toolpulse_probe_info gauge
+toolpulse_probe_info{kind="http",probe="bare",tool=""} 1
+toolpulse_probe_info{kind="http",probe="search",tool=""} 1
+toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs"} 1
+`, "toolpulse_probe_info")
+
+	m.RunFinished(run("docs_tool", "", time.Second, 1, 1))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "toolpulse_probe_info" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				alertKind := l.GetName() == "kind" && strings.HasPrefix(mf.GetName(), "toolpulse_alerts_")
+				if (l.GetName() == "tool" || l.GetName() == "kind") && !alertKind {
+					t.Errorf("%s has a %s label: %v", mf.GetName(), l.GetName(), s.GetLabel())
+				}
+			}
+		}
+	}
+
+	// A reload that drops search and changes docs_tool's tool.
+	m.SetProbeInfo([]metrics.ProbeInfo{{Probe: "docs_tool", Kind: results.ProbeMCP, Tool: "search_docs_v2"}})
+	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).
+# TYPE toolpulse_probe_info gauge
+toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs_v2"} 1
+`, "toolpulse_probe_info")
+}
