@@ -1,6 +1,8 @@
 // Command example-provider serves the bundled example tools
-// (examples/provider) on a fixed address, so that the root checks.yaml and
-// hand-written configs have something to probe:
+// (examples/provider) on a fixed address, so that the root checks.yaml,
+// examples/seeds/checks.yaml and hand-written configs have something to
+// probe: the search and experiment tracker, and seed 002's order-support
+// tools (/orders/, /refunds, /shipments):
 //
 //	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted
 package main
@@ -37,7 +39,7 @@ func run(args []string) error {
 	p := provider.New()
 	p.SetDrifted(*drifted)
 	p.SetDown(*down)
-	srv := &http.Server{Addr: *listen, Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *listen, Handler: handler(p, provider.NewOrders()), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -47,9 +49,21 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs)\n", *listen)
+	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, /orders/, /refunds, /shipments)\n", *listen)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// handler serves the order-support tools on their paths and everything
+// else from the search and experiment tracker.
+func handler(p *provider.Provider, orders *provider.Orders) http.Handler {
+	mux := http.NewServeMux()
+	o := orders.Handler()
+	for _, path := range []string{"/orders/", "/refunds", "/refunds/", "/shipments"} {
+		mux.Handle(path, o)
+	}
+	mux.Handle("/", p.Handler())
+	return mux
 }
