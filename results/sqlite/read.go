@@ -25,7 +25,7 @@ const selectResult = `SELECT ` + resultColumns + `
 WHERE r.operation_id = ?`
 
 // attemptColumns are read by scanAttempt.
-const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms`
+const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms, method, try`
 
 const selectAttempts = `SELECT ` + attemptColumns + `
 FROM attempts WHERE operation_id = ? ORDER BY number`
@@ -130,8 +130,10 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 		durationMS, waitMS int64
 		status             sql.NullInt64
 		code, message      sql.NullString
+		method             sql.NullString
+		try                sql.NullInt64
 	)
-	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS)
+	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS, &method, &try)
 	if err := row.Scan(dest...); err != nil {
 		return results.Attempt{}, err
 	}
@@ -144,6 +146,10 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 	a.HTTPStatus = int(status.Int64)
 	a.Code = results.Code(code.String)
 	a.Message = message.String
+	a.Method = method.String
+	// NULL (a row from before migration 0012, or recorded without one)
+	// is Try 0: the row is its own try.
+	a.Try = int(try.Int64)
 	return a, nil
 }
 

@@ -32,8 +32,8 @@ const insertResult = `INSERT INTO results (
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
-    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
 VALUES (?, ?, ?, 1, ?)
@@ -255,7 +255,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	_, err := tx.ExecContext(ctx, insertResult,
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
-		len(r.Attempts), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
+		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift)
 	if err != nil {
 		var se sqlite3.Error
@@ -274,7 +274,8 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	for _, a := range r.Attempts {
 		_, err := tx.ExecContext(ctx, insertAttempt,
 			r.OperationID, a.Number, results.FormatTime(a.StartedAt), a.Duration.Milliseconds(),
-			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds())
+			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
+			nullString(a.Method), nullInt(a.Try))
 		if err != nil {
 			return fmt.Errorf("attempt %d: %w", a.Number, err)
 		}
@@ -409,6 +410,8 @@ func validate(r *results.Result) error {
 			return fmt.Errorf("attempt %d: zero started_at", a.Number)
 		case a.Duration < 0 || a.Wait < 0:
 			return fmt.Errorf("attempt %d: negative duration or wait", a.Number)
+		case a.Try < 0:
+			return fmt.Errorf("attempt %d: try %d, want 0 (the number) or more", a.Number, a.Try)
 		}
 	}
 	return nil
