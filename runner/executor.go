@@ -178,6 +178,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.payload)))
 	}
 	e.redactor.Load().RedactResult(res)
+	redactDefinition(res.Tool, e.redactor.Load().Redact)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
 		// must not get it stored; the fingerprint stays as computed. The

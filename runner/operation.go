@@ -50,6 +50,11 @@ func (op *operation) run(res *results.Result) {
 	failure := loop.run(ex)
 	payload, meta := ex.answer()
 	op.payload = payload
+	if op.p.MCP != nil {
+		// Whatever the outcome after the listing: definition drift is
+		// judged on every run that got that far.
+		res.Tool = toolDefinitionOf(meta.tool)
+	}
 	if failure != nil {
 		res.Fail(failure)
 		return

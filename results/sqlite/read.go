@@ -16,7 +16,8 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample, r.shape_baseline, r.shape_drift`
+    r.response_sample, r.shape_baseline, r.shape_drift, r.tool_fingerprint,
+    (SELECT td.definition FROM tool_definitions td WHERE td.probe = r.probe AND td.fingerprint = r.tool_fingerprint)`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
 
@@ -93,12 +94,13 @@ func scanResult(row scanner) (results.Result, error) {
 		code, message, sample  sql.NullString
 		fingerprint, canonical sql.NullString
 		baseline, drift        sql.NullString
+		tool, definition       sql.NullString
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
-		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift)
+		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift, &tool, &definition)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -117,6 +119,9 @@ func scanResult(row scanner) (results.Result, error) {
 		if drift.Valid {
 			r.Shape.Baseline, r.Shape.Drift = baseline.String, strings.Split(drift.String, "\n")
 		}
+	}
+	if tool.Valid {
+		r.Tool = &results.ToolDefinition{Fingerprint: tool.String, Canonical: definition.String}
 	}
 	return r, nil
 }
