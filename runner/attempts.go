@@ -16,7 +16,8 @@ import (
 // protocol, the loop knows the probe's retry policy. A new kind of exchange
 // (an MCP session's call, SPEC §10; a step of a multi-step probe, SPEC §11)
 // implements attempt and answer and gets bounded attempts, the budget,
-// back-off, Retry-After and an attempt row for every try from the loop,
+// back-off, Retry-After and an attempt row for every try from the loop
+// (one per exchange, when a try reports several: attemptResult.exchanges),
 // without a line of the loop changing.
 type exchange interface {
 	// attempt makes one attempt, bounded by a.ctx, and says how it went.

@@ -187,7 +187,7 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 				"response_sample": `{"results":{"items":[]}}`},
 		},
 		{
-			{"probe": "external_search", "baseline": fpList, "current": fpMap, "outcome": "contract_error",
+			{"probe": "external_search", "kind": "response", "baseline": fpList, "current": fpMap, "outcome": "contract_error",
 				"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)"},
 		},
 		{
