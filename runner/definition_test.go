@@ -189,3 +189,25 @@ func TestResponseAndDefinitionDrift(t *testing.T) {
 		t.Errorf("drift alerts of kinds %v, want %v", got, want)
 	}
 }
+
+// TestToolDefinitionScrubbed: a tool definition that echoes a known
+// secret is kept scrubbed, still valid JSON, and its fingerprint is the
+// definition's own.
+func TestToolDefinitionScrubbed(t *testing.T) {
+	tool := searchTool()
+	tool.Description = "Search the docs; send sk-mcp-SECRET as the key."
+	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{tool}})
+	res := NewExecutor(Options{Redactor: results.NewRedactor("sk-mcp-SECRET")}).Run(context.Background(),
+		mcpProbe(srv, results.ContractError))
+	plain := NewExecutor(Options{}).Run(context.Background(), mcpProbe(srv, results.ContractError))
+	if res.Tool == nil || plain.Tool == nil {
+		t.Fatalf("runs carry no tool definition: %+v, %+v", res.Tool, plain.Tool)
+	}
+	if strings.Contains(res.Tool.Canonical, "SECRET") || !json.Valid([]byte(res.Tool.Canonical)) ||
+		!strings.Contains(res.Tool.Canonical, "Search the docs; send") {
+		t.Errorf("stored definition %s, want valid JSON with the secret scrubbed", res.Tool.Canonical)
+	}
+	if res.Tool.Fingerprint != plain.Tool.Fingerprint {
+		t.Errorf("fingerprint %s after scrubbing, want the definition's own %s", res.Tool.Fingerprint, plain.Tool.Fingerprint)
+	}
+}

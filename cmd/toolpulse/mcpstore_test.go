@@ -45,6 +45,31 @@ func recordMCPRun(t *testing.T, h *cliRun) {
 	}
 }
 
+// recordFailedMCPRun stores an MCP run of "search" that failed in its one
+// try, on its tools/call.
+func recordFailedMCPRun(t *testing.T, h *cliRun) {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), filepath.Join(h.dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	at := time.Now().UTC()
+	r := results.Result{OperationID: "op-mcp-failed", Probe: "search", StartedAt: at, Outcome: results.ContractError,
+		Error:    &results.Error{Code: results.CodeToolError, Message: "the index is rebuilding"},
+		Consumer: results.ConsumerRef{Name: "c", Version: "1", RuleHash: "h"}, HTTPStatus: 200}
+	for _, m := range []string{"initialize", "notifications/initialized", "tools/list", "tools/call", "DELETE session"} {
+		a := results.Attempt{Number: len(r.Attempts) + 1, Try: 1, Method: m, StartedAt: at, Duration: time.Millisecond, HTTPStatus: 200}
+		if m == "tools/call" {
+			a.Code, a.Message = results.CodeToolError, "the index is rebuilding"
+		}
+		r.Attempts = append(r.Attempts, a)
+	}
+	if err := store.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestHistoryShowsMCPExchanges: `history --attempts` lists an MCP run's
 // exchanges with their try and method, and counts its tries.
 func TestHistoryShowsMCPExchanges(t *testing.T) {
@@ -99,6 +124,7 @@ func TestAPIAndPageShowDefinitionDrift(t *testing.T) {
 	h := newCLIRun(t)
 	h.run("check", "--probe", "search")
 	recordMCPRun(t, h)
+	recordFailedMCPRun(t, h)
 	srv, _ := storedServer(t, h)
 	get := func(path string) string {
 		t.Helper()
@@ -129,7 +155,9 @@ func TestAPIAndPageShowDefinitionDrift(t *testing.T) {
 	}
 
 	page := get("/probes/search")
-	for _, want := range []string{"tool definition <code>5d41402abc4b2a76</code>", "description: changed", "Search it all."} {
+	for _, want := range []string{"tool definition <code>5d41402abc4b2a76</code>", "description: changed", "Search it all.",
+		// The last failure is the MCP run's first try, shown by exchange.
+		`<th scope="col">Method</th>`, "<td><code>tools/call</code></td>", "<td><code>DELETE session</code></td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("probe page lacks %q", want)
 		}
