@@ -36,6 +36,7 @@ func TestMCPExchangeRows(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name     string
+		era      mcptest.Era
 		faults   []mcptest.Fault
 		want     string
 		outcome  results.Outcome
@@ -52,9 +53,12 @@ func TestMCPExchangeRows(t *testing.T) {
 				"6 1 server/discover 400 ", "7 1 initialize 200 ", "8 1 notifications/initialized 202 ", "9 1 tools/call 200 ",
 				"10 1 DELETE session 200 ", ""}, "\n"),
 			outcome: results.Pass, attempts: 1},
+		{name: "a stateless session", era: mcptest.Stateless,
+			want:    "1 1 server/discover 200 \n2 1 tools/list 200 \n3 1 tools/call 200 \n",
+			outcome: results.Pass, attempts: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{searchTool()}, Faults: tt.faults})
+			srv := mcptest.Start(t, mcptest.Config{Era: tt.era, Tools: []mcptest.Tool{searchTool()}, Faults: tt.faults})
 			res := NewExecutor(Options{}).Run(context.Background(), mcpProbe(srv, results.ContractError))
 			if res.Outcome != tt.outcome || res.AttemptCount() != tt.attempts || res.HTTPStatus != 200 {
 				t.Errorf("run = %s %v, %d tries, HTTP %d; want %s in %d, HTTP 200 (the tools/call's)",
