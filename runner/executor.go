@@ -170,13 +170,16 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	}
 	res.Duration = e.now().Sub(res.StartedAt)
 	res.Attempts = op.attempts()
-	if n := len(res.Attempts); n > 0 {
-		res.HTTPStatus = res.Attempts[n-1].HTTPStatus
+	if len(res.Attempts) > 0 {
+		// The last try's status, not its last row's: an MCP session ends
+		// with the DELETE that closes it.
+		res.HTTPStatus = op.loop.last.httpStatus
 	}
 	if res.Outcome != results.Pass && op.payload != nil {
 		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.payload)))
 	}
 	e.redactor.Load().RedactResult(res)
+	redactDefinition(res.Tool, e.redactor.Load().Redact)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
 		// must not get it stored; the fingerprint stays as computed. The
@@ -189,7 +192,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	if res.Outcome != results.Pass {
 		e.logger.Debug("probe run failed", "probe", res.Probe, "operation_id", res.OperationID,
 			"outcome", res.Outcome, "code", res.Code(), "message", res.Error.Message,
-			"attempts", len(res.Attempts))
+			"attempts", res.AttemptCount())
 	}
 	// Last, so that nothing after it can panic and drop a sample the
 	// probe's memory already counts as sent. A steady probe pays one

@@ -57,6 +57,9 @@ func (op *operation) run(res *results.Result) {
 	op.payload, op.replay = payload, payload
 	if op.p.MCP != nil {
 		op.replay = meta.result
+		// Whatever the outcome after the listing: definition drift is
+		// judged on every run that got that far.
+		res.Tool = toolDefinitionOf(meta.tool)
 	}
 	if failure != nil {
 		res.Fail(failure)
