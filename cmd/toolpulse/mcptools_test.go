@@ -245,3 +245,48 @@ func TestMCPToolsFailures(t *testing.T) {
 		t.Errorf("the failing server saw %d tools/list requests", n)
 	}
 }
+
+// TestMCPToolsEverything lists the tools of a real server nobody here
+// wrote, @modelcontextprotocol/server-everything from npm, inside a
+// private network namespace: echo is read-only and requires message,
+// get-structured-content declares an output schema, and the server names
+// itself as it does in its handshake.
+func TestMCPToolsEverything(t *testing.T) {
+	ev := mcptest.FindEverything(t)
+	mcptest.InPrivateNetwork(t, func(t *testing.T) {
+		url := ev.Start(t)
+		code, out, errOut := runMCPTools(t, "--url", url, "--header", "Authorization="+mcpToolsToken)
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %s", code, errOut)
+		}
+		t.Logf("server-everything %s:\n%s", ev.Version, out)
+		rows := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				rows[f[0]] = strings.Join(f, " ")
+			}
+		}
+		if r := rows["echo"]; r != "echo read-only no message" {
+			t.Errorf("echo's row %q, want read-only, no output schema, message required", r)
+		}
+		if r := rows["get-structured-content"]; r != "get-structured-content read-only yes location" {
+			t.Errorf("get-structured-content's row %q, want read-only, an output schema, location required", r)
+		}
+		if !strings.Contains(out, "\nserver mcp-servers/everything ") || !strings.Contains(out, ", protocol 2025-11-25: ") {
+			t.Errorf("no server line for mcp-servers/everything on 2025-11-25:\n%s", out)
+		}
+		code, out, errOut = runMCPTools(t, "--url", url, "--format", "json")
+		if code != exitOK {
+			t.Fatalf("--format json: exit %d, stderr %s", code, errOut)
+		}
+		var doc struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Tools) < 5 {
+			t.Fatalf("--format json: %v, %d tools:\n%s", err, len(doc.Tools), out)
+		}
+	})
+}
