@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,60 @@ func TestListRequestChecked(t *testing.T) {
 	var rerr *results.Error
 	if err == nil || errors.As(err, &rerr) {
 		t.Errorf("ListTools without a client = %v, want a plain error", err)
+	}
+}
+
+// rawServer is a legacy-era server on loopback that answers tools/list
+// with page, raw: what internal/mcptest, which lists only well-formed
+// tools, cannot send.
+func rawServer(t *testing.T, page string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s-1")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"0"}}}`, m.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, page)
+		case "":
+			w.WriteHeader(http.StatusAccepted) // a DELETE
+		default:
+			if len(m.ID) == 0 {
+				w.WriteHeader(http.StatusAccepted) // a notification
+				return
+			}
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`, m.ID)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestListToolsMalformed: a page the SDK cannot decode is still listed
+// from the wire, every entry flagged, the one without a name unnamed.
+func TestListToolsMalformed(t *testing.T) {
+	url := rawServer(t, `{"tools":[{"name":"ok","inputSchema":{"type":"object"}},42]}`)
+	got, err := list(t, url)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	if len(got.Tools) != 2 {
+		t.Fatalf("%d tools, want both entries: %+v", len(got.Tools), got.Tools)
+	}
+	if ok := got.Tools[0]; ok.Name != "ok" || !strings.Contains(ok.Invalid, "the SDK cannot decode the page") {
+		t.Errorf("first entry %+v, want ok flagged as on a page the SDK cannot decode", ok)
+	}
+	if bad := got.Tools[1]; bad.Name != "" || string(bad.Definition) != "42" || !strings.Contains(bad.Invalid, "not an object with a name") {
+		t.Errorf("second entry %+v, want 42, unnamed, flagged", bad)
+	}
+	if got.Server.Name != "raw" || got.ProtocolVersion != "2025-11-25" {
+		t.Errorf("server %+v on %q", got.Server, got.ProtocolVersion)
 	}
 }

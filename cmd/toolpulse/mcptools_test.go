@@ -64,7 +64,7 @@ func TestMCPToolsTable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg.Name, cfg.PageSize, cfg.Tools = "weather-server", 3, weatherTools()
 			s := mcptest.Start(t, cfg)
-			code, out, errOut := runMCPTools(t, "--url", s.URL, "--header", "Authorization="+mcpToolsToken)
+			code, out, errOut := runMCPTools(t, "--url", s.URL, "--header", "Authorization="+mcpToolsToken, "--header", "X-Scopes=read,write=all")
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
@@ -96,8 +96,8 @@ func TestMCPToolsTable(t *testing.T) {
 				t.Errorf("%d tools/list requests, want 2 pages", n)
 			}
 			for _, r := range s.Calls("tools/list") {
-				if r.Authorization != mcpToolsToken {
-					t.Errorf("tools/list sent Authorization %q, want the --header", r.Authorization)
+				if r.Authorization != mcpToolsToken || r.Header.Get("X-Scopes") != "read,write=all" {
+					t.Errorf("tools/list sent Authorization %q, X-Scopes %q; want the --header values whole", r.Authorization, r.Header.Get("X-Scopes"))
 				}
 			}
 			if n := len(s.Calls("tools/call")); n != 0 {
