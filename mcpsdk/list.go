@@ -207,7 +207,9 @@ func (d *dropLog) reason(tool string) string {
 	return "invalid"
 }
 
-func (d *dropLog) Enabled(context.Context, slog.Level) bool { return true }
+// Enabled lets through only errors, the level the SDK drops a tool at, so
+// that a probe's Call pays nothing for the SDK's other logging.
+func (d *dropLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelError }
 
 func (d *dropLog) Handle(_ context.Context, r slog.Record) error {
 	var tool, reason string
