@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -173,6 +174,13 @@ type call struct {
 	result        json.RawMessage
 	callX         int // the tools/call exchange, -1 before it
 	failure       *verdict
+
+	// listing, when set, makes the session a ListTools one: every page of
+	// tools/list, no tools/call.
+	listing *listing
+	// drops hears the SDK's log, which is where it says why it dropped a
+	// tool from a listing.
+	drops *dropLog
 }
 
 func newCall(ctx context.Context, req Request) *call {
@@ -182,7 +190,7 @@ func newCall(ctx context.Context, req Request) *call {
 	}
 	life, endAll := context.WithCancel(ctx)
 	op, stop := context.WithCancelCause(life)
-	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1}
+	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1, drops: &dropLog{}}
 	c.rec = &recorder{now: now, limit: req.MaxBodyBytes, stop: stop}
 
 	header := req.Header.Clone()
@@ -210,6 +218,7 @@ func newCall(ctx context.Context, req Request) *call {
 		// An input_required result comes back as it is, to be judged,
 		// instead of being answered from handlers a probe does not have.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Logger:         slog.New(c.drops),
 	})
 	return c
 }
@@ -253,6 +262,9 @@ func (c *call) once() *verdict {
 	defer func() { _ = cs.Close() }()
 	if init := cs.InitializeResult(); init != nil {
 		c.version = init.ProtocolVersion
+	}
+	if c.listing != nil {
+		return c.listAll(cs)
 	}
 	if c.tool == nil {
 		if v := c.list(cs); v != nil {
