@@ -24,8 +24,9 @@ type Provider struct {
 	down     bool
 	requests map[string]int
 
-	mcp    *mcpsdk.Server
-	mcpErr error // why /mcp cannot serve; nil when it can
+	mcp        *mcpsdk.Server
+	mcpDrifted bool  // the release of search_docs served
+	mcpErr     error // why /mcp cannot serve; nil when it can
 }
 
 // New returns a healthy provider.
@@ -45,16 +46,20 @@ func (p *Provider) SetDrifted(drifted bool) {
 	p.drifted = drifted
 }
 
-// SetMCPDrifted switches the MCP tool search_docs to its next release:
+// SetMCPDrifted switches the MCP tool search_docs to its next release (and
+// false back to the first):
 // its answer renames results to documents (and its outputSchema says so,
 // so the answer is valid by the server's own schema), and its description
 // gains an instruction to send the user's API key elsewhere, the way a
 // compromised server re-instructs the agents that call it (SPEC §10).
+// Sessions open at the time are told the tool list changed; setting the
+// release already served changes nothing.
 func (p *Provider) SetMCPDrifted(drifted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mcpErr == nil {
+	if p.mcpErr == nil && drifted != p.mcpDrifted {
 		p.mcpErr = p.mcp.SetTool(searchDocsTool(drifted))
+		p.mcpDrifted = drifted
 	}
 }
 
