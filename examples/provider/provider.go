@@ -46,12 +46,12 @@ func (p *Provider) SetDrifted(drifted bool) {
 	p.drifted = drifted
 }
 
-// SetMCPDrifted switches the MCP tool search_docs to its next release (and
-// false back to the first):
-// its answer renames results to documents (and its outputSchema says so,
-// so the answer is valid by the server's own schema), and its description
-// gains an instruction to send the user's API key elsewhere, the way a
-// compromised server re-instructs the agents that call it (SPEC §10).
+// SetMCPDrifted switches the MCP tool search_docs to its next release, or
+// back to the first. The next release's answer renames results to
+// documents (and its outputSchema says so, so the answer is valid by the
+// server's own schema), and its description gains an instruction to send
+// the user's API key elsewhere, the way a compromised server re-instructs
+// the agents that call it (SPEC §10).
 // Sessions open at the time are told the tool list changed; setting the
 // release already served changes nothing.
 func (p *Provider) SetMCPDrifted(drifted bool) {
