@@ -51,11 +51,6 @@ type ToolList struct {
 	Truncated bool
 }
 
-// ServerInfo is how a server names itself in the handshake.
-type ServerInfo struct {
-	Name, Title, Version string
-}
-
 // ListedTool is one entry of tools/list.
 type ListedTool struct {
 	// Name is the entry's name; "" when the entry has none.

@@ -18,13 +18,9 @@ import (
 // that cannot be used (not a schema, remote references, another draft) is
 // an error too: the probe cannot vouch for the answer.
 func validateOutput(schema, instance json.RawMessage) error {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return fmt.Errorf("the outputSchema is not a JSON Schema: %s", firstLine(err.Error()))
-	}
-	resolved, err := s.Resolve(nil)
+	resolved, err := compileSchema(schema)
 	if err != nil {
-		return fmt.Errorf("the outputSchema cannot be used: %s", firstLine(err.Error()))
+		return errors.New("the outputSchema " + err.Error())
 	}
 	var v any
 	if err := json.Unmarshal(instance, &v); err != nil {
@@ -34,4 +30,22 @@ func validateOutput(schema, instance json.RawMessage) error {
 		return errors.New(firstLine(err.Error()))
 	}
 	return nil
+}
+
+// compileSchema reads and resolves a JSON Schema a tool declares: JSON
+// Schema 2020-12 unless its $schema names draft-07. Its errors read after
+// the schema's name ("the outputSchema is not a JSON Schema: …").
+func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("is missing")
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("is not a JSON Schema: %s", firstLine(err.Error()))
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be used: %s", firstLine(err.Error()))
+	}
+	return r, nil
 }

@@ -2,7 +2,7 @@
 // (examples/provider) on a fixed address, so that the root checks.yaml and
 // hand-written configs have something to probe:
 //
-//	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted
+//	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted -mcp-drifted
 package main
 
 import (
@@ -31,12 +31,15 @@ func run(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8099", "address to serve on")
 	drifted := fs.Bool("drifted", false, "serve /search in the {\"items\": [...]} layout of seed 000")
 	down := fs.Bool("down", false, "answer /runs with 503 and Retry-After")
+	mcpDrifted := fs.Bool("mcp-drifted", false, "serve the MCP tool search_docs' next release: results renamed documents, and an instruction in its description")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	p := provider.New()
 	p.SetDrifted(*drifted)
 	p.SetDown(*down)
+	p.SetMCPDrifted(*mcpDrifted)
+	defer p.Close()
 	srv := &http.Server{Addr: *listen, Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,7 +50,7 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs)\n", *listen)
+	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, MCP at /mcp)\n", *listen)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
