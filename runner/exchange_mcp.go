@@ -47,8 +47,8 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	x.last = nil
 	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
-		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
-		Now: x.e.now,
+		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
+		Now: x.e.now, Schemas: &x.e.schemas,
 	})
 	if err != nil {
 		// The loader makes every Request Call accepts; this is a bug.

@@ -108,3 +108,27 @@ func TestMCPProbeRuleSeesToolAndResult(t *testing.T) {
 		t.Errorf("run = %s %v, validated %d; want a pass: the rule sees tool and result", res.Outcome, res.Error, res.ValidatedCount)
 	}
 }
+
+// TestMCPProbeKeepsOutputSchema: the executor compiles a tool's
+// outputSchema once for all its runs, and every run still checks the
+// answer against it.
+func TestMCPProbeKeepsOutputSchema(t *testing.T) {
+	typed := searchTool()
+	typed.OutputSchema = json.RawMessage(`{"type":"object","properties":{"results":{"type":"array"}},"required":["results"]}`)
+	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{typed}})
+	e := NewExecutor(Options{})
+	defer e.CloseIdleConnections()
+	p := mcpProbe(srv, results.ContractError)
+	for range 2 {
+		if res := e.Run(context.Background(), p); res.Outcome != results.Pass {
+			t.Fatalf("run = %s %v, want a pass", res.Outcome, res.Error)
+		}
+	}
+	if n := e.schemas.Len(); n != 1 {
+		t.Errorf("the executor holds %d compiled schemas after two runs, want the tool's one", n)
+	}
+	srv.SetFaults(mcptest.StructuredMismatch())
+	if res := e.Run(context.Background(), p); res.Code() != results.CodeOutputSchema {
+		t.Errorf("run = %s %s, want output_schema: the kept schema still judges the answer", res.Outcome, res.Code())
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -53,6 +54,12 @@ type Executor struct {
 	newID     func() string
 	redactor  atomic.Pointer[results.Redactor]
 	userAgent string
+	// mcpVersion is the clientInfo.version an MCP session announces: the
+	// build's, read once rather than on every attempt.
+	mcpVersion string
+	// schemas keeps the outputSchemas MCP probes' tools declare,
+	// compiled, so that a run does not compile its tool's schema again.
+	schemas mcpsdk.Schemas
 
 	transports transportPool
 	// bodies holds read buffers for bodies of unknown length, see
@@ -100,6 +107,7 @@ func NewExecutor(opts Options) *Executor {
 		version = results.ReadBuild().Label()
 	}
 	e.userAgent = "toolpulse/" + version
+	e.mcpVersion = results.ReadBuild().Version
 	return e
 }
 

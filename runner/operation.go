@@ -87,7 +87,14 @@ func (op *operation) judge(res *results.Result, meta answerMeta) {
 	}
 	if op.p.MCP != nil {
 		in.Request = consumers.Request{JSON: op.p.MCP.Arguments}
-		in.Result, in.Tool = ruleObject(meta.result), ruleObject(meta.tool)
+		// Decoding result costs about what decoding the response did:
+		// rules that cannot see it do not pay for it.
+		if op.p.Consumer.ReadsInput("result") {
+			in.Result = ruleObject(meta.result)
+		}
+		if op.p.Consumer.ReadsInput("tool") {
+			in.Tool = ruleObject(meta.tool)
+		}
 	}
 	verdict := op.p.Consumer.Apply(in, op.p.Expect.MinResults)
 	res.SelectedCount, res.ValidatedCount = verdict.Selected, verdict.Validated

@@ -130,12 +130,22 @@ type Consumer struct {
 	Validate string
 }
 
-// Probe is one entry of probes:.
+// Probe is one entry of probes:. MCP, when set, is written instead of
+// Request.
 type Probe struct {
 	Name     string
 	Request  Request
+	MCP      *MCP
 	Consumer string
 	Labels   map[string]string
+}
+
+// MCP is an MCP probe's mcp: map. Arguments is the fixture, values as
+// for Request.JSON.
+type MCP struct {
+	URL       string
+	Tool      string
+	Arguments map[string]any
 }
 
 // Request is a probe's request: map. JSON is the fixture sent as the
@@ -280,6 +290,9 @@ func (c Config) YAML() string {
 	}
 	for _, p := range c.Probes {
 		fields := []string{"name: " + scalar(p.Name), "request: " + p.Request.flow()}
+		if p.MCP != nil {
+			fields[1] = "mcp: " + p.MCP.flow()
+		}
 		if p.Consumer != "" {
 			fields = append(fields, "consumer: "+scalar(p.Consumer))
 		}
@@ -310,6 +323,14 @@ func (r Request) flow() string {
 	}
 	if r.JSON != nil {
 		parts = append(parts, "json: "+flow(r.JSON))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func (m MCP) flow() string {
+	parts := []string{"url: " + strconv.Quote(m.URL), "tool: " + scalar(m.Tool)}
+	if m.Arguments != nil {
+		parts = append(parts, "arguments: "+flow(m.Arguments))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
