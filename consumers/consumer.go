@@ -74,6 +74,8 @@ type Consumer struct {
 	// clauses explain an invalid_item (explain.go); nil when the validate
 	// rule cannot be split into clauses safe to run on their own.
 	clauses []clause
+	// inputs are the top-level names the rules use (ReadsInput).
+	inputs map[string]bool
 }
 
 // Ref names the consumer in a result; a nil consumer (a multi-step
@@ -186,6 +188,7 @@ func Compile(src Source) (*Consumer, []*RuleError) {
 		return nil, errs
 	}
 	c.compileFast(sel, val)
+	c.inputs = inputNames(c.selectProg, c.validateProg)
 	if val != nil {
 		c.clauses = compileClauses(src.Validate)
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
 )
 
 // FieldSet is what a consumer's rules read: the member names they access.
@@ -48,6 +49,39 @@ func (c *Consumer) ReadFields() FieldSet {
 	}
 	delete(r.names, itemVar)
 	return FieldSet{Known: true, Names: r.names}
+}
+
+// ReadsInput reports whether the rules can see the rule input name (SPEC
+// §4 and §10: response, status, headers, request, probe, result, tool):
+// true when either rule names it, or names $env, which holds every input.
+// A caller may leave out an input the rules cannot see, such as an MCP
+// probe's result, which costs a decode of the whole answer. A consumer not
+// made by Compile sees every input.
+func (c *Consumer) ReadsInput(name string) bool {
+	if c == nil || c.inputs == nil {
+		return true
+	}
+	return c.inputs[name] || c.inputs["$env"]
+}
+
+// inputNames returns the identifiers the programs use: the inputs they
+// name, and the variables of their lets. A member's name (response.result)
+// is not an identifier.
+func inputNames(progs ...*vm.Program) map[string]bool {
+	names := map[string]bool{}
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		if id, ok := n.(*ast.IdentifierNode); ok {
+			names[id.Value] = true
+		}
+		eachChild(n, walk)
+	}
+	for _, p := range progs {
+		if p != nil {
+			walk(p.Node())
+		}
+	}
+	return names
 }
 
 type readWalker struct {

@@ -102,3 +102,41 @@ func TestFieldSetReads(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsInput: an input counts as seen when either rule names it,
+// wherever (a let, a predicate, a map() body the optimizer moves), or
+// names $env; a member of the same name does not count.
+func TestReadsInput(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		select_, validate string
+		result, tool      bool
+	}{
+		{"seed-000 rules", selectResults, validateResults, false, false},
+		{"a member named result", `response.result ?? response.results`, `.tool != nil`, false, false},
+		{"a string that says result", `response.results`, `type(.id) == "string" && .kind != "result"`, false, false},
+		{"result in select", `result.isError != true ? response.results : []`, ``, true, false},
+		{"tool in validate", `response.results`, `tool.name == "search"`, false, true},
+		{"through a let", `let r = result; r.isError == true ? [] : response.results`, ``, true, false},
+		{"inside a predicate", `filter(response.results, .score >= len(tool.name))`, ``, false, true},
+		{"inside a map after a filter", `filter(response.results, .score > 0) | map(result.isError)`, ``, true, false},
+		{"every input through $env", `$env.response.results`, ``, true, true},
+		{"$env by key", `response.results`, `$env["request"] != nil`, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustCompile(t, Source{Select: tc.select_, Validate: tc.validate})
+			if got := c.ReadsInput("result"); got != tc.result {
+				t.Errorf("ReadsInput(result) = %t, want %t", got, tc.result)
+			}
+			if got := c.ReadsInput("tool"); got != tc.tool {
+				t.Errorf("ReadsInput(tool) = %t, want %t", got, tc.tool)
+			}
+			if !c.ReadsInput("response") {
+				t.Errorf("ReadsInput(response) = false, want true: every rule here reads it")
+			}
+		})
+	}
+	if !(*Consumer)(nil).ReadsInput("result") || !(&Consumer{}).ReadsInput("tool") {
+		t.Errorf("a consumer not made by Compile must see every input")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -47,6 +48,9 @@ type Request struct {
 	ClientName, ClientVersion string
 	// Now is the clock exchanges are timed by; nil is time.Now.
 	Now func() time.Time
+	// Schemas keeps compiled outputSchemas from one call to the next; nil
+	// compiles the tool's schema on every call.
+	Schemas *Schemas
 }
 
 // Answer is what one Call got: a verdict, what a consumer's rules see, and
@@ -171,8 +175,20 @@ type call struct {
 	tool          json.RawMessage
 	def           toolDef
 	result        json.RawMessage
-	callX         int // the tools/call exchange, -1 before it
-	failure       *verdict
+	// response and isError are what rules see of result, once judgeResult
+	// has read it (parsed); answer reads them from result otherwise.
+	response json.RawMessage
+	isError  bool
+	parsed   bool
+	callX    int // the tools/call exchange, -1 before it
+	failure  *verdict
+
+	// listing, when set, makes the session a ListTools one: every page of
+	// tools/list, no tools/call.
+	listing *listing
+	// drops hears the SDK's log, which is where it says why it dropped a
+	// tool from a listing.
+	drops *dropLog
 }
 
 func newCall(ctx context.Context, req Request) *call {
@@ -182,7 +198,7 @@ func newCall(ctx context.Context, req Request) *call {
 	}
 	life, endAll := context.WithCancel(ctx)
 	op, stop := context.WithCancelCause(life)
-	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1}
+	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1, drops: &dropLog{}}
 	c.rec = &recorder{now: now, limit: req.MaxBodyBytes, stop: stop}
 
 	header := req.Header.Clone()
@@ -210,6 +226,7 @@ func newCall(ctx context.Context, req Request) *call {
 		// An input_required result comes back as it is, to be judged,
 		// instead of being answered from handlers a probe does not have.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Logger:         slog.New(c.drops),
 	})
 	return c
 }
@@ -253,6 +270,9 @@ func (c *call) once() *verdict {
 	defer func() { _ = cs.Close() }()
 	if init := cs.InitializeResult(); init != nil {
 		c.version = init.ProtocolVersion
+	}
+	if c.listing != nil {
+		return c.listAll(cs)
 	}
 	if c.tool == nil {
 		if v := c.list(cs); v != nil {
@@ -315,11 +335,10 @@ func (c *call) call(cs *mcp.ClientSession) *verdict {
 		}
 	}
 	x := c.rec.get(i)
-	result, perr := resultOf(x.response)
-	if perr != nil {
-		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: "tools/call " + quote(c.req.Tool) + ": " + perr.Error()}
+	if x.response == nil || isNull(x.result) || !isObject(x.result) {
+		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: "tools/call " + quote(c.req.Tool) + ": the answer has no CallToolResult"}
 	}
-	c.result = result
+	c.result = x.result
 	return c.judgeResult(i)
 }
 
@@ -330,7 +349,10 @@ func (c *call) answer() *Answer {
 	if c.callX >= 0 && c.callX < len(xs) {
 		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
 	}
-	if c.result != nil {
+	switch {
+	case c.parsed:
+		a.Response, a.IsError = c.response, c.isError
+	case c.result != nil:
 		a.Response, a.IsError = ResponseOf(c.result)
 	}
 	if v := c.failure; v != nil {

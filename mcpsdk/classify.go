@@ -283,6 +283,9 @@ func (c *call) judgeResult(i int) *verdict {
 	if err := json.Unmarshal(c.result, &r); err != nil {
 		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: what + ": the result is not a CallToolResult: " + firstLine(err.Error())}
 	}
+	// What rules see, from this one reading of the result rather than a
+	// second (ResponseOf's).
+	c.response, c.isError, c.parsed = responseFrom(r.Content, r.StructuredContent), r.IsError, true
 	if r.ResultType == "input_required" || len(r.InputRequests) > 0 {
 		var asked []string
 		for _, ir := range r.InputRequests {
@@ -312,7 +315,7 @@ func (c *call) judgeResult(i int) *verdict {
 		if isNull(r.StructuredContent) {
 			return &verdict{code: results.CodeOutputSchema, exchange: i, message: what + ": the tool declares an outputSchema and the result has no structuredContent"}
 		}
-		if err := validateOutput(c.def.OutputSchema, r.StructuredContent); err != nil {
+		if err := validateOutput(c.req.Schemas, c.def.OutputSchema, r.StructuredContent); err != nil {
 			return &verdict{code: results.CodeOutputSchema, exchange: i, message: what + ": structuredContent does not match the outputSchema: " + err.Error()}
 		}
 	}

@@ -107,6 +107,5 @@ func HealthHandler(src HealthSource, version string) http.Handler {
 		}
 		return nil, ToolHealth{}, fmt.Errorf("%w %q: list_tool_health lists the probes toolpulse has", ErrUnknownProbe, q.Probe)
 	})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: 64 << 10})
+	return streamableHandler(srv, true)
 }

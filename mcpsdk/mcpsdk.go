@@ -3,7 +3,10 @@
 // SDK through this one, so that upgrading or swapping it touches one
 // folder. It holds the SDK settings a probe depends on, and Call: one
 // probe session of one tool, judged into the codes of SPEC §10 from what
-// the wire carried, with every HTTP exchange recorded.
+// the wire carried, with every HTTP exchange recorded; and ListTools, the
+// same session without the call, for `toolpulse mcp tools`. It also serves
+// MCP: toolpulse's own endpoint (HealthHandler), and NewServer, a server
+// of tools given as data, for the example provider.
 package mcpsdk
 
 import (

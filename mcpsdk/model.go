@@ -67,17 +67,6 @@ func (d toolDef) destructive() bool {
 
 func (d toolDef) hasOutputSchema() bool { return !isNull(d.OutputSchema) }
 
-// resultOf returns the result of a raw JSON-RPC response.
-func resultOf(response json.RawMessage) (json.RawMessage, error) {
-	var m struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(response, &m); err != nil || isNull(m.Result) || !isObject(m.Result) {
-		return nil, errors.New("the answer has no CallToolResult")
-	}
-	return m.Result, nil
-}
-
 // content is one content item of a CallToolResult.
 type content struct {
 	Type string `json:"type"`
@@ -107,20 +96,25 @@ func ResponseOf(result json.RawMessage) (json.RawMessage, bool) {
 	if json.Unmarshal(result, &r) != nil {
 		return json.RawMessage("null"), false
 	}
-	if !isNull(r.StructuredContent) {
-		return r.StructuredContent, r.IsError
+	return responseFrom(r.Content, r.StructuredContent), r.IsError
+}
+
+// responseFrom is ResponseOf on a result already read.
+func responseFrom(items []content, structured json.RawMessage) json.RawMessage {
+	if !isNull(structured) {
+		return structured
 	}
-	for _, c := range r.Content {
+	for _, c := range items {
 		if c.Type != "text" {
 			continue
 		}
 		if t := bytes.TrimSpace([]byte(c.Text)); json.Valid(t) {
-			return json.RawMessage(t), r.IsError
+			return json.RawMessage(t)
 		}
 		b, _ := json.Marshal(c.Text)
-		return b, r.IsError
+		return b
 	}
-	return json.RawMessage("null"), r.IsError
+	return json.RawMessage("null")
 }
 
 // ResultWith returns a copy of result, a CallToolResult as rule values,

@@ -53,9 +53,11 @@ type exchange struct {
 
 	// body is what was kept of a body that is not an SSE stream (at most
 	// the limit); response is the JSON-RPC response to the request, raw,
-	// when one arrived.
+	// when one arrived, and result its result member, raw (nil without
+	// one).
 	body     []byte
 	response json.RawMessage
+	result   json.RawMessage
 }
 
 // recorder holds the exchanges of one call.
@@ -389,8 +391,9 @@ func (b *wireBody) message(data []byte, where string) {
 		return
 	}
 	b.answer = true
-	raw := append(json.RawMessage(nil), data...)
-	b.t.rec.update(b.i, func(x *exchange) { x.response = raw })
+	// data is the body's own copy (end) or the event's (lineDone), never
+	// written again: it is kept as it is.
+	b.t.rec.update(b.i, func(x *exchange) { x.response, x.result = data, m.Result })
 	b.t.rec.finish(b.i)
 }
 

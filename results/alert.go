@@ -7,12 +7,41 @@ import "time"
 // (SPEC §5). It explains a contract change; the consumer rule proves the
 // impact.
 type Drift struct {
+	// Kind says what changed: the response's shape, or an MCP tool's
+	// definition. "" reads as DriftResponse.
+	Kind        DriftKind
 	Probe       string
-	OperationID string // the run that showed the new shape
+	OperationID string // the run that showed the change
 	DetectedAt  time.Time
-	Baseline    string   // the dominant fingerprint
-	Current     string   // the run's fingerprint
-	Diff        []string // SPEC §5 diff lines, baseline -> current
+	Baseline    string   // the fingerprint drifted from: a shape's, or a tool definition's
+	Current     string   // the run's fingerprint, of the same kind
+	Diff        []string // one line per changed path, baseline -> current (SPEC §5, §10)
+	// Before and After are the tool's old and new description, capped at
+	// DescriptionRunes, when a definition drift changed it; "" otherwise.
+	Before, After string
+}
+
+// DriftKind is what a drift event is about (the drifts.kind column).
+type DriftKind string
+
+const (
+	// DriftResponse: the response's shape changed (SPEC §5).
+	DriftResponse DriftKind = "response"
+	// DriftDefinition: an MCP tool's listed definition changed (SPEC §10).
+	DriftDefinition DriftKind = "definition"
+)
+
+// DescriptionRunes caps the old and new description a definition drift
+// carries: enough to read what an agent is now told, short enough for an
+// alert.
+const DescriptionRunes = 300
+
+// KindOrResponse is d's kind, DriftResponse for a drift without one.
+func (d *Drift) KindOrResponse() DriftKind {
+	if d.Kind == "" {
+		return DriftResponse
+	}
+	return d.Kind
 }
 
 // AlertKind says what an alert announces.
@@ -28,7 +57,8 @@ const (
 	AlertUpdate AlertKind = "update"
 	// AlertResolved: a probe that was alerted on passes again.
 	AlertResolved AlertKind = "resolved"
-	// AlertDrift: a probe's response shape changed (SPEC §5).
+	// AlertDrift: a probe's response shape (SPEC §5) or its MCP tool's
+	// definition (SPEC §10) changed; Alert.Drift.Kind says which.
 	AlertDrift AlertKind = "shape_drift"
 )
 
@@ -190,8 +220,12 @@ type AlertState struct {
 // transaction: the result, the drift it showed, the probe's new alert
 // state and the alerts to deliver. A crash leaves all of it or none.
 type RunRecord struct {
-	Result     Result
-	Drift      *Drift      // nil when the shape did not drift (or was deduplicated)
-	AlertState *AlertState // nil leaves the stored state unchanged
-	Alerts     []Alert
+	Result Result
+	Drift  *Drift // nil when the shape did not drift (or was deduplicated)
+	// DefinitionDrift is the run's definition drift (kind
+	// DriftDefinition): its tool's definition differs from the probe's
+	// previous one. nil when it does not, or the run is not an MCP one.
+	DefinitionDrift *Drift
+	AlertState      *AlertState // nil leaves the stored state unchanged
+	Alerts          []Alert
 }

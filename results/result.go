@@ -25,18 +25,36 @@ func NewError(code Code, format string, args ...any) *Error {
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Attempt is one HTTP exchange of an operation. Every attempt is recorded,
-// including those of a run that passed after retries.
+// including those of a run that passed after retries. An HTTP probe makes
+// one exchange per try of the retry loop; an MCP probe's try is a whole
+// session (SPEC §10) and makes one row per exchange of it, the try's
+// verdict on the exchange it was found in.
 type Attempt struct {
-	Number     int           // 1-based
+	Number int // 1-based position in the operation
+	// Try is the try of the retry loop the exchange belongs to, 1-based;
+	// 0 (a row stored before tries were recorded) means Number.
+	Try int
+	// Method is what the exchange was: the JSON-RPC method of an MCP
+	// exchange ("initialize", "tools/call", "DELETE session"...); "" for an
+	// HTTP probe's attempt.
+	Method     string
 	StartedAt  time.Time     // when the request was sent
 	Duration   time.Duration // until the body was read or the attempt failed
 	HTTPStatus int           // 0 when no response arrived
 	Code       Code          // "" when this attempt produced a usable exchange
 	Message    string        // why the attempt failed; "" when Code is ""
-	Wait       time.Duration // back-off before the next attempt; 0 on the last
+	Wait       time.Duration // back-off before the next try, on the try's last row; 0 otherwise
 	// Step is the step of a multi-step probe the attempt belongs to
 	// (SPEC §11); "" for a single probe.
 	Step string
+}
+
+// TryNumber is the try a belongs to: Try, or Number for a row without one.
+func (a Attempt) TryNumber() int {
+	if a.Try > 0 {
+		return a.Try
+	}
+	return a.Number
 }
 
 // Shape is the structural shape of a JSON response body: its canonical text,
@@ -114,6 +132,20 @@ type Result struct {
 	// ResponseSample is the start of the body, capped and with every known
 	// secret scrubbed; it is kept for runs that did not pass.
 	ResponseSample string
+	// Tool is the definition of the tool an MCP run listed (SPEC §10),
+	// whatever the outcome after the listing; nil for an HTTP probe and
+	// for a run that never got the tool's tools/list entry.
+	Tool *ToolDefinition
+}
+
+// ToolDefinition is the watched part of an MCP tool's tools/list entry
+// (results/tooldef): its fingerprint and its canonical JSON, what
+// definition drift compares from run to run.
+type ToolDefinition struct {
+	Fingerprint string
+	// Canonical is the definition's canonical JSON; "" when a store read
+	// it back after the probe's definitions were forgotten.
+	Canonical string
 }
 
 // EffectiveKind is r.Kind, or ProbeHTTP when it is unset.
@@ -138,8 +170,15 @@ func (r *Result) Fail(e *Error) {
 	r.Outcome = e.Code.Outcome()
 }
 
-// AttemptCount is the number of HTTP attempts the operation made.
-func (r *Result) AttemptCount() int { return len(r.Attempts) }
+// AttemptCount is the number of tries the operation made (retries
+// included), not of exchanges: an MCP try makes several rows.
+func (r *Result) AttemptCount() int {
+	n := 0
+	for _, a := range r.Attempts {
+		n = max(n, a.TryNumber())
+	}
+	return n
+}
 
 // TimeLayout is how toolpulse writes instants: RFC 3339 in UTC with
 // milliseconds, so that stored timestamps sort as text.

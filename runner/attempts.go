@@ -16,7 +16,8 @@ import (
 // protocol, the loop knows the probe's retry policy. A new kind of exchange
 // (an MCP session's call, SPEC §10; a step of a multi-step probe, SPEC §11)
 // implements attempt and answer and gets bounded attempts, the budget,
-// back-off, Retry-After and an attempt row for every try from the loop,
+// back-off, Retry-After and an attempt row for every try from the loop
+// (one per exchange, when a try reports several: attemptResult.exchanges),
 // without a line of the loop changing.
 type exchange interface {
 	// attempt makes one attempt, bounded by a.ctx, and says how it went.
@@ -51,6 +52,13 @@ type attemptResult struct {
 	// be left alone (a Retry-After header): it replaces the back-off.
 	retryAfter    time.Duration
 	retryAfterSet bool
+	// exchanges are the attempt's exchanges, when it made several (an MCP
+	// session): one attempt row each, in order, with StartedAt, Duration,
+	// HTTPStatus and Method set; the loop numbers them and puts the
+	// attempt's verdict on exchanges[blamed], or on the last one when
+	// blamed is out of range. nil: the attempt is one row.
+	exchanges []results.Attempt
+	blamed    int
 }
 
 // attempt is one try of an exchange, as the loop hands it over.
@@ -113,6 +121,9 @@ type attemptLoop struct {
 	deadline time.Time // the budget's end, by e.now
 	first    int       // the number of the run's attempts before this loop's
 	attempts []results.Attempt
+	// last is how the last finished try ended, which its rows need not
+	// show alone: an MCP try's verdict sits on one of its exchanges.
+	last attemptResult
 
 	// The attempt in flight, for a panic's record.
 	inAttempt bool
@@ -212,26 +223,41 @@ func (l *attemptLoop) sleep(wait time.Duration) *results.Error {
 	}
 	// The wait was abandoned, so no attempt follows the last one.
 	l.attempts[len(l.attempts)-1].Wait = 0
-	last := l.attempts[len(l.attempts)-1]
+	last := l.last
 	if l.parent.Err() != nil {
-		return results.NewError(results.CodeCanceled, "run canceled during back-off after %d attempt(s)", len(l.attempts))
+		return results.NewError(results.CodeCanceled, "run canceled during back-off after %d attempt(s)", l.number)
 	}
 	// Only a clock that disagrees with the context's gets here.
-	return results.NewError(last.Code, "%s; the retry budget ran out during back-off", last.Message)
+	return results.NewError(last.code, "%s; the retry budget ran out during back-off", last.message)
 }
 
-// record appends the attempt in flight, ended with res, followed by wait.
+// record appends the rows of the attempt in flight, ended with res,
+// followed by wait: one row, or one per exchange the attempt reported.
+// Every row carries the try's number; the try's verdict goes on the
+// exchange it blames and the wait on its last row, so that a try is never
+// lost and never counted twice.
 func (l *attemptLoop) record(res attemptResult, wait time.Duration) {
-	l.attempts = append(l.attempts, results.Attempt{
-		Number:     l.first + l.number,
-		Step:       l.step,
-		StartedAt:  l.started,
-		Duration:   l.e.now().Sub(l.started),
-		HTTPStatus: res.httpStatus,
-		Code:       res.code,
-		Message:    res.message,
-		Wait:       wait,
-	})
+	rows := res.exchanges
+	blamed := res.blamed
+	if len(rows) == 0 {
+		rows = []results.Attempt{{StartedAt: l.started, Duration: l.e.now().Sub(l.started), HTTPStatus: res.httpStatus}}
+		blamed = 0
+	}
+	if blamed < 0 || blamed >= len(rows) {
+		blamed = len(rows) - 1
+	}
+	for i, row := range rows {
+		row.Number, row.Try, row.Step = l.first+len(l.attempts)+1, l.number, l.step
+		row.Code, row.Message, row.Wait = "", "", 0
+		if i == blamed {
+			row.Code, row.Message = res.code, res.message
+		}
+		if i == len(rows)-1 {
+			row.Wait = wait
+		}
+		l.attempts = append(l.attempts, row)
+	}
+	l.last = res
 	l.inAttempt = false
 	if res.code != "" {
 		l.e.logger.Debug("attempt failed", "probe", l.probe, "step", l.step, "attempt", l.number, "code", res.code,

@@ -28,6 +28,12 @@ type Store interface {
 	// hour), most runs first, with their canonical text: what a probe
 	// without a profile, recorded before profiles existed, starts from.
 	RecentShapes(ctx context.Context, probe string, since time.Time, limit int) ([]results.ShapeSeen, error)
+	// ToolDefinition returns the tool definition probe's latest MCP run
+	// listed (SPEC §10), and false when it has none (it never listed its
+	// tool, or was reset since). The Recorder reads it once per probe and
+	// then keeps it in memory; RecordRun saves every run's
+	// (results.Result.Tool).
+	ToolDefinition(ctx context.Context, probe string) (results.ToolDefinition, bool, error)
 	// AlertStates returns the persisted alert state of every probe.
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
 	// DueAlerts returns up to limit pending alerts whose next attempt is at

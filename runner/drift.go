@@ -64,7 +64,7 @@ func (c *profileCache) put(probe string, e *profileEntry) {
 }
 
 // dropReset forgets the entries of probes reset after their profile was
-// learned, at most every SilenceRefresh: a reset takes effect within that
+// learned (and their last tool definition), at most every SilenceRefresh: a reset takes effect within that
 // long, and reading the resets costs one query for every probe together.
 func (rc *Recorder) dropReset(ctx context.Context, now time.Time) {
 	c := &rc.baselines
@@ -83,6 +83,7 @@ func (rc *Recorder) dropReset(ctx context.Context, now time.Time) {
 		rc.observer.StoreError("profile_resets")
 		return
 	}
+	rc.definitions.dropReset(resets)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for probe, at := range resets {
@@ -182,6 +183,7 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 		sh.Baseline, sh.Drift = baseline, slices.Clone(report.Lines)
 		if report.Novel && baseline != sh.Fingerprint {
 			out.drift = &results.Drift{
+				Kind:        results.DriftResponse,
 				Probe:       r.Probe,
 				OperationID: r.OperationID,
 				DetectedAt:  now,

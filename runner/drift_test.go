@@ -122,7 +122,7 @@ func TestDriftSeed000(t *testing.T) {
 	if len(drifts) != 1 {
 		t.Fatalf("%d drift rows, want 1", len(drifts))
 	}
-	want := results.Drift{Probe: "external_search", OperationID: latest.OperationID, DetectedAt: f.clock.Now(),
+	want := results.Drift{Kind: results.DriftResponse, Probe: "external_search", OperationID: latest.OperationID, DetectedAt: f.clock.Now(),
 		Baseline: seedBaselineFP, Current: seedWrappedFP, Diff: []string{seedDiffLine}}
 	if d := drifts[0]; fmt.Sprint(d) != fmt.Sprint(want) {
 		t.Errorf("drift row = %+v, want %+v", d, want)

@@ -47,8 +47,8 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	x.last = nil
 	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
-		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
-		Now: x.e.now,
+		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
+		Now: x.e.now, Schemas: &x.e.schemas,
 	})
 	if err != nil {
 		// The loader makes every Request Call accepts; this is a bug.
@@ -56,6 +56,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	}
 	x.last = ans
 	res := attemptResult{httpStatus: ans.Status, retryAfter: ans.RetryAfter, retryAfterSet: ans.RetryAfterSet}
+	res.exchanges, res.blamed = exchangeRows(ans.Exchanges)
 	if f := ans.Err; f != nil {
 		res.code, res.message = f.Code, f.Message
 		switch {
@@ -70,8 +71,40 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	}
 	if code := classify(nil, ans.Status, x.p.Expect.Status); code != "" {
 		res.code, res.message = code, "tools/call answered HTTP "+http.StatusText(ans.Status)
+		res.blamed = lastCall(res.exchanges)
 	}
 	return res
+}
+
+// exchangeRows are a session's exchanges as attempt rows, and the index
+// of the one mcpsdk found the session's failure in (-1: none). The loop
+// numbers the rows and gives the blamed one the attempt's verdict, which
+// may be the probe's reading of mcpsdk's (is_error: unavailable).
+func exchangeRows(xs []mcpsdk.Exchange) ([]results.Attempt, int) {
+	blamed := -1
+	rows := make([]results.Attempt, 0, len(xs))
+	for i, x := range xs {
+		method := x.Method
+		if method == http.MethodDelete {
+			method = "DELETE session"
+		}
+		rows = append(rows, results.Attempt{Method: method, StartedAt: x.StartedAt, Duration: x.Duration, HTTPStatus: x.Status})
+		if x.Code != "" && blamed < 0 {
+			blamed = i
+		}
+	}
+	return rows, blamed
+}
+
+// lastCall is the index of the last tools/call row, the exchange
+// expect.status judges; -1 when there is none.
+func lastCall(rows []results.Attempt) int {
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Method == "tools/call" {
+			return i
+		}
+	}
+	return -1
 }
 
 // answer is what rules see of the last result: response as the payload,

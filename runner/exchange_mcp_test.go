@@ -51,9 +51,9 @@ func TestMCPProbeRuns(t *testing.T) {
 		t.Run("pass", func(t *testing.T) {
 			srv := mcptest.Start(t, mcptest.Config{Era: era, Tools: []mcptest.Tool{searchTool()}})
 			res := NewExecutor(Options{}).Run(context.Background(), mcpProbe(srv, results.ContractError))
-			if res.Outcome != results.Pass || res.ValidatedCount != 1 || len(res.Attempts) != 1 || res.HTTPStatus != 200 {
+			if res.Outcome != results.Pass || res.ValidatedCount != 1 || res.AttemptCount() != 1 || res.HTTPStatus != 200 {
 				t.Fatalf("run = %s %v, validated %d, %d attempts, HTTP %d; want a pass of one item in one attempt",
-					res.Outcome, res.Error, res.ValidatedCount, len(res.Attempts), res.HTTPStatus)
+					res.Outcome, res.Error, res.ValidatedCount, res.AttemptCount(), res.HTTPStatus)
 			}
 			if res.Shape == nil || res.Shape.Fingerprint == "" {
 				t.Errorf("the answer has no shape: %+v", res.Shape)
@@ -76,8 +76,8 @@ func TestMCPProbeRuns(t *testing.T) {
 				srv := mcptest.Start(t, mcptest.Config{Era: era, Tools: []mcptest.Tool{searchTool()},
 					Faults: []mcptest.Fault{mcptest.ToolError("the index is rebuilding")}})
 				res := NewExecutor(Options{}).Run(context.Background(), mcpProbe(srv, tt.isError))
-				if res.Outcome != tt.isError || res.Code() != tt.code || len(res.Attempts) != tt.attempts {
-					t.Errorf("run = %s %s, %d attempts; want %s %s in %d", res.Outcome, res.Code(), len(res.Attempts),
+				if res.Outcome != tt.isError || res.Code() != tt.code || res.AttemptCount() != tt.attempts {
+					t.Errorf("run = %s %s, %d attempts; want %s %s in %d", res.Outcome, res.Code(), res.AttemptCount(),
 						tt.isError, tt.code, tt.attempts)
 				}
 				if got := len(srv.Calls("tools/call")); got != tt.attempts {
@@ -106,5 +106,29 @@ func TestMCPProbeRuleSeesToolAndResult(t *testing.T) {
 	res := NewExecutor(Options{}).Run(context.Background(), p)
 	if res.Outcome != results.Pass || res.ValidatedCount != 1 {
 		t.Errorf("run = %s %v, validated %d; want a pass: the rule sees tool and result", res.Outcome, res.Error, res.ValidatedCount)
+	}
+}
+
+// TestMCPProbeKeepsOutputSchema: the executor compiles a tool's
+// outputSchema once for all its runs, and every run still checks the
+// answer against it.
+func TestMCPProbeKeepsOutputSchema(t *testing.T) {
+	typed := searchTool()
+	typed.OutputSchema = json.RawMessage(`{"type":"object","properties":{"results":{"type":"array"}},"required":["results"]}`)
+	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{typed}})
+	e := NewExecutor(Options{})
+	defer e.CloseIdleConnections()
+	p := mcpProbe(srv, results.ContractError)
+	for range 2 {
+		if res := e.Run(context.Background(), p); res.Outcome != results.Pass {
+			t.Fatalf("run = %s %v, want a pass", res.Outcome, res.Error)
+		}
+	}
+	if n := e.schemas.Len(); n != 1 {
+		t.Errorf("the executor holds %d compiled schemas after two runs, want the tool's one", n)
+	}
+	srv.SetFaults(mcptest.StructuredMismatch())
+	if res := e.Run(context.Background(), p); res.Code() != results.CodeOutputSchema {
+		t.Errorf("run = %s %s, want output_schema: the kept schema still judges the answer", res.Outcome, res.Code())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -53,6 +54,12 @@ type Executor struct {
 	newID     func() string
 	redactor  atomic.Pointer[results.Redactor]
 	userAgent string
+	// mcpVersion is the clientInfo.version an MCP session announces: the
+	// build's, read once rather than on every attempt.
+	mcpVersion string
+	// schemas keeps the outputSchemas MCP probes' tools declare,
+	// compiled, so that a run does not compile its tool's schema again.
+	schemas mcpsdk.Schemas
 
 	transports transportPool
 	// bodies holds read buffers for bodies of unknown length, see
@@ -100,6 +107,7 @@ func NewExecutor(opts Options) *Executor {
 		version = results.ReadBuild().Label()
 	}
 	e.userAgent = "toolpulse/" + version
+	e.mcpVersion = results.ReadBuild().Version
 	return e
 }
 
@@ -172,13 +180,20 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	}
 	res.Duration = e.now().Sub(res.StartedAt)
 	res.Attempts = op.allAttempts()
-	if n := len(res.Attempts); n > 0 {
-		res.HTTPStatus = res.Attempts[n-1].HTTPStatus
+	if len(res.Attempts) > 0 {
+		// The deciding call's last try's status, not its last row's: an
+		// MCP session ends with the DELETE that closes it.
+		res.HTTPStatus = op.lastStatus
+		if op.loop != nil {
+			// A panic cut a loop short: its attempt in flight is the last.
+			res.HTTPStatus = res.Attempts[len(res.Attempts)-1].HTTPStatus
+		}
 	}
 	if res.Outcome != results.Pass && op.payload != nil {
 		res.ResponseSample = sample(redactor.Redact(string(op.payload)))
 	}
 	redactor.RedactResult(res)
+	redactDefinition(res.Tool, redactor.Redact)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
 		// must not get it stored; the fingerprint stays as computed. The
@@ -191,7 +206,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	if res.Outcome != results.Pass {
 		e.logger.Debug("probe run failed", "probe", res.Probe, "operation_id", res.OperationID,
 			"outcome", res.Outcome, "code", res.Code(), "message", res.Error.Message,
-			"attempts", len(res.Attempts))
+			"attempts", res.AttemptCount())
 	}
 	// Last, so that nothing after it can panic and drop a sample the
 	// probe's memory already counts as sent. A steady probe pays one

@@ -268,6 +268,9 @@ func (memNullStore) RecordRun(context.Context, *results.RunRecord) error { retur
 func (memNullStore) ShapeProfile(context.Context, string) (results.StoredProfile, bool, error) {
 	return results.StoredProfile{}, false, nil
 }
+func (memNullStore) ToolDefinition(context.Context, string) (results.ToolDefinition, bool, error) {
+	return results.ToolDefinition{}, false, nil
+}
 func (memNullStore) ProfileResets(context.Context, time.Time) (map[string]time.Time, error) {
 	return nil, nil
 }

@@ -40,6 +40,8 @@ type operation struct {
 	secrets []string
 
 	payload []byte // the deciding call's answer, for the failure sample
+	// lastStatus is the HTTP status of the deciding call's last try.
+	lastStatus int
 	// replay is the whole answer the rules saw, for the shape sample that
 	// `toolpulse test --from-db` replays: the payload of an HTTP probe, the
 	// whole CallToolResult of an MCP probe (its response derives from it,
@@ -140,12 +142,18 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 		op.loop = newAttemptLoop(op, q, c.name())
 		failure := op.loop.run(ex)
 		op.attempts = append(op.attempts, op.loop.attempts...)
+		last := op.loop.last
 		op.loop = nil
 		payload, meta := ex.answer()
 		if decides {
-			op.payload, op.replay = payload, payload
+			op.payload, op.replay, op.lastStatus = payload, payload, last.httpStatus
 			if q.MCP != nil {
 				op.replay = meta.result
+			}
+			if q.MCP != nil && c.step == nil {
+				// Whatever the outcome after the listing: definition drift
+				// is judged on every run that got that far.
+				res.Tool = toolDefinitionOf(meta.tool)
 			}
 		}
 		if failure != nil {
@@ -225,7 +233,15 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 	}
 	if q.MCP != nil {
 		in.Request = consumers.Request{JSON: q.MCP.Arguments}
-		in.Result, in.Tool = ruleObject(meta.result), ruleObject(meta.tool)
+		// Decoding result costs about what decoding the response did:
+		// rules that cannot see it do not pay for it. A step's until and
+		// captures may read them too.
+		if c.step != nil || q.Consumer.ReadsInput("result") {
+			in.Result = ruleObject(meta.result)
+		}
+		if c.step != nil || q.Consumer.ReadsInput("tool") {
+			in.Tool = ruleObject(meta.tool)
+		}
 	}
 	readsAnswer := q.Consumer != nil || (c.step != nil && (c.step.Until != nil || len(c.step.Capture) > 0))
 	if !readsAnswer {

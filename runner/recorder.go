@@ -81,7 +81,9 @@ type Recorder struct {
 	now       func() time.Time
 	wake      func()
 	baselines profileCache // each probe's learned shape profile
-	queue     *writeQueue
+	// definitions is each MCP probe's last tool definition
+	definitions definitionCache
+	queue       *writeQueue
 
 	mu      sync.RWMutex // guards notify, labels, deliver and states
 	notify  checks.Notify
@@ -284,6 +286,23 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			rec.Alerts = append(rec.Alerts, a)
 		}
 	}
+	defined, defErr := rc.detectDefinitionDrift(ctx, r, now)
+	if defErr != nil {
+		rc.logger.Error("definition drift detection failed; recording the run without its tool definition's text",
+			"probe", r.Probe, "operation_id", r.OperationID, "error", defErr)
+		rc.observer.StoreError("definition_lookup")
+	}
+	if drift := defined.drift; drift != nil {
+		rec.DefinitionDrift = drift
+		if notifies(notify, notifyShapeDrift) {
+			a := results.NewAlert(results.AlertDrift, r, now)
+			a.Drift = drift
+			if silenced {
+				a.State, a.LastError = results.DeliverySkipped, SilencedError
+			}
+			rec.Alerts = append(rec.Alerts, a)
+		}
+	}
 	next, alerts := decide(notify, st, r, now, silenced)
 	to := addressing{told: st.Receivers}
 	if deliver {
@@ -310,17 +329,25 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	if judged.shape != nil {
 		rec.Result.Shape = judged.shape
 	}
+	if defErr != nil && r.Tool != nil {
+		// Keep the stored definition the previous one: see
+		// detectDefinitionDrift.
+		rec.Result.Tool = &results.ToolDefinition{Fingerprint: r.Tool.Fingerprint}
+	}
 
 	if err := rc.store.RecordRun(ctx, &rec); err != nil {
 		rc.observer.StoreError("record_run")
 		return Decision{}, fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}
 	judged.commit()
+	defined.commit()
 	rc.mu.Lock()
 	rc.states[r.Probe] = next
 	rc.mu.Unlock()
-	if rec.Drift != nil {
-		rc.observer.DriftDetected(rec.Drift)
+	for _, d := range []*results.Drift{rec.Drift, rec.DefinitionDrift} {
+		if d != nil {
+			rc.observer.DriftDetected(d)
+		}
 	}
 
 	for _, a := range rec.Alerts {
@@ -336,7 +363,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			attrs = append(attrs, "code", a.Code)
 		}
 		if a.Drift != nil {
-			attrs = append(attrs, "baseline", a.Drift.Baseline, "current", a.Drift.Current)
+			attrs = append(attrs, "drift_kind", a.Drift.KindOrResponse(), "baseline", a.Drift.Baseline, "current", a.Drift.Current)
 		}
 		rc.logger.Info("alert enqueued", attrs...)
 	}

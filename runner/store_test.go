@@ -126,6 +126,13 @@ func (s *faultStore) ShapeProfile(ctx context.Context, probe string) (results.St
 	return s.Store.ShapeProfile(ctx, probe)
 }
 
+func (s *faultStore) ToolDefinition(ctx context.Context, probe string) (results.ToolDefinition, bool, error) {
+	if err := s.enter("ToolDefinition"); err != nil {
+		return results.ToolDefinition{}, false, err
+	}
+	return s.Store.ToolDefinition(ctx, probe)
+}
+
 func (s *faultStore) ProfileResets(ctx context.Context, since time.Time) (map[string]time.Time, error) {
 	if err := s.enter("ProfileResets"); err != nil {
 		return nil, err

@@ -49,7 +49,17 @@ type providerSpec struct {
 	// Capacity is how many arrivals to preallocate per probe.
 	Capacity int            `json:"capacity"`
 	Special  []specialProbe `json:"special"`
+	// Kind is what each probe path serves: kindHTTP (the JSON API) or
+	// kindMCP (one tool of an MCP server, in MCPEra; see mcpserver.go).
+	Kind   string `json:"kind"`
+	MCPEra string `json:"mcp_era,omitempty"`
 }
+
+// What the probes call (--kind).
+const (
+	kindHTTP = "http"
+	kindMCP  = "mcp"
+)
 
 // Kinds of special probe: those the mix does not decide.
 const (
@@ -110,6 +120,7 @@ type provider struct {
 	epoch   atomic.Int64 // Unix ns; 0 until the bench sets it
 	served  [answerKinds]atomic.Int64
 	conns   atomic.Int64
+	mcp     *mcpEndpoint // nil unless the spec's kind is MCP
 }
 
 type providerProbe struct {
@@ -126,6 +137,16 @@ func newProvider(spec providerSpec) (*provider, error) {
 	}
 	p := &provider{spec: spec, probes: make([]providerProbe, spec.Probes)}
 	p.answers = cannedAnswers(spec.Items, spec.ResponseBytes)
+	switch spec.Kind {
+	case "", kindHTTP:
+	case kindMCP:
+		if spec.MCPEra != mcpLegacy && spec.MCPEra != mcpStateless {
+			return nil, fmt.Errorf("provider: MCP era %q", spec.MCPEra)
+		}
+		p.mcp = newMCPEndpoint(spec.MCPEra, p.answers)
+	default:
+		return nil, fmt.Errorf("provider: kind %q", spec.Kind)
+	}
 	for i := range p.probes {
 		p.probes[i].arrivals = make([]int64, 0, spec.Capacity)
 	}
@@ -190,6 +211,10 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pp := &p.probes[i]
+	if p.mcp != nil {
+		p.serveMCP(w, r, i, pp)
+		return
+	}
 	pp.mu.Lock()
 	pp.arrivals = append(pp.arrivals, now)
 	seq := pp.requests
@@ -208,6 +233,17 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		kind = answer503
 	}
 	a := &p.answers[kind]
+	p.noteFailure(pp, kind)
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = a.length
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
+}
+
+// noteFailure remembers when an alert probe was first answered kind, if
+// that is a failure: the start of its alert latency.
+func (p *provider) noteFailure(pp *providerProbe, kind int) {
 	if s := pp.special; s != nil && s.Kind == specialAlert && kind != answerPass {
 		pp.mu.Lock()
 		if pp.firstFail == 0 {
@@ -215,11 +251,6 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		pp.mu.Unlock()
 	}
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = a.length
-	w.WriteHeader(a.status)
-	_, _ = w.Write(a.body)
 }
 
 func (p *provider) connState(_ net.Conn, state http.ConnState) {

@@ -131,6 +131,43 @@ func TestRunSmoke(t *testing.T) {
 	}
 }
 
+// TestRunSmokeMCP is the run mode with MCP probes, small, in each era: every
+// run is a whole session with the provider's MCP server, judged by the
+// same rules, and the numbers stay consistent.
+func TestRunSmokeMCP(t *testing.T) {
+	requireSQLiteShell(t)
+	bin := testToolpulse(t)
+	for _, era := range []string{mcpLegacy, mcpStateless} {
+		t.Run(era, func(t *testing.T) {
+			jsonPath := filepath.Join(t.TempDir(), "run.json")
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), []string{"run", "--kind", "mcp", "--mcp-era", era,
+				"--probes", "20", "--interval", "500ms", "--jitter", "400ms", "--warmup", "1s", "--duration", "5s",
+				"--mix", "pass=70,contract_error=15,unavailable=15", "--alert-probes", "2", "--scrape-every", "1s",
+				"--daemon-env", "GOMEMLIMIT=1GiB", "--toolpulse", bin, "--json", jsonPath,
+			}, &stdout, &stderr)
+			if code != exitOK {
+				t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+			}
+			b, err := os.ReadFile(jsonPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep runReport
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatal(err)
+			}
+			checkRunReport(t, &rep)
+			if rep.Setup.Kind != kindMCP || rep.Setup.MCPEra != era {
+				t.Errorf("setup kind %q era %q, want mcp %s", rep.Setup.Kind, rep.Setup.MCPEra, era)
+			}
+			if !strings.Contains(stdout.String(), "MCP tool, "+era+" era") {
+				t.Errorf("the table does not say the probes are MCP tools:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
 func checkRunReport(t *testing.T, rep *runReport) {
 	t.Helper()
 	ops := rep.Operations
@@ -226,6 +263,8 @@ func TestParseRunFlags(t *testing.T) {
 		{"--scrape-every", "-1s"},
 		{"--daemon-env", "GOMEMLIMIT"},
 		{"--daemon-env", "=1"},
+		{"--kind", "grpc"},
+		{"--kind", "mcp", "--mcp-era", "modern"},
 		{"extra"},
 	} {
 		_, err := parseRunFlags(args, io.Discard)
@@ -241,7 +280,8 @@ func TestParseRunFlags(t *testing.T) {
 	// toolpulse wants jitter < interval; the warm-up is jitter + interval.
 	if o.probes != 1000 || o.interval != time.Second || o.jitter != 999*time.Millisecond ||
 		o.warmup != 1999*time.Millisecond || o.duration != time.Minute || o.maxAttempts != 1 ||
-		o.mix != (benchMix{Pass: 100}) || o.alertProbes != 5 || o.scrapeEvery != 15*time.Second {
+		o.mix != (benchMix{Pass: 100}) || o.alertProbes != 5 || o.scrapeEvery != 15*time.Second ||
+		o.kind != kindHTTP || o.mcpEra != mcpLegacy {
 		t.Errorf("defaults: %+v", o)
 	}
 }

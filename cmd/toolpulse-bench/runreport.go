@@ -52,6 +52,9 @@ type loadSetup struct {
 	MixPercent     string   `json:"mix_percent"`
 	AlertProbes    int      `json:"alert_probes"`
 	Consumer       string   `json:"consumer"`
+	// Kind is what the probes call: http, or mcp (MCPEra says which era).
+	Kind   string `json:"kind"`
+	MCPEra string `json:"mcp_era,omitempty"`
 	// DaemonEnv is what --daemon-env added to the daemon's environment.
 	DaemonEnv []string `json:"daemon_env"`
 }
@@ -157,14 +160,19 @@ func newLoadSetup(o loadOptions, s *session) loadSetup {
 	if o.consumer != "" {
 		consumer = o.consumer
 	}
-	return loadSetup{
+	st := loadSetup{
 		Probes: o.probes, IntervalMS: ms(o.interval), JitterMS: ms(o.jitter), WarmupMS: ms(o.warmup),
 		DurationMS: ms(o.duration), TimeoutMS: ms(o.timeout), MaxAttempts: o.maxAttempts,
 		MaxConcurrency: o.maxConcurrency, Items: o.items,
 		ResponseBytes: len(cannedAnswers(o.items, o.responseBytes)[answerPass].body),
 		Mix:           o.mix, MixPercent: o.mix.String(), Consumer: consumer,
 		DaemonEnv: append([]string{}, o.daemonEnv...),
+		Kind:      o.kind,
 	}
+	if o.kind == kindMCP {
+		st.MCPEra = o.mcpEra
+	}
+	return st
 }
 
 func (s *session) profilePaths() *profilePaths {
@@ -204,7 +212,7 @@ func writeHeader(tw io.Writer, h benchHeader, bin string, st loadSetup) {
 	fmt.Fprintf(tw, "probes\t%s every %s, jitter %s, timeout %s, max_attempts %d, max_concurrency %d\n",
 		commas(int64(st.Probes)), msDuration(st.IntervalMS), msDuration(st.JitterMS), msDuration(st.TimeoutMS),
 		st.MaxAttempts, st.MaxConcurrency)
-	fmt.Fprintf(tw, "provider\t%d items, %s per passing answer; mix %s\n", st.Items, humanBytes(int64(st.ResponseBytes)), st.MixPercent)
+	fmt.Fprintf(tw, "provider\t%s; %d items, %s per passing answer; mix %s\n", describeKind(st.Kind, st.MCPEra), st.Items, humanBytes(int64(st.ResponseBytes)), st.MixPercent)
 	fmt.Fprintf(tw, "consumer\t%s\n", st.Consumer)
 	if len(st.DaemonEnv) > 0 {
 		fmt.Fprintf(tw, "daemon env\t%s\n", strings.Join(st.DaemonEnv, " "))
@@ -223,7 +231,11 @@ func writeRunTable(w io.Writer, r *runReport) error {
 		"results in the database started in the window; expected = probes × window ÷ interval")
 	row("missed runs", fmt.Sprintf("%s (%.2f %%)", commas(int64(ops.Missed)), ops.MissedPercent), "expected − completed")
 	row("outcomes", fmt.Sprintf("pass %s, contract_error %s, unavailable %s", commas(int64(ops.Pass)), commas(int64(ops.ContractError)), commas(int64(ops.Unavailable))), "")
-	row("provider requests", commas(int64(ops.ProviderRequests)), fmt.Sprintf("arrivals in the window; %d ticks skipped between runs", r.StartLag.SkippedTicks))
+	arrivals := "arrivals"
+	if r.Setup.Kind == kindMCP {
+		arrivals = "sessions (each one's first request)"
+	}
+	row("provider requests", commas(int64(ops.ProviderRequests)), fmt.Sprintf("%s in the window; %d ticks skipped between runs", arrivals, r.StartLag.SkippedTicks))
 	row("throughput", fmt.Sprintf("%.1f runs/s", ops.PerSecond), "")
 	row("connections", commas(r.ProviderConnections), "TCP connections the daemon opened to the provider, warm-up and closed answers included")
 	row("daemon CPU", fmt.Sprintf("%.2f s, %.0f µs per run, %.2f cores", r.CPU.DaemonSeconds, r.CPU.DaemonMicrosPerOp, r.CPU.DaemonCores),

@@ -38,10 +38,14 @@ type loadOptions struct {
 	maxConcurrency int
 	timeout        time.Duration
 	consumer       string
-	toolpulse      string
-	keep           string
-	jsonPath       string
-	profile        string
+	// kind is what the probes call: kindHTTP or kindMCP, a tool of an
+	// MCP server of the provider's in era mcpEra.
+	kind      string
+	mcpEra    string
+	toolpulse string
+	keep      string
+	jsonPath  string
+	profile   string
 	// buildFlags are extra `go build` flags for toolpulse (see
 	// readOptions.buildFlags).
 	buildFlags []string
@@ -78,6 +82,8 @@ func (o *loadOptions) register(fs *flag.FlagSet, d loadOptions) {
 	fs.IntVar(&o.maxAttempts, "max-attempts", d.maxAttempts, "retries.max_attempts of every probe; above 1, unavailable runs are retried and the provider sees more requests than runs")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", d.maxConcurrency, "max_concurrency: runs in flight at once")
 	fs.DurationVar(&o.timeout, "timeout", d.timeout, "every probe's per-attempt timeout")
+	fs.StringVar(&o.kind, "kind", kindHTTP, "what the probes call: `http` (a JSON API) or mcp (a tool of an MCP server, one session per run)")
+	fs.StringVar(&o.mcpEra, "mcp-era", mcpLegacy, "with --kind mcp, the era the provider's MCP server speaks: `legacy` (2025-11-25: initialize, a session, DELETE) or stateless (2026-07-28)")
 	fs.StringVar(&o.consumer, "consumer", d.consumer, "consumer `file` the probes use (default: the rules of consumers/select_results.yaml, built in)")
 	fs.StringVar(&o.toolpulse, "toolpulse", d.toolpulse, "toolpulse `binary` to run (default: go build ./cmd/toolpulse into a temporary directory)")
 	fs.StringVar(&o.keep, "keep", d.keep, "keep the config, database, provider spec and daemon log in `dir` (created; it must be empty)")
@@ -104,6 +110,10 @@ func (o *loadOptions) validate() error {
 		return fmt.Errorf("--max-concurrency must be at least 1, got %d", o.maxConcurrency)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %s", o.timeout)
+	case o.kind != kindHTTP && o.kind != kindMCP:
+		return fmt.Errorf("--kind must be http or mcp, got %q", o.kind)
+	case o.mcpEra != mcpLegacy && o.mcpEra != mcpStateless:
+		return fmt.Errorf("--mcp-era must be legacy or stateless, got %q", o.mcpEra)
 	}
 	if o.jitter >= o.interval {
 		o.jitter = o.interval - time.Millisecond
@@ -201,7 +211,11 @@ func newSession(ctx context.Context, o loadOptions, spec providerSpec, prog *pro
 			return nil, err
 		}
 	}
-	prog.printf("starting the provider: %s paths, %d items, mix %s", commas(int64(spec.Probes)), spec.Items, spec.Mix)
+	spec.Kind = o.kind
+	if o.kind == kindMCP {
+		spec.MCPEra = o.mcpEra
+	}
+	prog.printf("starting the provider: %s paths (%s), %d items, mix %s", commas(int64(spec.Probes)), describeKind(o.kind, o.mcpEra), spec.Items, spec.Mix)
 	if s.provider, err = startProvider(s.dir, spec); err != nil {
 		return nil, err
 	}
@@ -214,6 +228,14 @@ func newSession(ctx context.Context, o loadOptions, spec providerSpec, prog *pro
 		return nil, fmt.Errorf("a loopback port for the daemon: %w", err)
 	}
 	return s, nil
+}
+
+// describeKind says what the probes call, for the progress and the report.
+func describeKind(kind, mcpEra string) string {
+	if kind == kindMCP {
+		return "MCP tool, " + mcpEra + " era, JSON answers"
+	}
+	return "HTTP JSON API"
 }
 
 // benchProbeNames names n probes probe-0001 and on, in the provider's
@@ -296,8 +318,15 @@ func (s *session) writeConfig(probes []int) error {
 		Consumers: []harness.Consumer{s.consumer},
 	}
 	for _, i := range probes {
-		cfg.Probes = append(cfg.Probes, harness.Probe{Name: s.names[i], Consumer: s.consumerName, Request: harness.Request{
-			Method: "POST", URL: harness.Literal(s.provider.url(i)), JSON: map[string]any{"query": "API migration guide"}}})
+		p := harness.Probe{Name: s.names[i], Consumer: s.consumerName}
+		if o.kind == kindMCP {
+			p.MCP = &harness.MCP{URL: harness.Literal(s.provider.url(i)), Tool: benchToolName,
+				Arguments: map[string]any{"query": "API migration guide"}}
+		} else {
+			p.Request = harness.Request{Method: "POST", URL: harness.Literal(s.provider.url(i)),
+				JSON: map[string]any{"query": "API migration guide"}}
+		}
+		cfg.Probes = append(cfg.Probes, p)
 	}
 	tmp := s.cfgPath + ".new"
 	if err := os.WriteFile(tmp, []byte(cfg.YAML()), 0o644); err != nil {

@@ -68,7 +68,7 @@ func TestAlertLifecycle(t *testing.T) {
 	s.metricsHandler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, want := range []string{
 		`toolpulse_runs_total{code="unsupported_results_container",outcome="contract_error",probe="search"}`,
-		`toolpulse_drift_events_total{probe="search"}`,
+		`toolpulse_drift_events_total{kind="response",probe="search"}`,
 		`toolpulse_alerts_sent_total{kind="resolved",receiver="default/slack"} 1`,
 		`toolpulse_alerts_failed_total{final="false",kind="shape_drift",receiver="default/slack"}`,
 		`toolpulse_last_outcome{outcome="pass",probe="search"} 1`,

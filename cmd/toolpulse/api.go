@@ -115,14 +115,21 @@ func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Han
 	})
 }
 
-// driftJSON is a drift event as the API shows it.
+// driftJSON is a drift event as the API shows it: kind is "response" (the
+// response's shape) or "definition" (an MCP tool's definition, with the
+// old and new description when it changed).
 type driftJSON struct {
-	Probe       string   `json:"probe"`
-	OperationID string   `json:"operation_id"`
-	DetectedAt  string   `json:"detected_at"`
-	Baseline    string   `json:"baseline"`
-	Current     string   `json:"current"`
-	Diff        []string `json:"diff"`
+	Kind        results.DriftKind `json:"kind"`
+	Probe       string            `json:"probe"`
+	OperationID string            `json:"operation_id"`
+	DetectedAt  string            `json:"detected_at"`
+	Baseline    string            `json:"baseline"`
+	Current     string            `json:"current"`
+	Diff        []string          `json:"diff"`
+	// DescriptionBefore and DescriptionAfter are null unless a definition
+	// drift changed the tool's description.
+	DescriptionBefore *string `json:"description_before"`
+	DescriptionAfter  *string `json:"description_after"`
 }
 
 func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
@@ -155,8 +162,11 @@ func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 		}
 		out := make([]driftJSON, len(drifts))
 		for i, d := range drifts {
-			out[i] = driftJSON{Probe: d.Probe, OperationID: d.OperationID, DetectedAt: results.FormatTime(d.DetectedAt),
-				Baseline: d.Baseline, Current: d.Current, Diff: d.Diff}
+			out[i] = driftJSON{Kind: d.KindOrResponse(), Probe: d.Probe, OperationID: d.OperationID,
+				DetectedAt: results.FormatTime(d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Diff: d.Diff}
+			if d.Before != "" || d.After != "" {
+				out[i].DescriptionBefore, out[i].DescriptionAfter = &d.Before, &d.After
+			}
 		}
 		writeJSON(w, map[string]any{"drifts": out})
 	})

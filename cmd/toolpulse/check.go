@@ -106,7 +106,14 @@ func runAll(ctx context.Context, exec *runner.Executor, store *sqlite.Store, pro
 				return
 			}
 			// Recording outlives a Ctrl-C: a result we ran is worth keeping.
-			if err := store.Record(context.WithoutCancel(ctx), out[i]); err != nil {
+			// Definition drift is the daemon's to judge: the run keeps its
+			// tool's fingerprint but does not become the definition the
+			// daemon compares the next one with.
+			rec := out[i]
+			if rec.Tool != nil {
+				rec.Tool = &results.ToolDefinition{Fingerprint: rec.Tool.Fingerprint}
+			}
+			if err := store.Record(context.WithoutCancel(ctx), rec); err != nil {
 				mu.Lock()
 				if recordErr == nil {
 					recordErr = err

@@ -15,13 +15,15 @@ import (
 // Exit codes, in one place. 0/1/2 are the verdict of `check` (SPEC §6);
 // the rest follow sysexits.h.
 const (
-	exitOK            = 0
-	exitContractError = 1
-	exitUnavailable   = 2
-	exitUsage         = 64 // EX_USAGE: bad flags or arguments
-	exitNoInput       = 66 // EX_NOINPUT: the database to read does not exist or cannot be read
-	exitSoftware      = 70 // EX_SOFTWARE: toolpulse itself failed (store, I/O)
-	exitConfig        = 78 // EX_CONFIG: the configuration is invalid
+	exitOK                 = 0
+	exitContractError      = 1
+	exitUnavailable        = 2
+	exitUsage              = 64 // EX_USAGE: bad flags or arguments
+	exitDataError          = 65 // EX_DATAERR: a server answered, but not in a form toolpulse can use (mcp tools)
+	exitNoInput            = 66 // EX_NOINPUT: the database to read does not exist or cannot be read
+	exitServiceUnavailable = 69 // EX_UNAVAILABLE: a server could not be reached, refused or failed (mcp tools)
+	exitSoftware           = 70 // EX_SOFTWARE: toolpulse itself failed (store, I/O)
+	exitConfig             = 78 // EX_CONFIG: the configuration is invalid
 )
 
 // exitError carries an exit code out of a command. Its message, when not
@@ -81,6 +83,7 @@ type cli struct {
 	Silence  silenceCmd  `cmd:"" help:"Mute alerts for a while: silence add, list, expire."`
 	Baseline baselineCmd `cmd:"" help:"Learned response shapes: baseline reset --probe NAME after an intended change."`
 	Test     testCmd     `cmd:"" help:"Run every consumer's fixtures; --mutate also finds the contract changes a rule would miss."`
+	MCP      mcpCmd      `cmd:"" name:"mcp" help:"Look at an MCP server: mcp tools --url URL lists its tools."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
 	Version  versionCmd  `cmd:"" help:"Print the version: release or dev, commit, commit time, Go version."`
 }

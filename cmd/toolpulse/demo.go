@@ -30,31 +30,42 @@ type demoCmd struct {
 // demoAct is one step of the drill: what changes at the provider and what
 // the user should watch for.
 type demoAct struct {
-	title   string
-	drifted bool
-	down    bool
+	title      string
+	drifted    bool // /search answers in the seed-000 layout
+	down       bool // /runs answers 503
+	mcpDrifted bool // the MCP tool search_docs is its next release
 }
 
 var demoActs = []demoAct{
-	{"The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
-		"   response shape (its first 5 answers establish the baseline). Only a run that says something\n" +
-		"   new is printed; the others are counted.", false, false},
-	{"The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
+	{title: "The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
+		"   response shape (its first 5 answers establish the baseline). search_docs_mcp calls the MCP tool\n" +
+		"   search_docs on the provider's MCP server (/mcp), one fresh session per run: initialize,\n" +
+		"   tools/list, tools/call, close. Only a run that says something new is printed; the others are\n" +
+		"   counted."},
+	{title: "The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
 		"   overloaded. HTTP is still 200 and the JSON is valid, yet the list-only consumer can no longer\n" +
 		"   use the answer: contract_error, a shape_drift alert with the path diff, and a firing alert.\n" +
 		"   The two-layout consumer reads the same answer and keeps passing: each consumer is one\n" +
 		"   caller's own parsing, and only the one that cannot use the new layout fails. Both report the\n" +
 		"   drift, one alert for the change, until two answers of the new shape taught it to the baseline:\n" +
 		"   from then on it is learned, and the drift marker stops. The tracker answers 503: unavailable after\n" +
-		"   retries that honour Retry-After.", true, true},
-	{"The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
-		"   still fails, and is reminded of (repeat_interval is short in the demo).", true, false},
+		"   retries that honour Retry-After.", drifted: true, down: true},
+	{title: "The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
+		"   still fails, and is reminded of (repeat_interval is short in the demo).", drifted: true},
+	{title: "The MCP server ships the next release of search_docs. Its answer now lists the pages as\n" +
+		"   \"documents\", not \"results\", and its outputSchema says so: the answer is valid by the server's\n" +
+		"   own schema, yet the agent's consumer can no longer use it: contract_error (missing_results) and\n" +
+		"   a shape_drift alert for the response. The tool's description changed too: it now tells agents\n" +
+		"   to send the user's API key to another site, the way a compromised server re-instructs the agents\n" +
+		"   that call it. toolpulse compares the tool's definition on every run: a definition drift alert\n" +
+		"   shows the old and the new description.", drifted: true, mcpDrifted: true},
 }
 
 // Run starts the bundled example provider and a stand-in for Slack on
 // loopback, writes the example config next to a fresh database, and runs the
 // real daemon while the provider drifts, so a user sees pass, drift,
-// contract_error, unavailable and the alerts without any network access.
+// contract_error, unavailable and the alerts, for HTTP endpoints and an MCP
+// tool, without any network access.
 func (d *demoCmd) Run(e *env, root *cli) error {
 	// The narration, the daemon's log and the Slack stand-in all print as
 	// things happen; one lock keeps their lines whole.
@@ -71,6 +82,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 
 	p := provider.New()
+	defer p.Close()
 	providerURL, stopProvider, err := serveLoopback(p.Handler())
 	if err != nil {
 		return softwareError(err)
@@ -131,6 +143,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		for i, act := range demoActs {
 			p.SetDrifted(act.drifted)
 			p.SetDown(act.down)
+			p.SetMCPDrifted(act.mcpDrifted)
 			if n := log.Skipped(); i > 0 && n > 0 {
 				fmt.Fprintf(out, "   (%d more runs said nothing new)\n", n)
 			}
@@ -172,7 +185,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 	fmt.Fprintf(out, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
 	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
-	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, baseline, current, diff FROM drifts;\"\n", db)
+	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, kind, baseline, current, diff FROM drifts;\"\n", db)
 	fmt.Fprintf(out, "\nNext: write a check of your own, README section \"Your first check in ten minutes\".\n")
 
 	if d.Serve && e.ctx.Err() == nil {

@@ -194,11 +194,16 @@ type historyRow struct {
 	Kind             string           `json:"kind"`
 	MCPTool          *string          `json:"mcp_tool"`
 	MCPServer        *string          `json:"mcp_server"`
+	ToolFingerprint  *string          `json:"tool_fingerprint"`
 	AttemptList      []attemptRowJSON `json:"attempt_list,omitempty"`
 }
 
 type attemptRowJSON struct {
-	Number     int     `json:"number"`
+	Number int `json:"number"`
+	// Try is the try of the retry loop the row belongs to; Method the
+	// JSON-RPC method of an MCP exchange, null for an HTTP attempt.
+	Try        int     `json:"try"`
+	Method     *string `json:"method"`
 	StartedAt  string  `json:"started_at"`
 	DurationMS int64   `json:"duration_ms"`
 	HTTPStatus *int    `json:"http_status"`
@@ -243,10 +248,14 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 			row.ShapeBaseline, row.ShapeDrift = optString(r.Shape.Baseline), optString(strings.Join(r.Shape.Drift, "\n"))
 		}
 	}
+	if r.Tool != nil {
+		row.ToolFingerprint = optString(r.Tool.Fingerprint)
+	}
 	if withAttempts {
 		for _, a := range r.Attempts {
 			row.AttemptList = append(row.AttemptList, attemptRowJSON{
-				Number: a.Number, StartedAt: results.FormatTime(a.StartedAt), DurationMS: a.Duration.Milliseconds(),
+				Number: a.Number, Try: a.TryNumber(), Method: optString(a.Method),
+				StartedAt: results.FormatTime(a.StartedAt), DurationMS: a.Duration.Milliseconds(),
 				HTTPStatus: optInt(a.HTTPStatus), Code: optString(string(a.Code)), Message: optString(a.Message),
 				WaitMS: a.Wait.Milliseconds(),
 			})
@@ -336,10 +345,19 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  attempt %d\t\t%s\t%s\t\t%s\t%s\t%s\n", a.Number, toolGap, acode, formatLatency(a.Duration),
+				fmt.Fprintf(tw, "  %s\t\t%s\t%s\t\t%s\t%s\t%s\n", attemptLabel(a), toolGap, acode, formatLatency(a.Duration),
 					statusText(a.HTTPStatus), detail)
 			}
 		}
 	}
 	return tw.Flush()
+}
+
+// attemptLabel names an attempt row in a table: "attempt 2" for an HTTP
+// probe's, "try 1 tools/call" for an exchange of an MCP session.
+func attemptLabel(a results.Attempt) string {
+	if a.Method == "" {
+		return fmt.Sprintf("attempt %d", a.Number)
+	}
+	return fmt.Sprintf("try %d %s", a.TryNumber(), a.Method)
 }

@@ -210,7 +210,12 @@ type row struct {
 
 // driftView is a drift event with its diff, cut to max lines when max > 0.
 type driftView struct {
-	When              moment
+	When moment
+	// Kind is "definition" for a change of an MCP tool's definition, with
+	// its old and new description when that changed; "" for a change of
+	// the response's shape.
+	Kind              string
+	Before, After     string
 	Baseline, Current string
 	Lines             []string
 	More              int
@@ -221,8 +226,13 @@ type driftView struct {
 }
 
 func newDriftView(now time.Time, d results.Drift, max int, latest *results.Result) *driftView {
-	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff,
-		Now: driftNow(d, latest)}
+	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff}
+	if d.Kind == results.DriftDefinition {
+		// The latest run's shape says nothing about the tool's definition.
+		v.Kind, v.Before, v.After = string(d.Kind), d.Before, d.After
+	} else {
+		v.Now = driftNow(d, latest)
+	}
 	if max > 0 && len(v.Lines) > max {
 		v.Lines, v.More = v.Lines[:max], len(v.Lines)-max
 	}
@@ -423,15 +433,22 @@ func newRunView(now time.Time, r *results.Result) runView {
 // failureView is the last run that did not pass, with each attempt and the
 // response sample it kept (scrubbed of secrets when it was recorded).
 type failureView struct {
-	Run      runView
-	Message  string // whole, not cut to one line
-	Attempts []attemptView
-	Sample   string
-	Shape    string // canonical shape text
+	Run runView
+	// Exchanges is set when the attempts are an MCP session's exchanges,
+	// which the table then shows with their try and method.
+	Exchanges bool
+	Message   string // whole, not cut to one line
+	Attempts  []attemptView
+	Sample    string
+	Shape     string // canonical shape text
 }
 
 type attemptView struct {
-	Number  int
+	Number int
+	// Try and Method say which try an MCP exchange belongs to and what it
+	// was ("tools/call"); Method is "" for an HTTP attempt.
+	Try     int
+	Method  string
 	When    moment
 	Latency string
 	Status  string
@@ -449,12 +466,14 @@ func newFailureView(now time.Time, r *results.Result) *failureView {
 		f.Shape = r.Shape.Canonical
 	}
 	for _, a := range r.Attempts {
-		av := attemptView{Number: a.Number, When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
+		av := attemptView{Number: a.Number, Try: a.TryNumber(), Method: a.Method,
+			When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
 			Status: statusText(a.HTTPStatus), Code: cmp.Or(string(a.Code), "-"), Message: a.Message}
 		if a.Wait > 0 {
 			av.Wait = formatLatency(a.Wait)
 		}
 		f.Attempts = append(f.Attempts, av)
+		f.Exchanges = f.Exchanges || a.Method != ""
 	}
 	return f
 }

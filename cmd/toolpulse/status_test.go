@@ -375,7 +375,7 @@ func TestStatusProbePage(t *testing.T) {
 		`<tr><td>1</td><td><time datetime="2026-11-30T11:58:30.000Z" title="2026-11-30T11:58:30.000Z">1m ago</time></td><td>5ms</td><td>503</td><td><code>server_error</code></td><td>HTTP 503</td><td>1000ms</td></tr>`,
 		`<tr><td>3</td>`,
 		`No response body was kept`,
-		`No shape drift is recorded.`,
+		`No drift is recorded.`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/probes/tracker lacks %q", want)

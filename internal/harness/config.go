@@ -131,11 +131,13 @@ type Consumer struct {
 	Validate string
 }
 
-// Probe is one entry of probes:.
+// Probe is one entry of probes:. MCP, when set, is written instead of
+// Request.
 type Probe struct {
 	Name     string
 	Request  Request
 	Steps    []Step // instead of Request: a multi-step probe
+	MCP      *MCP   // instead of Request: an MCP probe
 	Consumer string
 	Labels   map[string]string
 }
@@ -155,6 +157,14 @@ type Step struct {
 type Capture struct {
 	Rule   string
 	Secret bool
+}
+
+// MCP is an MCP probe's mcp: map. Arguments is the fixture, values as
+// for Request.JSON.
+type MCP struct {
+	URL       string
+	Tool      string
+	Arguments map[string]any
 }
 
 // Request is a probe's request: map. JSON is the fixture sent as the
@@ -299,13 +309,16 @@ func (c Config) YAML() string {
 	}
 	for _, p := range c.Probes {
 		fields := []string{"name: " + scalar(p.Name)}
-		if len(p.Steps) == 0 {
-			fields = append(fields, "request: "+p.Request.flow())
-		} else {
+		switch {
+		case len(p.Steps) > 0:
 			fields = append(fields, "steps:")
 			for _, s := range p.Steps {
 				fields = append(fields, "  - "+s.flow())
 			}
+		case p.MCP != nil:
+			fields = append(fields, "mcp: "+p.MCP.flow())
+		default:
+			fields = append(fields, "request: "+p.Request.flow())
 		}
 		if p.Consumer != "" {
 			fields = append(fields, "consumer: "+scalar(p.Consumer))
@@ -364,6 +377,14 @@ func (s Step) flow() string {
 	}
 	if s.Always {
 		parts = append(parts, "always: true")
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func (m MCP) flow() string {
+	parts := []string{"url: " + strconv.Quote(m.URL), "tool: " + scalar(m.Tool)}
+	if m.Arguments != nil {
+		parts = append(parts, "arguments: "+flow(m.Arguments))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -46,6 +46,12 @@ func TestConfigYAML(t *testing.T) {
 			c.Probes[0].Labels = map[string]string{"team": "search"}
 			return c
 		}()},
+		{"mcp", func() Config {
+			c := Fast(prov, slack, "alpha")
+			c.Probes = append(c.Probes, Probe{Name: "docs_tool", Consumer: ListOnly.Name,
+				MCP: &MCP{URL: prov + "/mcp", Tool: "search", Arguments: map[string]any{"query": "API migration guide"}}})
+			return c
+		}()},
 		{"every-field", Config{
 			Storage: Storage{Path: "x$y/results.db", Retention: Retain(8760 * time.Hour)},
 			Server:  Server{Listen: "127.0.0.1:9", Token: "${TOKEN}"},

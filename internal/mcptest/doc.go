@@ -11,7 +11,9 @@
 //
 // It also runs @modelcontextprotocol/server-everything from npm, a real
 // server nobody here wrote, inside a private network namespace
-// (FindEverything, Everything.Start, InPrivateNetwork).
+// (FindEverything, Everything.Start, InPrivateNetwork), and
+// @modelcontextprotocol/inspector-cli, a real client nobody here wrote
+// (FindInspector, Inspector.Run).
 //
 // Only tests import it.
 package mcptest

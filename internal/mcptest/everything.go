@@ -18,11 +18,12 @@ import (
 	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
-// The environment the npm server's tests read. .ci/run installs the
-// package into a temporary directory and sets both.
+// The environment the npm tests read. .ci/run installs the packages into
+// a temporary directory and sets both.
 const (
 	// NPMDirEnv names a directory whose node_modules holds
-	// @modelcontextprotocol/server-everything.
+	// @modelcontextprotocol/server-everything and
+	// @modelcontextprotocol/inspector-cli.
 	NPMDirEnv = "TOOLPULSE_MCP_NPM_DIR"
 	// NPMTestEnv set to "required" (or CI=true) makes a missing node,
 	// package or network namespace fail the test instead of skipping it.
@@ -64,48 +65,63 @@ type Everything struct {
 // them the test is skipped, or failed where it is required.
 func FindEverything(t *testing.T) Everything {
 	t.Helper()
-	var e Everything
+	p := findPackage(t, everythingPackage)
+	return Everything{Node: p.node, Entry: p.entry, Version: p.version}
+}
+
+// npmPackage is an installed npm package with a bin script, and the node
+// that runs it.
+type npmPackage struct {
+	node, entry, version string
+}
+
+// findPackage locates node and pkg under $TOOLPULSE_MCP_NPM_DIR, reading
+// the entry point from the package's own package.json. Without them the
+// test is skipped, or failed where it is required.
+func findPackage(t *testing.T, pkg string) npmPackage {
+	t.Helper()
+	var p npmPackage
 	for _, name := range []string{"node", "nodejs"} {
-		if p, err := exec.LookPath(name); err == nil {
-			e.Node = p
+		if path, err := exec.LookPath(name); err == nil {
+			p.node = path
 			break
 		}
 	}
-	if e.Node == "" {
+	if p.node == "" {
 		unavailable(t, "no node on PATH (apt-get install nodejs npm)")
 	}
 	dir := os.Getenv(NPMDirEnv)
 	if dir == "" {
-		unavailable(t, "%s is not set (npm install --prefix DIR %s, then %s=DIR)", NPMDirEnv, everythingPackage, NPMDirEnv)
+		unavailable(t, "%s is not set (npm install --prefix DIR %s, then %s=DIR)", NPMDirEnv, pkg, NPMDirEnv)
 	}
-	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(everythingPackage))
+	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(pkg))
 	b, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
 	if err != nil {
-		unavailable(t, "%s is not installed under %s: %v", everythingPackage, dir, err)
+		unavailable(t, "%s is not installed under %s: %v", pkg, dir, err)
 	}
-	var pkg struct {
+	var manifest struct {
 		Version string          `json:"version"`
 		Bin     json.RawMessage `json:"bin"`
 	}
-	if err := json.Unmarshal(b, &pkg); err != nil {
+	if err := json.Unmarshal(b, &manifest); err != nil {
 		t.Fatalf("%s/package.json: %v", pkgDir, err)
 	}
 	// bin is a path, or a map of command names to paths.
 	var bin string
-	if json.Unmarshal(pkg.Bin, &bin) != nil {
+	if json.Unmarshal(manifest.Bin, &bin) != nil {
 		var bins map[string]string
-		if err := json.Unmarshal(pkg.Bin, &bins); err != nil || len(bins) != 1 {
-			t.Fatalf("%s/package.json: bin %s is not one script", pkgDir, pkg.Bin)
+		if err := json.Unmarshal(manifest.Bin, &bins); err != nil || len(bins) != 1 {
+			t.Fatalf("%s/package.json: bin %s is not one script", pkgDir, manifest.Bin)
 		}
-		for _, p := range bins {
-			bin = p
+		for _, path := range bins {
+			bin = path
 		}
 	}
-	e.Entry, e.Version = filepath.Join(pkgDir, filepath.FromSlash(bin)), pkg.Version
-	if _, err := os.Stat(e.Entry); err != nil {
-		t.Fatalf("%s's entry point: %v", everythingPackage, err)
+	p.entry, p.version = filepath.Join(pkgDir, filepath.FromSlash(bin)), manifest.Version
+	if _, err := os.Stat(p.entry); err != nil {
+		t.Fatalf("%s's entry point: %v", pkg, err)
 	}
-	return e
+	return p
 }
 
 // Start runs the server's Streamable HTTP transport (PORT=N node ENTRY

@@ -28,10 +28,11 @@ func (p postable) ending(now time.Time) postable {
 
 // postable builds the Alertmanager alert for a, every text scrubbed of the
 // secrets the Notifier knows. Labels: the probe's own, then alertname,
-// probe, outcome and code (and fingerprint, for a drift), which win over a
-// probe label of the same name so that routes can rely on them.
-// Annotations: summary, message, operation_id, link when set, and for a
-// drift its baseline and diff.
+// probe, outcome and code (and fingerprint and drift_kind, response or
+// definition, for a drift), which win over a probe label of the same name
+// so that routes can rely on them. Annotations: summary, message,
+// operation_id, link when set, and for a drift its baseline and diff (and
+// the old and new description when a tool's changed).
 func (n *Notifier) postable(a results.Alert) postable {
 	labels := make(map[string]string, len(a.Labels)+5)
 	for k, v := range a.Labels {
@@ -60,8 +61,13 @@ func (n *Notifier) postable(a results.Alert) postable {
 		labels["alertname"] = AlertNameDrift
 		if a.Drift != nil {
 			labels["fingerprint"] = n.redact(a.Drift.Current)
+			labels["drift_kind"] = string(a.Drift.KindOrResponse())
 			ann["baseline"] = n.redact(a.Drift.Baseline)
 			ann["diff"] = n.redact(strings.Join(a.Drift.Diff, "\n"))
+			if a.Drift.Before != "" || a.Drift.After != "" {
+				ann["description_before"] = n.redact(a.Drift.Before)
+				ann["description_after"] = n.redact(a.Drift.After)
+			}
 		}
 	}
 	starts := a.FailingSince
@@ -82,6 +88,9 @@ func summary(a results.Alert) string {
 	}
 	if a.Kind == results.AlertDrift {
 		s := a.Probe + " response shape changed"
+		if a.Drift != nil && a.Drift.Kind == results.DriftDefinition {
+			s = a.Probe + " tool definition changed"
+		}
 		if a.Drift != nil {
 			s += " (" + a.Drift.Baseline + " → " + a.Drift.Current + ")"
 		}

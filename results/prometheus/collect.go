@@ -50,8 +50,8 @@ func newProbeDescs() probeDescs {
 			"Items selected and validated by the probe's last run; absent while it does not pass.",
 			[]string{labelProbe}, nil),
 		drifts: prometheus.NewDesc("toolpulse_drift_events_total",
-			"Response shape drift events.",
-			[]string{labelProbe}, nil),
+			"Drift events: of the response's shape (kind response) or of an MCP tool's definition (kind definition).",
+			[]string{labelProbe, labelKind}, nil),
 	}
 }
 
@@ -149,7 +149,9 @@ func (b *builder) collectProbe(ch chan<- prometheus.Metric, p *probe) {
 		ch <- &runs[i]
 	}
 	ch <- &s.attempts
-	ch <- &s.drifts
+	for i := range s.drifts {
+		ch <- &s.drifts[i]
+	}
 	for i := range s.retried {
 		ch <- &s.retried[i]
 	}
@@ -183,7 +185,9 @@ func (b *builder) fillRuns(p *probe, s *probeScrape) []runCounter {
 // p, all created with the probe.
 func (b *builder) fillCounters(p *probe, s *probeScrape) {
 	s.attempts = probeCounter{b.d.attempts, [1]*dto.LabelPair{&s.probe}, b.counter(s, p.attempts)}
-	s.drifts = probeCounter{b.d.drifts, [1]*dto.LabelPair{&s.probe}, b.counter(s, p.drifts)}
+	for i, n := range p.drifts {
+		s.drifts[i] = kindCounter{b.d.drifts, [2]*dto.LabelPair{&b.sh.kinds[i], &s.probe}, b.counter(s, n)}
+	}
 	for i, n := range p.retried {
 		s.retried[i] = outcomeCounter{b.d.retried, [2]*dto.LabelPair{&b.sh.outcomes[i], &s.probe}, b.counter(s, n)}
 	}

@@ -48,8 +48,10 @@ toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs"} 1
 		}
 		for _, s := range mf.GetMetric() {
 			for _, l := range s.GetLabel() {
-				alertKind := l.GetName() == "kind" && strings.HasPrefix(mf.GetName(), "toolpulse_alerts_")
-				if (l.GetName() == "tool" || l.GetName() == "kind") && !alertKind {
+				// The alert and drift counters' kind is the alert's or the
+				// drift's, not the probe's.
+				ownKind := l.GetName() == "kind" && (strings.HasPrefix(mf.GetName(), "toolpulse_alerts_") || mf.GetName() == "toolpulse_drift_events_total")
+				if (l.GetName() == "tool" || l.GetName() == "kind") && !ownKind {
 					t.Errorf("%s has a %s label: %v", mf.GetName(), l.GetName(), s.GetLabel())
 				}
 			}

@@ -11,12 +11,12 @@
 //	toolpulse_last_outcome{probe,outcome}                gauge: 1 for the last outcome, 0 for the other two
 //	toolpulse_last_run_timestamp_seconds{probe}          gauge: when the last run finished
 //	toolpulse_validated_items{probe}                     gauge: validated_count of the last run, while it passes
-//	toolpulse_drift_events_total{probe}                  counter
+//	toolpulse_drift_events_total{probe,kind}             counter; kind response or definition
 //	toolpulse_probe_info{probe,kind,tool}                gauge, always 1: http or mcp, an MCP probe's tool
 //
-// The probe's kind is a label of toolpulse_probe_info alone, never of the
-// series above: one series per probe, which a query joins on probe
-// (SetProbeInfo).
+// The probe's kind (http or mcp) is a label of toolpulse_probe_info alone,
+// never of the series above: one series per probe, which a query joins on
+// probe (SetProbeInfo). The drift counter's kind is the drift's.
 //
 // Process-wide series:
 //
@@ -303,7 +303,7 @@ func (m *Metrics) RunFinished(r *results.Result) {
 	}
 }
 
-// DriftDetected counts one drift event of d.Probe.
+// DriftDetected counts one drift event of d.Probe, by its kind.
 func (m *Metrics) DriftDetected(d *results.Drift) {
 	if d == nil {
 		return
@@ -311,8 +311,20 @@ func (m *Metrics) DriftDetected(d *results.Drift) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.probeLocked(d.Probe); p != nil {
-		p.drifts++
+		p.drifts[driftKindIndex(d.KindOrResponse())]++
 	}
+}
+
+// driftKinds are the kind label values of the drift counter, both created
+// at 0 with the probe.
+var driftKinds = [2]results.DriftKind{results.DriftResponse, results.DriftDefinition}
+
+// driftKindIndex is k's index in driftKinds.
+func driftKindIndex(k results.DriftKind) int {
+	if k == results.DriftDefinition {
+		return 1
+	}
+	return 0
 }
 
 // AlertDelivered counts an alert its receiver accepted.

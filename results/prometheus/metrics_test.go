@@ -425,17 +425,21 @@ toolpulse_results_dropped_total 4
 `, "toolpulse_alerts_sent_total", "toolpulse_alerts_failed_total", "toolpulse_store_errors_total", "toolpulse_results_dropped_total")
 }
 
-// TestDriftDetected counts drift events per probe.
+// TestDriftDetected counts drift events per probe and kind, both kinds
+// created at 0 (a drift without a kind is a response drift).
 func TestDriftDetected(t *testing.T) {
 	m, reg := newMetrics(t)
 	m.DriftDetected(&results.Drift{Probe: "search", Baseline: "a", Current: "b"})
-	m.DriftDetected(&results.Drift{Probe: "search", Baseline: "b", Current: "c"})
+	m.DriftDetected(&results.Drift{Kind: results.DriftResponse, Probe: "search", Baseline: "b", Current: "c"})
+	m.DriftDetected(&results.Drift{Kind: results.DriftDefinition, Probe: "search", Baseline: "d", Current: "e"})
 	m.DriftDetected(&results.Drift{Probe: "weather"})
 	gatherAndCompare(t, reg, `
-# HELP toolpulse_drift_events_total Response shape drift events.
+# HELP toolpulse_drift_events_total Drift events: of the response's shape (kind response) or of an MCP tool's definition (kind definition).
 # TYPE toolpulse_drift_events_total counter
-toolpulse_drift_events_total{probe="search"} 2
-toolpulse_drift_events_total{probe="weather"} 1
+toolpulse_drift_events_total{kind="definition",probe="search"} 1
+toolpulse_drift_events_total{kind="definition",probe="weather"} 0
+toolpulse_drift_events_total{kind="response",probe="search"} 2
+toolpulse_drift_events_total{kind="response",probe="weather"} 1
 `, "toolpulse_drift_events_total")
 }
 
@@ -799,8 +803,8 @@ func TestCreatedTimestamps(t *testing.T) {
 			}
 		}
 	}
-	// runs (pass, timeout), duration, attempts, retried by 3 outcomes, drifts.
-	if want := 8; seen != want {
+	// runs (pass, timeout), duration, attempts, retried by 3 outcomes, drifts by 2 kinds.
+	if want := 9; seen != want {
 		t.Errorf("%d series with a created timestamp, want %d", seen, want)
 	}
 }

@@ -34,7 +34,7 @@ type probe struct {
 
 	attempts uint64
 	retried  [3]uint64 // by outcomeIndex, in the order of results.Outcomes
-	drifts   uint64
+	drifts   [2]uint64 // by driftKindIndex
 
 	// lastRun and last hold the last run that was not canceled; last is
 	// noOutcome until there is one, and then the gauges exist.

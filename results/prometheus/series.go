@@ -15,6 +15,7 @@ const (
 	labelProbe   = "probe"
 	labelOutcome = "outcome"
 	labelCode    = "code"
+	labelKind    = "kind"
 )
 
 // sharedMessages are the messages a series has whatever its probe: label
@@ -29,6 +30,11 @@ type sharedMessages struct {
 	outcomeValues                    [3]string
 	// outcomes are the outcome="..." pairs, by outcomeIndex.
 	outcomes [3]dto.LabelPair
+	// kinds are the kind="..." pairs of the drift counter, by
+	// driftKindIndex.
+	kindName   string
+	kindValues [2]string
+	kinds      [2]dto.LabelPair
 	// codes are the code="..." pairs of NoCode, OtherCode and every
 	// built-in code, by label value.
 	codes map[string]*dto.LabelPair
@@ -57,6 +63,11 @@ func newSharedMessages(builtin map[results.Code]bool) *sharedMessages {
 	for i, o := range results.Outcomes {
 		sh.outcomeValues[i] = string(o)
 		sh.outcomes[i].Name, sh.outcomes[i].Value = &sh.outcomeName, &sh.outcomeValues[i]
+	}
+	sh.kindName = labelKind
+	for i, k := range driftKinds {
+		sh.kindValues[i] = string(k)
+		sh.kinds[i].Name, sh.kinds[i].Value = &sh.kindName, &sh.kindValues[i]
 	}
 	for i := range sh.lastOutcome {
 		sh.lastOutcome[i].Value = &sh.values[i]
@@ -102,7 +113,8 @@ type probeScrape struct {
 	// all created with the probe. The others are counterScrapes.
 	zero dto.Counter
 
-	attempts, drifts   probeCounter
+	attempts           probeCounter
+	drifts             [2]kindCounter    // by driftKindIndex
 	retried            [3]outcomeCounter // by outcomeIndex
 	duration           probeHistogram
 	last               [3]outcomeGauge // by outcomeIndex
@@ -168,6 +180,22 @@ func (s *probeCounter) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and counter.
 func (s *probeCounter) Write(m *dto.Metric) error {
+	m.Label, m.Counter = s.labels[:], s.counter
+	return nil
+}
+
+// kindCounter is a drift counter series, labelled kind and probe.
+type kindCounter struct {
+	desc    *prometheus.Desc
+	labels  [2]*dto.LabelPair
+	counter *dto.Counter
+}
+
+// Desc returns the description of the series' metric.
+func (s *kindCounter) Desc() *prometheus.Desc { return s.desc }
+
+// Write points m at the series' labels and counter.
+func (s *kindCounter) Write(m *dto.Metric) error {
 	m.Label, m.Counter = s.labels[:], s.counter
 	return nil
 }

@@ -56,8 +56,10 @@ func referenceSeries(d *probeDescs, p *probe) []prometheus.Metric {
 	out = append(out,
 		must(prometheus.NewConstHistogramWithCreatedTimestamp(d.duration, p.durCount, p.durSum, buckets, time.Unix(0, p.created), p.name)),
 		counter(d.attempts, p.attempts, p.created, p.name),
-		counter(d.drifts, p.drifts, p.created, p.name),
 	)
+	for i, k := range driftKinds {
+		out = append(out, counter(d.drifts, p.drifts[i], p.created, p.name, string(k)))
+	}
 	for i, o := range results.Outcomes {
 		out = append(out, counter(d.retried, p.retried[i], p.created, p.name, string(o)))
 	}

@@ -44,6 +44,10 @@ func render(a results.Alert, baseURL string) Message {
 	}
 	if a.Kind == results.AlertDrift && a.Drift != nil {
 		blocks = append(blocks, section(diffText(a.Drift)))
+		if definitionDrift(a) && (a.Drift.Before != "" || a.Drift.After != "") {
+			blocks = append(blocks, section(descriptionText("*Description before*\n", a.Drift.Before)),
+				section(descriptionText("*Description now*\n", a.Drift.After)))
+		}
 	}
 	blocks = append(blocks, contextBlock(a, baseURL))
 	if len(blocks) > maxBlocks {
@@ -79,9 +83,30 @@ func header(a results.Alert) string {
 	case results.AlertResolved:
 		return fmt.Sprintf("%s %s resolved", emoji(a), a.Probe)
 	case results.AlertDrift:
+		if definitionDrift(a) {
+			return fmt.Sprintf("%s %s tool definition changed", emoji(a), a.Probe)
+		}
 		return fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
 	}
 	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
+}
+
+// descriptionText shows one side of a changed tool description, capped at
+// results.DescriptionRunes whatever the store held.
+func descriptionText(title, description string) string {
+	if description == "" {
+		return title + "_(none)_"
+	}
+	if r := []rune(description); len(r) > results.DescriptionRunes {
+		description = string(r[:results.DescriptionRunes-1]) + ellipsis
+	}
+	return codeBlock(title, []string{description}, maxSectionText)
+}
+
+// definitionDrift reports whether a announces a change of an MCP tool's
+// definition rather than of the response's shape.
+func definitionDrift(a results.Alert) bool {
+	return a.Kind == results.AlertDrift && a.Drift != nil && a.Drift.Kind == results.DriftDefinition
 }
 
 // modeOf is the mode an alert's run failed in.
@@ -124,6 +149,11 @@ func intro(a results.Alert) string {
 		}
 		return "Passing again."
 	case results.AlertDrift:
+		if definitionDrift(a) {
+			return "The MCP server changed the tool's definition (its description, input or output schema, or annotations) " +
+				"since the probe's previous run: agents that call the tool now read what is below. " +
+				"The run's outcome shows whether the probe's call still works."
+		}
 		return "The response shape shows what the probe's learned baseline never showed (this change is announced once). " +
 			"The run's outcome below shows whether the consumer still copes."
 	}
@@ -156,7 +186,10 @@ func fields(a results.Alert) []*goslack.TextBlockObject {
 	if d := failingFor(a); d > 0 && (a.Kind == results.AlertFiring || a.Kind == results.AlertReminder || a.Kind == results.AlertUpdate) {
 		add("Failing for", humanDuration(d))
 	}
-	if a.Kind == results.AlertDrift && a.Drift != nil {
+	if definitionDrift(a) {
+		add("Previous definition", code(a.Drift.Baseline))
+		add("Current definition", code(a.Drift.Current))
+	} else if a.Kind == results.AlertDrift && a.Drift != nil {
 		add("Baseline shape", code(a.Drift.Baseline))
 		add("Current shape", code(a.Drift.Current))
 	}
@@ -225,7 +258,10 @@ func codeBlock(title string, lines []string, limit int) string {
 // diffText is the drift section: both fingerprints and the diff lines.
 func diffText(d *results.Drift) string {
 	// The fingerprints are in the fields; the title only says which way.
-	const title = "*Shape diff* (baseline → current)\n"
+	title := "*Shape diff* (baseline → current)\n"
+	if d.Kind == results.DriftDefinition {
+		title = "*Definition diff* (previous → current)\n"
+	}
 	if len(d.Diff) == 0 {
 		return title + "_(no diff lines recorded)_"
 	}
@@ -322,6 +358,9 @@ func fallback(a results.Alert) string {
 		}
 	case results.AlertDrift:
 		s = fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
+		if definitionDrift(a) {
+			s = fmt.Sprintf("%s %s tool definition changed", emoji(a), a.Probe)
+		}
 		if d := a.Drift; d != nil {
 			s += fmt.Sprintf(" (%s → %s)", d.Baseline, d.Current)
 			if len(d.Diff) > 0 {

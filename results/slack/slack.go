@@ -155,6 +155,7 @@ func (n *Notifier) redactAlert(a results.Alert) results.Alert {
 		for i, l := range a.Drift.Diff {
 			d.Diff[i] = n.redact(l)
 		}
+		d.Before, d.After = n.redact(d.Before), n.redact(d.After)
 		a.Drift = &d
 	}
 	return a

@@ -219,7 +219,8 @@ func driftsQuery(probe string, since time.Time, limit int) (string, []any) {
 		w.add("probe = ?", probe)
 	}
 	w.window("detected_at", since, time.Time{})
-	query := `SELECT probe, operation_id, detected_at, baseline, current, diff FROM drifts` +
+	query := `SELECT probe, operation_id, detected_at, baseline, current, diff,
+    kind, description_before, description_after FROM drifts` +
 		w.String() + `
 ORDER BY detected_at DESC, id DESC
 LIMIT ?`
@@ -235,12 +236,16 @@ func (s *Store) drifts(ctx context.Context, query string, args ...any) ([]result
 	var ds []results.Drift
 	for rows.Next() {
 		var (
-			d        results.Drift
-			at, diff string
+			d             results.Drift
+			at, diff      string
+			kind          string
+			before, after sql.NullString
 		)
-		if err := rows.Scan(&d.Probe, &d.OperationID, &at, &d.Baseline, &d.Current, &diff); err != nil {
+		if err := rows.Scan(&d.Probe, &d.OperationID, &at, &d.Baseline, &d.Current, &diff,
+			&kind, &before, &after); err != nil {
 			return nil, err
 		}
+		d.Kind, d.Before, d.After = results.DriftKind(kind), before.String, after.String
 		if d.DetectedAt, err = parseTime(at); err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ ON CONFLICT (probe, hour) DO UPDATE SET
 // addProbeHour adds r to probe_hours in tx, the transaction that stores r.
 func addProbeHour(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	var run hourSums
-	run.add(string(r.Outcome), int64(len(r.Attempts)), r.Duration.Milliseconds())
+	run.add(string(r.Outcome), int64(r.AttemptCount()), r.Duration.Milliseconds())
 	key := strconv.FormatInt(bucketOf(r.Duration.Milliseconds()), 10)
 	_, err := tx.ExecContext(ctx, upsertProbeHour, r.Probe, hourOf(r.StartedAt),
 		run.pass, run.contractError, run.unavailable, run.passedAfterRetries, run.retries,

@@ -97,15 +97,47 @@ func (s *Store) ResetProfile(ctx context.Context, probe string, at time.Time) (b
 	if err != nil {
 		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, err)
 	}
-	_, err = s.write(ctx, `INSERT INTO shape_profiles (probe, profile, answers, updated_at, reset_at)
+	if err := s.resetProfile(ctx, probe, at); err != nil {
+		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, classify(ctxErr(ctx, err)))
+	}
+	return had, nil
+}
+
+// resetProfile empties probe's profile and forgets its tool definitions
+// (the baseline of definition drift, SPEC §10) in one transaction.
+func (s *Store) resetProfile(ctx context.Context, probe string, at time.Time) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO shape_profiles (probe, profile, answers, updated_at, reset_at)
 VALUES (?, NULL, 0, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     profile = NULL, answers = 0, updated_at = excluded.updated_at, reset_at = excluded.reset_at`,
-		probe, results.FormatTime(at), results.FormatTime(at))
-	if err != nil {
-		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, err)
+		probe, results.FormatTime(at), results.FormatTime(at)); err != nil {
+		return err
 	}
-	return had, nil
+	if _, err := tx.ExecContext(ctx, `DELETE FROM tool_definitions WHERE probe = ?`, probe); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// ToolDefinition returns the tool definition probe's latest MCP run
+// listed (the latest last_seen_at), and false when the probe has none
+// (it never listed its tool, or was reset since). One index search.
+func (s *Store) ToolDefinition(ctx context.Context, probe string) (results.ToolDefinition, bool, error) {
+	var d results.ToolDefinition
+	err := s.reader.QueryRowContext(ctx, `SELECT fingerprint, definition FROM tool_definitions
+WHERE probe = ? ORDER BY last_seen_at DESC, first_seen_at DESC LIMIT 1`, probe).Scan(&d.Fingerprint, &d.Canonical)
+	if errors.Is(err, sql.ErrNoRows) {
+		return results.ToolDefinition{}, false, nil
+	}
+	if err != nil {
+		return results.ToolDefinition{}, false, fmt.Errorf("sqlite: tool definition of %s: %w", probe, err)
+	}
+	return d, true, nil
 }
 
 // recentShapes is probe's shapes counted from since's hour on, most runs

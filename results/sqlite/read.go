@@ -16,7 +16,8 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server`
+    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server, r.tool_fingerprint,
+    (SELECT td.definition FROM tool_definitions td WHERE td.probe = r.probe AND td.fingerprint = r.tool_fingerprint)`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
 
@@ -25,7 +26,7 @@ const selectResult = `SELECT ` + resultColumns + `
 WHERE r.operation_id = ?`
 
 // attemptColumns are read by scanAttempt.
-const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms`
+const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms, method, try`
 
 const selectAttempts = `SELECT ` + attemptColumns + `
 FROM attempts WHERE operation_id = ? ORDER BY number`
@@ -95,13 +96,14 @@ func scanResult(row scanner) (results.Result, error) {
 		baseline, drift        sql.NullString
 		kind                   string
 		mcpTool, mcpServer     sql.NullString
+		tool, definition       sql.NullString
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
 		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift,
-		&kind, &mcpTool, &mcpServer)
+		&kind, &mcpTool, &mcpServer, &tool, &definition)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -125,6 +127,9 @@ func scanResult(row scanner) (results.Result, error) {
 			r.Shape.Baseline, r.Shape.Drift = baseline.String, strings.Split(drift.String, "\n")
 		}
 	}
+	if tool.Valid {
+		r.Tool = &results.ToolDefinition{Fingerprint: tool.String, Canonical: definition.String}
+	}
 	return r, nil
 }
 
@@ -137,8 +142,10 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 		durationMS, waitMS int64
 		status             sql.NullInt64
 		code, message      sql.NullString
+		method             sql.NullString
+		try                sql.NullInt64
 	)
-	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS)
+	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS, &method, &try)
 	if err := row.Scan(dest...); err != nil {
 		return results.Attempt{}, err
 	}
@@ -151,6 +158,10 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 	a.HTTPStatus = int(status.Int64)
 	a.Code = results.Code(code.String)
 	a.Message = message.String
+	a.Method = method.String
+	// NULL (a row from before migration 0013, or recorded without one)
+	// is Try 0: the row is its own try.
+	a.Try = int(try.Int64)
 	return a, nil
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,12 +30,12 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    kind, mcp_tool, mcp_server, tool_fingerprint
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
-    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
 VALUES (?, ?, ?, 1, ?)
@@ -42,8 +43,17 @@ ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
     runs      = runs + 1,
     last_seen = max(last_seen, excluded.last_seen)`
 
-const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, baseline, current, diff)
-VALUES (?, ?, ?, ?, ?, ?)`
+const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, baseline, current, diff,
+    kind, description_before, description_after)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// upsertToolDefinition counts a tool definition as seen by its probe. The
+// definition text of a fingerprint never changes, so the first one stays.
+const upsertToolDefinition = `INSERT INTO tool_definitions (probe, fingerprint, definition, first_seen_at, last_seen_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (probe, fingerprint) DO UPDATE SET
+    first_seen_at = min(first_seen_at, excluded.first_seen_at),
+    last_seen_at  = max(last_seen_at, excluded.last_seen_at)`
 
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
@@ -164,17 +174,23 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		return nil, err
 	}
 
-	var driftID sql.NullInt64
-	if d := rec.Drift; d != nil {
+	// The drift rows by kind, for the shape_drift alerts to link to.
+	driftIDs := map[results.DriftKind]sql.NullInt64{}
+	for _, d := range []*results.Drift{rec.Drift, rec.DefinitionDrift} {
+		if d == nil {
+			continue
+		}
 		res, err := tx.ExecContext(ctx, insertDrift, d.Probe, d.OperationID,
-			results.FormatTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"))
+			results.FormatTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"),
+			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After))
 		if err != nil {
-			return nil, fmt.Errorf("drift: %w", err)
+			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
 		}
-		if driftID.Int64, err = res.LastInsertId(); err != nil {
-			return nil, fmt.Errorf("drift: %w", err)
+		id, err := res.LastInsertId()
+		if err != nil {
+			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
 		}
-		driftID.Valid = true
+		driftIDs[d.KindOrResponse()] = sql.NullInt64{Int64: id, Valid: true}
 	}
 
 	if st := rec.AlertState; st != nil {
@@ -198,7 +214,12 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		a := &rec.Alerts[i]
 		var link sql.NullInt64
 		if a.Kind == results.AlertDrift {
-			link = driftID
+			// An alert without its drift is about the response's.
+			kind := results.DriftResponse
+			if a.Drift != nil {
+				kind = a.Drift.KindOrResponse()
+			}
+			link = driftIDs[kind]
 		}
 		previous, err1 := nullMode(a.Previous)
 		modes, err2 := nullModes(a.Modes)
@@ -243,6 +264,17 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		}
 	}
 
+	var toolFingerprint sql.NullString
+	if t := r.Tool; t != nil {
+		toolFingerprint = nullString(t.Fingerprint)
+		if t.Canonical != "" {
+			if _, err := tx.ExecContext(ctx, upsertToolDefinition,
+				r.Probe, t.Fingerprint, t.Canonical, startedAt, startedAt); err != nil {
+				return fmt.Errorf("tool definition %s: %w", t.Fingerprint, err)
+			}
+		}
+	}
+
 	var code, message, sample sql.NullString
 	retryable := false
 	if r.Error != nil {
@@ -261,9 +293,9 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	_, err := tx.ExecContext(ctx, insertResult,
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
-		len(r.Attempts), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
+		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
-		string(r.EffectiveKind()), mcpTool, mcpServer)
+		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint)
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -281,7 +313,8 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	for _, a := range r.Attempts {
 		_, err := tx.ExecContext(ctx, insertAttempt,
 			r.OperationID, a.Number, results.FormatTime(a.StartedAt), a.Duration.Milliseconds(),
-			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds())
+			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
+			nullString(a.Method), nullInt(a.Try))
 		if err != nil {
 			return fmt.Errorf("attempt %d: %w", a.Number, err)
 		}
@@ -298,6 +331,17 @@ func validateRun(rec *results.RunRecord) error {
 	if d := rec.Drift; d != nil {
 		if err := validateDrift(d, r); err != nil {
 			return fmt.Errorf("invalid drift: %w", err)
+		}
+		if d.KindOrResponse() != results.DriftResponse {
+			return fmt.Errorf("invalid drift: kind %q, want %q (a definition drift is DefinitionDrift)", d.Kind, results.DriftResponse)
+		}
+	}
+	if d := rec.DefinitionDrift; d != nil {
+		if err := validateDrift(d, r); err != nil {
+			return fmt.Errorf("invalid definition drift: %w", err)
+		}
+		if d.Kind != results.DriftDefinition {
+			return fmt.Errorf("invalid definition drift: kind %q, want %q", d.Kind, results.DriftDefinition)
 		}
 	}
 	if st := rec.AlertState; st != nil {
@@ -366,18 +410,21 @@ func validateAlert(a *results.Alert, rec *results.RunRecord) error {
 		return errors.New("delivered_at set on an alert not yet delivered")
 	case a.State == results.DeliverySkipped && !a.NextAttemptAt.IsZero():
 		return errors.New("next attempt set on a skipped alert")
-	case a.Kind == results.AlertDrift && rec.Drift == nil:
+	case a.Kind == results.AlertDrift && rec.Drift == nil && rec.DefinitionDrift == nil:
 		return errors.New("shape_drift alert without a drift in the run record")
 	case a.Kind != results.AlertDrift && a.Drift != nil:
 		return errors.New("drift set on an alert that is not shape_drift")
-	case a.Drift != nil && !sameDrift(a.Drift, rec.Drift):
-		return errors.New("its drift is not the run record's drift")
+	case a.Drift != nil && !sameDrift(a.Drift, rec.Drift) && !sameDrift(a.Drift, rec.DefinitionDrift):
+		return errors.New("its drift is not the run record's drift, nor its definition drift")
 	}
 	return nil
 }
 
 func sameDrift(a, b *results.Drift) bool {
-	return a.Probe == b.Probe && a.OperationID == b.OperationID && a.DetectedAt.Equal(b.DetectedAt) &&
+	if b == nil {
+		return false
+	}
+	return a.KindOrResponse() == b.KindOrResponse() && a.Before == b.Before && a.After == b.After && a.Probe == b.Probe && a.OperationID == b.OperationID && a.DetectedAt.Equal(b.DetectedAt) &&
 		a.Baseline == b.Baseline && a.Current == b.Current && slices.Equal(a.Diff, b.Diff)
 }
 
@@ -411,6 +458,10 @@ func validate(r *results.Result) error {
 		return errors.New("shape without fingerprint or canonical text")
 	case r.Shape != nil && r.Shape.Profile != nil && r.Shape.Profile.Data == "":
 		return errors.New("shape profile update without data")
+	case r.Tool != nil && r.Tool.Fingerprint == "":
+		return errors.New("tool definition without a fingerprint")
+	case r.Tool != nil && r.Tool.Canonical != "" && !json.Valid([]byte(r.Tool.Canonical)):
+		return errors.New("tool definition whose canonical text is not JSON")
 	case r.Shape != nil && len(r.Shape.Sample) > results.ShapeSampleBytes:
 		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), results.ShapeSampleBytes)
 	}
@@ -422,6 +473,8 @@ func validate(r *results.Result) error {
 			return fmt.Errorf("attempt %d: zero started_at", a.Number)
 		case a.Duration < 0 || a.Wait < 0:
 			return fmt.Errorf("attempt %d: negative duration or wait", a.Number)
+		case a.Try < 0:
+			return fmt.Errorf("attempt %d: try %d, want 0 (the number) or more", a.Number, a.Try)
 		}
 	}
 	return nil

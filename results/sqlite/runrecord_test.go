@@ -23,7 +23,7 @@ var driftDiff = []string{
 func driftRun(id string) *results.RunRecord {
 	r := contractError(id)
 	detected := r.StartedAt.Add(50 * time.Millisecond)
-	d := &results.Drift{Probe: r.Probe, OperationID: id, DetectedAt: detected,
+	d := &results.Drift{Kind: results.DriftResponse, Probe: r.Probe, OperationID: id, DetectedAt: detected,
 		Baseline: fpList, Current: fpMap, Diff: driftDiff}
 	firing := results.NewAlert(results.AlertFiring, &r, detected)
 	firing.FailingSince = r.StartedAt
@@ -90,7 +90,8 @@ func TestRecordRunStoresDriftAndLinkedAlert(t *testing.T) {
 	drifts := queryMaps(t, op, "SELECT * FROM drifts")
 	wantDrift := []map[string]any{{"id": drifts[0]["id"], "probe": "external_search", "operation_id": "op-drift",
 		"detected_at": "2026-10-26T13:08:00.173Z", "baseline": fpList, "current": fpMap,
-		"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)"}}
+		"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)",
+		"kind": "response", "description_before": nil, "description_after": nil}}
 	if !reflect.DeepEqual(drifts, wantDrift) {
 		t.Errorf("drifts:\n got  %v\n want %v", drifts, wantDrift)
 	}

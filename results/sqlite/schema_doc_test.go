@@ -124,7 +124,7 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 	// drifted gives r a drift from the list shape to its own, with a
 	// shape_drift alert; alert adds an alert of kind in state.
 	drifted := func(r results.Result) *results.RunRecord {
-		d := &results.Drift{Probe: r.Probe, OperationID: r.OperationID, DetectedAt: r.StartedAt,
+		d := &results.Drift{Kind: results.DriftResponse, Probe: r.Probe, OperationID: r.OperationID, DetectedAt: r.StartedAt,
 			Baseline: fpList, Current: r.Shape.Fingerprint, Diff: driftDiff}
 		a := results.NewAlert(results.AlertDrift, &r, r.StartedAt)
 		return &results.RunRecord{Result: r, Drift: d, Alerts: []results.Alert{a}}
@@ -187,7 +187,7 @@ func TestSchemaDocExampleQueries(t *testing.T) {
 				"response_sample": `{"results":{"items":[]}}`},
 		},
 		{
-			{"probe": "external_search", "baseline": fpList, "current": fpMap, "outcome": "contract_error",
+			{"probe": "external_search", "kind": "response", "baseline": fpList, "current": fpMap, "outcome": "contract_error",
 				"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)"},
 		},
 		{

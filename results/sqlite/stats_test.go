@@ -144,7 +144,7 @@ func fillRandom(t *testing.T, s *sqlite.Store, end time.Time) {
 			r := runAt(id, probe, at, outcome, code, rng.IntN(400)+rng.IntN(3)*1000, attempts)
 			rec := &results.RunRecord{Result: r}
 			if r.Shape != nil && rng.IntN(20) == 0 {
-				rec.Drift = &results.Drift{Probe: probe, OperationID: id, DetectedAt: at.Add(time.Millisecond),
+				rec.Drift = &results.Drift{Kind: results.DriftResponse, Probe: probe, OperationID: id, DetectedAt: at.Add(time.Millisecond),
 					Baseline: fpMap, Current: r.Shape.Fingerprint, Diff: driftDiff}
 				if r.Shape.Fingerprint == fpMap {
 					rec.Drift.Baseline = fpList

@@ -162,7 +162,7 @@ func shapedRun(id, probe, fingerprint string, at time.Time) results.Result {
 func driftRun(id string) *results.RunRecord {
 	r := contractError(id)
 	detected := r.StartedAt.Add(50 * time.Millisecond)
-	d := &results.Drift{Probe: r.Probe, OperationID: id, DetectedAt: detected,
+	d := &results.Drift{Kind: results.DriftResponse, Probe: r.Probe, OperationID: id, DetectedAt: detected,
 		Baseline: fpList, Current: fpMap, Diff: driftDiff}
 	firing := results.NewAlert(results.AlertFiring, &r, detected)
 	firing.FailingSince = r.StartedAt

@@ -250,7 +250,7 @@ func drifts(t *testing.T, impl Impl) {
 	minute := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	drift := func(id, probe string, at time.Time, diff ...string) {
 		r := runAt(id, probe, at, results.ContractError, "unsupported_results_container", 10, 1)
-		recordRun(t, s, &results.RunRecord{Result: r, Drift: &results.Drift{Probe: probe, OperationID: id,
+		recordRun(t, s, &results.RunRecord{Result: r, Drift: &results.Drift{Kind: results.DriftResponse, Probe: probe, OperationID: id,
 			DetectedAt: at, Baseline: fpList, Current: fpMap, Diff: diff}})
 	}
 	drift("d1", "external_search", minute(0), driftDiff...)
@@ -298,9 +298,9 @@ func drifts(t *testing.T, impl Impl) {
 		t.Fatal(err)
 	}
 	want := []results.Drift{
-		{Probe: "external_search", OperationID: "d4", DetectedAt: minute(2), Baseline: fpList, Current: fpMap, Diff: []string{"a: added (null)"}},
-		{Probe: "external_search", OperationID: "d3", DetectedAt: minute(2), Baseline: fpList, Current: fpMap},
-		{Probe: "external_search", OperationID: "d1", DetectedAt: minute(0), Baseline: fpList, Current: fpMap, Diff: driftDiff},
+		{Kind: results.DriftResponse, Probe: "external_search", OperationID: "d4", DetectedAt: minute(2), Baseline: fpList, Current: fpMap, Diff: []string{"a: added (null)"}},
+		{Kind: results.DriftResponse, Probe: "external_search", OperationID: "d3", DetectedAt: minute(2), Baseline: fpList, Current: fpMap},
+		{Kind: results.DriftResponse, Probe: "external_search", OperationID: "d1", DetectedAt: minute(0), Baseline: fpList, Current: fpMap, Diff: driftDiff},
 	}
 	if !reflect.DeepEqual(ds, want) {
 		t.Errorf("drifts of external_search:\n got  %+v\n want %+v", ds, want)
@@ -361,7 +361,7 @@ func lastDrifts(t *testing.T, impl Impl) {
 	minute := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	drift := func(id, probe string, at time.Time, diff ...string) results.Drift {
 		r := runAt(id, probe, at, results.ContractError, "unsupported_results_container", 10, 1)
-		d := results.Drift{Probe: probe, OperationID: id, DetectedAt: at, Baseline: fpList, Current: fpMap, Diff: diff}
+		d := results.Drift{Kind: results.DriftResponse, Probe: probe, OperationID: id, DetectedAt: at, Baseline: fpList, Current: fpMap, Diff: diff}
 		recordRun(t, s, &results.RunRecord{Result: r, Drift: &d})
 		return d
 	}

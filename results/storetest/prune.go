@@ -27,7 +27,7 @@ func pruneOlder(t *testing.T, impl Impl) {
 		return r
 	}
 	withDrift := func(r results.Result, baseline string) *results.RunRecord {
-		d := &results.Drift{Probe: r.Probe, OperationID: r.OperationID, DetectedAt: r.StartedAt,
+		d := &results.Drift{Kind: results.DriftResponse, Probe: r.Probe, OperationID: r.OperationID, DetectedAt: r.StartedAt,
 			Baseline: baseline, Current: r.Shape.Fingerprint, Diff: driftDiff}
 		a := results.NewAlert(results.AlertDrift, &r, r.StartedAt)
 		a.Drift, a.State = d, results.DeliveryPending

@@ -171,7 +171,7 @@ func statsDriftEvents(t *testing.T, impl Impl) {
 		id := fmt.Sprint("d", n)
 		rec := &results.RunRecord{Result: runAt(id, probe, at, results.ContractError, results.CodeInvalidJSON, 10, 1)}
 		if drift {
-			rec.Drift = &results.Drift{Probe: probe, OperationID: id, DetectedAt: at,
+			rec.Drift = &results.Drift{Kind: results.DriftResponse, Probe: probe, OperationID: id, DetectedAt: at,
 				Baseline: fpList, Current: fpMap, Diff: driftDiff}
 		}
 		recordRun(t, s, rec)

@@ -121,6 +121,8 @@ var behaviours = []behaviour{
 	// Recording.
 	{"RecordRun/round trip", recordRoundTrip},
 	{"RecordRun/drift and linked alert", recordDriftAndAlerts},
+	{"RecordRun/an MCP run's exchanges and tool definition", recordMCPRun},
+	{"RecordRun/definition drift beside response drift", recordDefinitionDrift},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},

@@ -36,11 +36,18 @@ type Payload struct {
 	Drift *Drift `json:"drift,omitempty"` // shape_drift only
 }
 
-// Drift is the shape change a shape_drift alert announces.
+// Drift is the change a shape_drift alert announces: of the response's
+// shape (kind "response") or of an MCP tool's definition (kind
+// "definition", with the old and new description when it changed).
 type Drift struct {
-	Baseline string   `json:"baseline"`
-	Current  string   `json:"current"`
-	Diff     []string `json:"diff"`
+	Kind     results.DriftKind `json:"kind"`
+	Baseline string            `json:"baseline"`
+	Current  string            `json:"current"`
+	Diff     []string          `json:"diff"`
+	// DescriptionBefore and DescriptionAfter are the tool's old and new
+	// description, capped, when a definition drift changed it.
+	DescriptionBefore string `json:"description_before,omitempty"`
+	DescriptionAfter  string `json:"description_after,omitempty"`
 }
 
 // Payload returns what Send posts for a, every text scrubbed of the secrets
@@ -66,7 +73,8 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 		p.Labels[n.redact(k)] = n.redact(v)
 	}
 	if a.Drift != nil {
-		p.Drift = &Drift{Baseline: a.Drift.Baseline, Current: a.Drift.Current, Diff: make([]string, len(a.Drift.Diff))}
+		p.Drift = &Drift{Kind: a.Drift.KindOrResponse(), Baseline: a.Drift.Baseline, Current: a.Drift.Current,
+			Diff: make([]string, len(a.Drift.Diff)), DescriptionBefore: n.redact(a.Drift.Before), DescriptionAfter: n.redact(a.Drift.After)}
 		for i, l := range a.Drift.Diff {
 			p.Drift.Diff[i] = n.redact(l)
 		}

@@ -4,7 +4,7 @@
 // probe: the search and experiment tracker, and seed 002's order-support
 // tools (/orders/, /refunds, /shipments):
 //
-//	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted
+//	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted -mcp-drifted
 package main
 
 import (
@@ -33,12 +33,15 @@ func run(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8099", "address to serve on")
 	drifted := fs.Bool("drifted", false, "serve /search in the {\"items\": [...]} layout of seed 000")
 	down := fs.Bool("down", false, "answer /runs with 503 and Retry-After")
+	mcpDrifted := fs.Bool("mcp-drifted", false, "serve the MCP tool search_docs' next release: results renamed documents, and an instruction in its description")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	p := provider.New()
 	p.SetDrifted(*drifted)
 	p.SetDown(*down)
+	p.SetMCPDrifted(*mcpDrifted)
+	defer p.Close()
 	srv := &http.Server{Addr: *listen, Handler: handler(p, provider.NewOrders()), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -49,7 +52,7 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, /orders/, /refunds, /shipments)\n", *listen)
+	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, MCP at /mcp, /orders/, /refunds, /shipments)\n", *listen)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
