@@ -72,7 +72,7 @@ func (r *Redactor) Redact(s string) string {
 }
 
 // RedactResult scrubs every free-text field of res in place: the error
-// message, each attempt's message and the response sample.
+// message, each attempt's and each step's message and the response sample.
 func (r *Redactor) RedactResult(res *Result) {
 	if res.Error != nil {
 		res.Error.Message = r.Redact(res.Error.Message)
@@ -81,4 +81,9 @@ func (r *Redactor) RedactResult(res *Result) {
 		res.Attempts[i].Message = r.Redact(res.Attempts[i].Message)
 	}
 	res.ResponseSample = r.Redact(res.ResponseSample)
+	for i := range res.Steps {
+		if e := res.Steps[i].Error; e != nil {
+			e.Message = r.Redact(e.Message)
+		}
+	}
 }

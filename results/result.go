@@ -132,6 +132,9 @@ type Result struct {
 	// ResponseSample is the start of the body, capped and with every known
 	// secret scrubbed; it is kept for runs that did not pass.
 	ResponseSample string
+	// Steps are a multi-step probe's steps as they ran; nil for a single
+	// probe.
+	Steps []StepResult
 	// Tool is the definition of the tool an MCP run listed (SPEC §10),
 	// whatever the outcome after the listing; nil for an HTTP probe and
 	// for a run that never got the tool's tools/list entry.
@@ -154,6 +157,27 @@ func (r *Result) EffectiveKind() ProbeKind {
 		return ProbeHTTP
 	}
 	return r.Kind
+}
+
+// StepResult is how one step of a multi-step probe's run went (SPEC §11):
+// each step the run reached has one, in the order they ran, always steps
+// last.
+type StepResult struct {
+	Name      string
+	Outcome   Outcome
+	Error     *Error // nil exactly when Outcome is Pass
+	StartedAt time.Time
+	Duration  time.Duration
+	// Polls is how many answers a verification judged; 0 for a step
+	// without until.
+	Polls int
+	// Always marks a step that runs whatever happened, whose failure never
+	// changes the run's outcome; Skipped one that did not run because a
+	// capture it needs was never made.
+	Always, Skipped bool
+	// Shape is the shape of the step's last answer, when it was JSON a
+	// rule read: each step has a baseline of its own.
+	Shape *Shape
 }
 
 // Code returns the result's code, or "" on pass.

@@ -180,6 +180,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	}
 	res.Duration = e.now().Sub(res.StartedAt)
 	res.Attempts = op.allAttempts()
+	res.Steps = op.steps
 	if len(res.Attempts) > 0 {
 		// The deciding call's last try's status, not its last row's: an
 		// MCP session ends with the DELETE that closes it.
@@ -201,6 +202,13 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 		// detection reads the scrubbed text instead.
 		if scrubbed := redactor.Redact(res.Shape.Canonical); scrubbed != res.Shape.Canonical {
 			res.Shape.Canonical, res.Shape.Structure = scrubbed, nil
+		}
+	}
+	for _, s := range res.Steps {
+		if s.Shape != nil {
+			if scrubbed := redactor.Redact(s.Shape.Canonical); scrubbed != s.Shape.Canonical {
+				s.Shape.Canonical, s.Shape.Structure = scrubbed, nil
+			}
 		}
 	}
 	if res.Outcome != results.Pass {

@@ -34,6 +34,11 @@ type operation struct {
 
 	loop     *attemptLoop      // the loop in flight, for a panic's record; nil before one
 	attempts []results.Attempt // every finished loop's attempts, in order
+	steps    []results.StepResult
+	// stepShape and poll are the step in flight's last answer's shape and
+	// its verification, for its StepResult.
+	stepShape *results.Shape
+	poll      *poller
 
 	// secrets are the values the run's steps captured as secret: scrubbed
 	// from everything the run reports, as the config's are.
@@ -103,6 +108,8 @@ func (op *operation) always(res *results.Result, c call, t http.RoundTripper) {
 		if _, ok := op.vars.captured[name]; !ok {
 			op.e.logger.Info("always step skipped: a capture it needs was not made", "probe", op.p.Name,
 				"operation_id", res.OperationID, "step", c.step.Name, "capture", name)
+			op.steps = append(op.steps, results.StepResult{Name: c.step.Name, Outcome: results.Pass,
+				StartedAt: op.e.now(), Always: true, Skipped: true})
 			return
 		}
 	}
@@ -120,7 +127,12 @@ func (op *operation) always(res *results.Result, c call, t http.RoundTripper) {
 // call passed. decides says whether the call's answer is the run's (its
 // shape, counts and samples), as it is for every call but an always
 // step's.
-func (op *operation) call(res *results.Result, c call, t http.RoundTripper, decides bool) bool {
+func (op *operation) call(res *results.Result, c call, t http.RoundTripper, decides bool) (passed bool) {
+	if c.step != nil {
+		start := op.e.now()
+		op.stepShape, op.poll = nil, nil
+		defer func() { op.recordStep(res, c, start, passed) }()
+	}
 	q, err := expandCall(op.p, c, op.vars)
 	if err != nil {
 		res.Step = c.name()
@@ -137,6 +149,7 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 	if c.step != nil && c.step.Until != nil {
 		poll = newPoller(op, c.step)
 		poll.canned, _ = ex.(*cannedExchange)
+		op.poll = poll
 	}
 	for {
 		op.loop = newAttemptLoop(op, q, c.name())
@@ -198,6 +211,24 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 	}
 }
 
+// recordStep appends how step c went, started at start, to the run's
+// steps: res holds its verdict (the run's own, or an always step's).
+func (op *operation) recordStep(res *results.Result, c call, start time.Time, passed bool) {
+	sr := results.StepResult{Name: c.step.Name, Outcome: results.Pass, StartedAt: start,
+		Duration: op.e.now().Sub(start), Always: c.step.Always, Shape: op.stepShape}
+	if !passed {
+		sr.Outcome = res.Outcome
+		if res.Error != nil {
+			e := *res.Error
+			sr.Error = &e
+		}
+	}
+	if op.poll != nil {
+		sr.Polls = op.poll.polls
+	}
+	op.steps = append(op.steps, sr)
+}
+
 // exchange builds the exchange of call c, whose probe is q: a canned one
 // when the run replays a fixture.
 func (op *operation) exchange(q *checks.Probe, c call, t http.RoundTripper) (exchange, *results.Error) {
@@ -253,9 +284,12 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 		return in, results.NewError(classify(jerr, 0, nil), "%s", truncate(jerr.Error()))
 	}
 	in.Response = v
-	if decides && c.step == nil {
+	switch {
+	case c.step != nil:
 		// A step's answer has a baseline of its own (probe and step), which
 		// the run's one shape cannot hold.
+		op.stepShape = shapeOf(v)
+	case decides:
 		res.Shape = shapeOf(v)
 	}
 	if q.Consumer == nil {

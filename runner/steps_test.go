@@ -200,6 +200,29 @@ func TestStepsRealRefund(t *testing.T) {
 	if len(d.deletes) != 1 || d.deletes[0] != "/refunds/rf_31" {
 		t.Errorf("clean-up requests %v, want DELETE /refunds/rf_31", d.deletes)
 	}
+	if got := stepVerdicts(res); got != "token pass, refund pass, verify pass, cleanup pass" {
+		t.Errorf("steps: %s", got)
+	}
+	if v := res.Steps[2]; v.Polls < 2 || v.Shape == nil || res.Steps[3].Shape != nil || !res.Steps[3].Always {
+		t.Errorf("verify judged %d polls (shape %v), cleanup shape %v always %v; want several polls, each step its own shape",
+			v.Polls, v.Shape, res.Steps[3].Shape, res.Steps[3].Always)
+	}
+}
+
+// stepVerdicts lists each step of a run with its outcome and code.
+func stepVerdicts(res results.Result) string {
+	var out []string
+	for _, s := range res.Steps {
+		v := s.Name + " " + string(s.Outcome)
+		if s.Error != nil {
+			v += " " + string(s.Error.Code)
+		}
+		if s.Skipped {
+			v += " (skipped)"
+		}
+		out = append(out, v)
+	}
+	return strings.Join(out, ", ")
 }
 
 // TestStepsCleanLie: a refund that claims success while the order stays
@@ -223,6 +246,9 @@ func TestStepsCleanLie(t *testing.T) {
 	}
 	if len(d.deletes) != 1 {
 		t.Errorf("clean-up requests %v, want one: always steps run after a failure", d.deletes)
+	}
+	if got := stepVerdicts(res); got != "token pass, refund pass, verify contract_error claim_mismatch, cleanup pass" {
+		t.Errorf("steps: %s", got)
 	}
 }
 
@@ -253,6 +279,9 @@ func TestStepsCaptureFailed(t *testing.T) {
 	}
 	if d.refunds != 0 || len(d.deletes) != 0 || stepsOf(res) != "token" {
 		t.Errorf("%d refunds, deletes %v, attempts %s; want the run to stop at the token", d.refunds, d.deletes, stepsOf(res))
+	}
+	if got := stepVerdicts(res); got != "token contract_error capture_failed, cleanup pass (skipped)" {
+		t.Errorf("steps: %s", got)
 	}
 }
 
