@@ -42,7 +42,7 @@ func run(args []string) error {
 	p.SetDown(*down)
 	p.SetMCPDrifted(*mcpDrifted)
 	defer p.Close()
-	srv := &http.Server{Addr: *listen, Handler: handler(p, provider.NewOrders()), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *listen, Handler: provider.Mux(p, provider.NewOrders()), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -57,16 +57,4 @@ func run(args []string) error {
 		return err
 	}
 	return nil
-}
-
-// handler serves the order-support tools on their paths and everything
-// else from the search and experiment tracker.
-func handler(p *provider.Provider, orders *provider.Orders) http.Handler {
-	mux := http.NewServeMux()
-	o := orders.Handler()
-	for _, path := range []string{"/orders/", "/refunds", "/refunds/", "/shipments"} {
-		mux.Handle(path, o)
-	}
-	mux.Handle("/", p.Handler())
-	return mux
 }

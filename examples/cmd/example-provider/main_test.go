@@ -20,7 +20,7 @@ import (
 // once, and the clean-up leaves order 9 paid with no refund in force.
 func TestSeedDrills(t *testing.T) {
 	orders := provider.NewOrders()
-	srv := httptest.NewServer(handler(provider.New(), orders))
+	srv := httptest.NewServer(provider.Mux(provider.New(), orders))
 	defer srv.Close()
 	cfg, err := checks.Load(filepath.Join("..", "..", "seeds", "checks.yaml"), func(name string) (string, bool) {
 		if name == "SEEDS_PROVIDER_URL" {
