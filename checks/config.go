@@ -187,8 +187,9 @@ type Step struct {
 	// but never changes the run's outcome.
 	Always bool
 	// Timeout, Retries and Expect are the probe's, field by field under
-	// the step's own; a step whose method is not GET, HEAD or OPTIONS
-	// makes one attempt unless it sets retries or sends an Idempotency-Key.
+	// the step's own; a step whose method is not GET, HEAD or OPTIONS, and
+	// an MCP step, makes one attempt unless it sets retries (or, for HTTP,
+	// sends an Idempotency-Key).
 	Timeout time.Duration
 	Retries Retries
 	Expect  Expect

@@ -195,7 +195,7 @@ func (l *loader) step(item ast.Node, path string, t tuning, names map[string]ast
 	s.Timeout = st.timeout.v
 	s.Retries = Retries{MaxAttempts: st.maxAttempts.v, BaseDelay: st.baseDelay.v, MaxDelay: st.maxDelay.v, Budget: st.budget.v}
 	s.Expect = Expect{Status: slices.Clone(st.status.v), MinResults: st.minResults.v}
-	if s.MCP == nil && retriesE == nil && !slices.Contains(safeMethods, s.Request.Method) && !hasHeader(s.Request.Headers, "Idempotency-Key") {
+	if retriesE == nil && mutating(s) {
 		// Never repeat a refund blindly.
 		s.Retries.MaxAttempts = 1
 	}
@@ -374,6 +374,18 @@ func resolvedMapping(d *decoder, n ast.Node, path string) (ast.Node, bool) {
 	}
 	_, isMap := r.(ast.MapNode)
 	return r, isMap
+}
+
+// mutating reports whether a step's call may change something, so that
+// repeating it could repeat the change: an HTTP method other than GET,
+// HEAD and OPTIONS without an Idempotency-Key, or any MCP tool call (its
+// annotations are only known at run time, and a tools/call carries no
+// idempotency key).
+func mutating(s Step) bool {
+	if s.MCP != nil {
+		return true
+	}
+	return !slices.Contains(safeMethods, s.Request.Method) && !hasHeader(s.Request.Headers, "Idempotency-Key")
 }
 
 // hasHeader reports whether h sets name, case-insensitively.

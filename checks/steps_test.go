@@ -96,12 +96,14 @@ probes:
       - {name: b, request: {method: PUT, url: "http://h/x", headers: {idempotency-key: "k-{{operation_id}}"}}}
       - {name: c, request: {method: HEAD, url: "http://h/x"}, timeout: 1s}
       - {name: d, request: {method: POST, url: "http://h/x"}, expect: {status: [201]}}
+      - {name: e, mcp: {url: "http://h/mcp", tool: search}}
+      - {name: f, mcp: {url: "http://h/mcp", tool: search}, retries: {max_attempts: 3}}
 `), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := cfg.Probes[0].Steps
-	for i, want := range []int{4, 2, 2, 1} {
+	for i, want := range []int{4, 2, 2, 1, 1, 3} {
 		if got := steps[i].Retries.MaxAttempts; got != want {
 			t.Errorf("step %s: %d attempts, want %d", steps[i].Name, got, want)
 		}

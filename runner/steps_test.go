@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -455,5 +457,53 @@ func TestMutateProbeFixture(t *testing.T) {
 	}
 	if bad := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[1]); len(bad.Skipped) != 1 {
 		t.Errorf("a fixture that does not pass was mutated: %+v", bad)
+	}
+}
+
+// TestStepsMCPStep: a step may call an MCP tool; its answer is captured
+// and read by the next step like an HTTP one's, and its tool call is
+// attempted once unless the step sets retries.
+func TestStepsMCPStep(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{searchTool()}})
+	var seen []string
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id": "doc_1", "published": true}`)
+	}))
+	t.Cleanup(docs.Close)
+	cfg, err := checks.Parse("checks.yaml", []byte(`version: 1
+consumers: [{name: results, select: response.results}]
+probes:
+  - name: search_then_open
+    steps:
+      - name: search
+        mcp: {url: "`+srv.URL+`", tool: search, arguments: {query: guide}}
+        consumer: results
+        capture: {doc: 'response.results[0].id'}
+      - name: open
+        request: {url: "`+docs.URL+`/docs/{{doc}}"}
+        until: response.published == true && response.id == vars.doc
+        within: 1s
+`), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Probes[0]
+	res := runSteps(t, p)
+	if res.Outcome != results.Pass || len(seen) != 1 || seen[0] != "/docs/doc_1" {
+		t.Fatalf("run = %s %v (step %q), paths %v; want a pass that opened doc_1", res.Outcome, res.Error, res.Step, seen)
+	}
+	var methods []string
+	for _, a := range res.Attempts {
+		if a.Step == "search" {
+			methods = append(methods, a.Method)
+		}
+	}
+	if !slices.Contains(methods, "initialize") || !slices.Contains(methods, "tools/call") {
+		t.Errorf("the MCP step's rows: %v, want its session's exchanges", methods)
+	}
+	if p.Steps[0].Retries.MaxAttempts != 1 {
+		t.Errorf("an MCP step makes %d attempts, want 1 without retries of its own", p.Steps[0].Retries.MaxAttempts)
 	}
 }
