@@ -31,8 +31,9 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 // verdict on the exchange it was found in.
 type Attempt struct {
 	Number int // 1-based position in the operation
-	// Try is the try of the retry loop the exchange belongs to, 1-based;
-	// 0 (a row stored before tries were recorded) means Number.
+	// Try is the try of the retry loop the exchange belongs to, 1-based,
+	// counted per step in a multi-step run (a verification's polls go on
+	// counting); 0 (a row stored before tries were recorded) means Number.
 	Try int
 	// Method is what the exchange was: the JSON-RPC method of an MCP
 	// exchange ("initialize", "tools/call", "DELETE session"...); "" for an
@@ -195,13 +196,19 @@ func (r *Result) Fail(e *Error) {
 }
 
 // AttemptCount is the number of tries the operation made (retries
-// included), not of exchanges: an MCP try makes several rows.
+// included), not of exchanges: an MCP try makes several rows. A
+// multi-step run counts the tries of every step, a verification's polls
+// included.
 func (r *Result) AttemptCount() int {
-	n := 0
-	for _, a := range r.Attempts {
-		n = max(n, a.TryNumber())
+	type try struct {
+		step string
+		n    int
 	}
-	return n
+	seen := map[try]bool{}
+	for _, a := range r.Attempts {
+		seen[try{a.Step, a.TryNumber()}] = true
+	}
+	return len(seen)
 }
 
 // TimeLayout is how toolpulse writes instants: RFC 3339 in UTC with

@@ -191,10 +191,20 @@ func TestStepsRealRefund(t *testing.T) {
 	if !strings.HasPrefix(steps, "token refund verify×") || !strings.HasSuffix(steps, " cleanup") {
 		t.Errorf("attempts by step: %s; want token, refund, several polls of verify, cleanup", steps)
 	}
+	polls := 0
 	for i, a := range res.Attempts {
 		if a.Number != i+1 {
 			t.Errorf("attempt %d numbered %d", i+1, a.Number)
 		}
+		if a.Step == "verify" {
+			polls++
+			if a.Try != polls {
+				t.Errorf("verify's poll %d is try %d; polls go on counting", polls, a.Try)
+			}
+		}
+	}
+	if n := res.AttemptCount(); n != len(res.Attempts) {
+		t.Errorf("AttemptCount = %d, want %d: every step's tries, each poll one", n, len(res.Attempts))
 	}
 	if d.refunds != 1 || len(d.keys) != 1 || d.keys[0] != res.OperationID {
 		t.Errorf("%d refunds, keys %v; want one, keyed by the operation id %s", d.refunds, d.keys, res.OperationID)
