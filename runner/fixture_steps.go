@@ -100,7 +100,8 @@ func (e *Executor) runCanned(p *checks.Probe, answers map[string][]consumers.Fix
 // consumer, until or captures) is mutated in turn, as `toolpulse test
 // --mutate` mutates a consumer's fixture, and the whole probe runs on it.
 // A mutation the probe still passes on is a survivor: a contract change of
-// that step's answer the probe as a whole would miss.
+// that step's answer the probe as a whole would miss, unless the step's
+// consumer accepts it (accept_mutations).
 func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) consumers.MutationReport {
 	r := consumers.MutationReport{Consumer: p.Name, Skipped: map[string]string{}}
 	if v := e.JudgeProbeFixture(p, f); v.Outcome != results.Pass {
@@ -125,6 +126,9 @@ func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) co
 		if s.Consumer != nil {
 			minResults = s.Expect.MinResults
 		}
+		// The step's consumer acknowledges what its rules mean to let
+		// through, for the probe as for itself.
+		acceptance := s.Consumer.Acceptance()
 		for _, m := range consumers.Mutations(base, reads) {
 			r.Total++
 			mutated := answers[last]
@@ -140,12 +144,14 @@ func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) co
 			canned[s.Name] = append(append([]consumers.Fixture(nil), answers[:last]...), mutated)
 			if res := e.runCanned(p, canned); res.Outcome != results.Pass {
 				r.Killed++
-				if m.Kind == consumers.MutAddField {
+				if m.Kind == consumers.MutAddField && acceptance(m) == "" {
 					r.KilledControls = append(r.KilledControls, name+": "+m.Name)
 				}
 				continue
 			}
-			r.Survivors = append(r.Survivors, consumers.SurvivorOf(name, base, m, minResults))
+			sv := consumers.SurvivorOf(name, base, m, minResults)
+			sv.Accepted = acceptance(m)
+			r.Survivors = append(r.Survivors, sv)
 		}
 	}
 	return r

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -515,5 +516,37 @@ probes:
 	}
 	if p.Steps[0].Retries.MaxAttempts != 1 {
 		t.Errorf("an MCP step makes %d attempts, want 1 without retries of its own", p.Steps[0].Retries.MaxAttempts)
+	}
+}
+
+// TestMutateProbeFixtureAccepts: a step's consumer acknowledges what its
+// rules let through for the probe as for itself.
+func TestMutateProbeFixtureAccepts(t *testing.T) {
+	p := refundProbe(t, "http://127.0.0.1:9", func(y string) string {
+		y = strings.Replace(y, "consumers:\n", `consumers:
+  - name: token_issued
+    select: '[response]'
+    accept_mutations:
+      - {mutation: retype, reason: "the token is opaque: the refund step's answer shows whether it worked"}
+`, 1)
+		y = strings.Replace(y, "        capture: {access_token: {rule: response.access_token, secret: true}}",
+			"        consumer: token_issued\n        capture: {access_token: {rule: response.access_token, secret: true}}", 1)
+		return withFixtures(y)
+	})
+	r := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[0])
+	var retype, nest *consumers.Survivor
+	for i, s := range r.Survivors {
+		switch s.Mutation.Name {
+		case "retype access_token string->number":
+			retype = &r.Survivors[i]
+		case "nest_field access_token":
+			nest = &r.Survivors[i]
+		}
+	}
+	if retype == nil || retype.Accepted == "" || nest == nil || nest.Accepted != "" {
+		t.Errorf("retype %+v, nest %+v: want the retype accepted by its kind and the nesting still a blind spot", retype, nest)
+	}
+	if !r.Failed() {
+		t.Errorf("the report passes with an unaccepted blind spot")
 	}
 }
