@@ -178,7 +178,8 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 // position, each with the canonical text of its shape.
 func stepsOf(n int) string {
 	return `SELECT st.operation_id, st.step, st.outcome, st.code, st.message, st.started_at,
-    st.duration_ms, st.polls, st.always, st.skipped, st.shape_fingerprint, s.canonical
+    st.duration_ms, st.polls, st.always, st.skipped, st.shape_fingerprint, s.canonical,
+    st.shape_baseline, st.shape_drift
 FROM run_steps st LEFT JOIN shapes s ON s.fingerprint = st.shape_fingerprint
 WHERE st.operation_id IN (` + placeholders(n) + `)
 ORDER BY st.operation_id, st.position`
@@ -222,9 +223,10 @@ func readSteps(ctx context.Context, tx *sql.Tx, ids []any, add func(id string, s
 			code, message          sql.NullString
 			durationMS             int64
 			fingerprint, canonical sql.NullString
+			baseline, drift        sql.NullString
 		)
 		if err := rows.Scan(&id, &st.Name, &outcome, &code, &message, &started, &durationMS,
-			&st.Polls, &st.Always, &st.Skipped, &fingerprint, &canonical); err != nil {
+			&st.Polls, &st.Always, &st.Skipped, &fingerprint, &canonical, &baseline, &drift); err != nil {
 			return err
 		}
 		if st.StartedAt, err = parseTime(started); err != nil {
@@ -238,6 +240,9 @@ func readSteps(ctx context.Context, tx *sql.Tx, ids []any, add func(id string, s
 		}
 		if fingerprint.Valid {
 			st.Shape = &results.Shape{Fingerprint: fingerprint.String, Canonical: canonical.String}
+			if drift.Valid {
+				st.Shape.Baseline, st.Shape.Drift = baseline.String, strings.Split(drift.String, "\n")
+			}
 		}
 		add(id, st)
 	}

@@ -39,8 +39,8 @@ const insertAttempt = `INSERT INTO attempts (
 
 const insertRunStep = `INSERT INTO run_steps (
     operation_id, position, step, outcome, code, message, started_at, duration_ms,
-    polls, always, skipped, shape_fingerprint
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    polls, always, skipped, shape_fingerprint, shape_baseline, shape_drift
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
 VALUES (?, ?, ?, 1, ?)
@@ -277,9 +277,13 @@ func insertShape(ctx context.Context, tx *sql.Tx, key string, sh *results.Shape,
 func insertSteps(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	for i := range r.Steps {
 		st := &r.Steps[i]
-		var fingerprint, code, message sql.NullString
+		var fingerprint, baseline, drift, code, message sql.NullString
 		if st.Shape != nil {
 			fingerprint = nullString(st.Shape.Fingerprint)
+			if len(st.Shape.Drift) > 0 {
+				baseline = nullString(st.Shape.Baseline)
+				drift = sql.NullString{String: strings.Join(st.Shape.Drift, "\n"), Valid: true}
+			}
 			if err := insertShape(ctx, tx, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt); err != nil {
 				return fmt.Errorf("step %s: %w", st.Name, err)
 			}
@@ -290,7 +294,7 @@ func insertSteps(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 		}
 		if _, err := tx.ExecContext(ctx, insertRunStep, r.OperationID, i+1, st.Name, string(st.Outcome),
 			code, message, results.FormatTime(st.StartedAt), st.Duration.Milliseconds(),
-			st.Polls, st.Always, st.Skipped, fingerprint); err != nil {
+			st.Polls, st.Always, st.Skipped, fingerprint, baseline, drift); err != nil {
 			return fmt.Errorf("step %s: %w", st.Name, err)
 		}
 	}

@@ -21,7 +21,8 @@ ALTER TABLE drifts ADD COLUMN step TEXT
 -- they ran, always steps last. Written with the result, deleted with it.
 -- shape_fingerprint: the shape of the step's last answer when it was JSON
 -- a rule read; its shapes row, and its shape_counts rows under the probe
--- key "PROBE/STEP", are written with the run.
+-- key "PROBE/STEP", are written with the run. shape_baseline and
+-- shape_drift: as in results, against the step's own profile.
 CREATE TABLE run_steps (
     operation_id      TEXT    NOT NULL REFERENCES results (operation_id) ON DELETE CASCADE,
     position          INTEGER NOT NULL CHECK (position >= 1),
@@ -35,11 +36,14 @@ CREATE TABLE run_steps (
     always            INTEGER NOT NULL DEFAULT 0 CHECK (always IN (0, 1)),
     skipped           INTEGER NOT NULL DEFAULT 0 CHECK (skipped IN (0, 1)),
     shape_fingerprint TEXT    REFERENCES shapes (fingerprint),
+    shape_baseline    TEXT,
+    shape_drift       TEXT,
     -- As for results: a failure says why, a pass carries no failure. A
     -- skipped step did not run, so it cannot have failed.
     CHECK ((outcome = 'pass') = (code IS NULL)),
     CHECK (outcome <> 'pass' OR message IS NULL),
     CHECK (skipped = 0 OR outcome = 'pass'),
+    CHECK (shape_drift IS NULL OR shape_fingerprint IS NOT NULL),
     PRIMARY KEY (operation_id, position)
 ) WITHOUT ROWID;
 
