@@ -128,3 +128,42 @@ func TestStepDriftNamesTheStep(t *testing.T) {
 		t.Errorf("after a reset, a new answer drifted from the old baseline (%+v); want the reset to have emptied the step's baseline", f.drifts()[0])
 	}
 }
+
+// TestStepsRunRecordedWhole: a run the engine makes of the lying refund
+// desk is recorded and read back whole: its deciding step, each attempt's
+// step and every step with the shape of its answer, counted under the
+// step's key.
+func TestStepsRunRecordedWhole(t *testing.T) {
+	d := newRefundDesk()
+	d.lie = true
+	p := refundProbe(t, serveDesk(t, d), nil)
+	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
+	res := runSteps(t, p)
+	record(t, f.p, &res)
+	got, err := f.store.Result(context.Background(), res.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != results.ProbeSteps || got.Step != "verify" || got.Code() != results.CodeClaimMismatch {
+		t.Errorf("stored run: kind %s, step %q, code %s; want steps, verify, claim_mismatch", got.Kind, got.Step, got.Code())
+	}
+	if len(got.Attempts) != len(res.Attempts) || stepsOf(got) != stepsOf(res) {
+		t.Errorf("stored attempts by step %s, want %s", stepsOf(got), stepsOf(res))
+	}
+	if stepVerdicts(got) != stepVerdicts(res) {
+		t.Errorf("stored steps %s, want %s", stepVerdicts(got), stepVerdicts(res))
+	}
+	for i, st := range res.Steps {
+		if (st.Shape == nil) != (got.Steps[i].Shape == nil) ||
+			st.Shape != nil && st.Shape.Fingerprint != got.Steps[i].Shape.Fingerprint {
+			t.Errorf("step %s: stored shape %+v, want %+v", st.Name, got.Steps[i].Shape, st.Shape)
+		}
+		if st.Shape == nil {
+			continue
+		}
+		key := results.StepKey(res.Probe, st.Name)
+		if seen, err := f.store.RecentShapes(context.Background(), key, res.StartedAt.Add(-time.Hour), 5); err != nil || len(seen) != 1 {
+			t.Errorf("RecentShapes(%s): %+v, %v; want the step's one shape", key, seen, err)
+		}
+	}
+}
