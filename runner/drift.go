@@ -162,7 +162,7 @@ func (rc *Recorder) detectStepDrifts(ctx context.Context, r *results.Result, now
 		if st.Shape == nil || st.Shape.Fingerprint == "" {
 			continue
 		}
-		judged, err := rc.judgeShape(ctx, results.StepKey(r.Probe, st.Name), st.Name, r.OperationID, st.Shape, now)
+		judged, err := rc.judgeShape(ctx, r.Probe, st.Name, r.OperationID, st.Shape, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("step %s: %w", st.Name, err))
 			continue
@@ -174,7 +174,6 @@ func (rc *Recorder) detectStepDrifts(ctx context.Context, r *results.Result, now
 			out.steps[i].Shape = judged.shape
 		}
 		if judged.drift != nil {
-			judged.drift.Probe = r.Probe
 			out.drifts = append(out.drifts, judged.drift)
 		}
 		commits = append(commits, judged.commit)
@@ -187,13 +186,16 @@ func (rc *Recorder) detectStepDrifts(ctx context.Context, r *results.Result, now
 	return out, errors.Join(errs...)
 }
 
-// judgeShape judges one answer's shape, sh, against the profile kept
-// under key (a probe's name, or results.StepKey of a probe's step) and
-// learns it; step names the step for the drift event ("" for a single
-// probe), whose Probe is key until the caller says otherwise. See
-// detectDrift.
-func (rc *Recorder) judgeShape(ctx context.Context, key, step, operationID string, sh0 *results.Shape, now time.Time) (driftOutcome, error) {
+// judgeShape judges answer, the shape of the answer of probe's run
+// operationID, or of its step step ("" for a single probe), against the
+// profile of the probe, or of the step (kept under results.StepKey), and
+// learns it. See detectDrift.
+func (rc *Recorder) judgeShape(ctx context.Context, probe, step, operationID string, answer *results.Shape, now time.Time) (driftOutcome, error) {
 	out := driftOutcome{commit: func() {}}
+	key := probe
+	if step != "" {
+		key = results.StepKey(probe, step)
+	}
 	rc.dropReset(ctx, now)
 	e := rc.baselines.get(key)
 	if e == nil {
@@ -203,18 +205,18 @@ func (rc *Recorder) judgeShape(ctx context.Context, key, step, operationID strin
 		}
 		rc.baselines.put(key, e)
 	}
-	cur, ok := sh0.Structure.(shape.Shape)
+	cur, ok := answer.Structure.(shape.Shape)
 	if !ok {
 		// A result built outside the executor: its text is all there is.
 		var err error
-		if cur, err = shape.Parse(sh0.Canonical); err != nil {
+		if cur, err = shape.Parse(answer.Canonical); err != nil {
 			rc.logger.Warn("run's shape does not parse; drift not judged", "probe", key,
-				"fingerprint", sh0.Fingerprint, "error", err)
+				"fingerprint", answer.Fingerprint, "error", err)
 			return out, nil
 		}
 	}
 
-	sh := *sh0
+	sh := *answer
 	sh.Structure = nil
 	out.shape = &sh
 	// Objects whose keys the profile learned are data are recorded as
@@ -250,7 +252,7 @@ func (rc *Recorder) judgeShape(ctx context.Context, key, step, operationID strin
 		if report.Novel && baseline != sh.Fingerprint {
 			out.drift = &results.Drift{
 				Kind:        results.DriftResponse,
-				Probe:       key,
+				Probe:       probe,
 				Step:        step,
 				OperationID: operationID,
 				DetectedAt:  now,
