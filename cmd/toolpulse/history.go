@@ -311,7 +311,7 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
 	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift",
-	"kind", "mcp_tool", "mcp_server"}
+	"kind", "mcp_tool", "mcp_server", "step"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -334,7 +334,7 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
 			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer)}); err != nil {
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer), deref(r.Step)}); err != nil {
 			return err
 		}
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +134,11 @@ func TestHistoryShowsSteps(t *testing.T) {
 	}
 	if !strings.Contains(cleanupLine, "cleanup") {
 		t.Errorf("history table: attempt 5 line %q lacks its step", cleanupLine)
+	}
+	_, out, _ = h.run("history", "--format", "csv", "--probe", "refund_order_31")
+	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if col := slices.Index(records[0], "step"); err != nil || len(records) != 2 || col < 0 || records[1][col] != "verify" {
+		t.Errorf("history csv: %v, %v; want a step column saying verify", records, err)
 	}
 	// Without a steps probe listed, there is no STEP column.
 	_, out, _ = h.run("history", "--probe", "search")
