@@ -181,6 +181,12 @@ type StepResult struct {
 	Shape *Shape
 }
 
+// StepKey is the key a step's answers are baselined under, where a
+// probe's are under its name (learned profiles, hourly shape counts):
+// "PROBE/STEP". A probe name never holds a '/', so a step's key never
+// collides with a probe's.
+func StepKey(probe, step string) string { return probe + "/" + step }
+
 // Code returns the result's code, or "" on pass.
 func (r *Result) Code() Code {
 	if r.Error == nil {
