@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,13 @@ type Probe struct {
 	Name    string
 	Request Request
 	// MCP is the tool call of an MCP probe; nil for an HTTP probe.
-	MCP          *MCP
+	MCP *MCP
+	// Steps are a multi-step probe's calls (SPEC §11); nil for a probe
+	// that makes one call (Request or MCP). Consumer is nil then: each
+	// step has its own.
+	Steps []Step
+	// Fixtures are a multi-step probe's canned runs, for toolpulse test.
+	Fixtures     []ProbeFixture
 	Consumer     *consumers.Consumer
 	Interval     time.Duration
 	Jitter       time.Duration
@@ -113,17 +120,115 @@ type Request struct {
 
 // Probe kinds, as Probe.Kind returns them.
 const (
-	KindHTTP = "http"
-	KindMCP  = "mcp"
+	KindHTTP  = "http"
+	KindMCP   = "mcp"
+	KindSteps = "steps"
 )
 
-// Kind is KindMCP for a probe that calls an MCP tool and KindHTTP for one
-// that sends Request.
+// Kind is KindSteps for a multi-step probe, KindMCP for a probe that calls
+// an MCP tool and KindHTTP for one that sends Request.
 func (p *Probe) Kind() string {
-	if p.MCP != nil {
+	switch {
+	case len(p.Steps) > 0:
+		return KindSteps
+	case p.MCP != nil:
 		return KindMCP
 	}
 	return KindHTTP
+}
+
+// Consumers are the consumers p's answers are judged by: its own, or
+// those of its steps, in order, each once.
+func (p *Probe) Consumers() []*consumers.Consumer {
+	if p.Consumer != nil {
+		return []*consumers.Consumer{p.Consumer}
+	}
+	var out []*consumers.Consumer
+	for _, s := range p.Steps {
+		if s.Consumer != nil && !slices.Contains(out, s.Consumer) {
+			out = append(out, s.Consumer)
+		}
+	}
+	return out
+}
+
+// RunBudget bounds one whole run of p: retries.budget, raised by the
+// within of each step that polls (SPEC §11), so that a verification
+// allowed 10s to settle is not cut short by a 15s budget its earlier steps
+// have half spent.
+func (p *Probe) RunBudget() time.Duration {
+	b := p.Retries.Budget
+	for _, s := range p.Steps {
+		if s.Until != nil {
+			b += s.Within
+		}
+	}
+	return b
+}
+
+// Step is one call of a multi-step probe (SPEC §11), run in order within
+// one operation: an HTTP request, or an MCP tool call when MCP is set.
+// Strings of the call may hold {{name}} templates (see Expand).
+type Step struct {
+	Name    string
+	Request Request // an HTTP step's call; empty for an MCP step
+	MCP     *MCP    // an MCP step's call; nil for an HTTP step
+	// Consumer judges the step's answer as a single probe's would be
+	// judged; nil: an accepted status (Expect.Status) is all it needs.
+	Consumer *consumers.Consumer
+	// Capture names values of the answer for later steps, in the order
+	// written, once the step has passed (and its until held).
+	Capture []Capture
+	// Until makes the step a verification: polled every Every until the
+	// rule is true, for at most Within. nil: the step runs once.
+	Until         *consumers.Expression
+	Within, Every time.Duration
+	// Always steps run last, whatever happened; their failure is recorded
+	// but never changes the run's outcome.
+	Always bool
+	// Timeout, Retries and Expect are the probe's, field by field under
+	// the step's own; a step whose method is not GET, HEAD or OPTIONS, and
+	// an MCP step, makes one attempt unless it sets retries (or, for HTTP,
+	// sends an Idempotency-Key).
+	Timeout time.Duration
+	Retries Retries
+	Expect  Expect
+	// Needs are the captures the step's templates and rules name, which
+	// it cannot run without: an always step whose earlier step failed
+	// before capturing one is skipped.
+	Needs []string
+}
+
+// Kind is KindMCP for an MCP step and KindHTTP for an HTTP one.
+func (s *Step) Kind() string {
+	if s.MCP != nil {
+		return KindMCP
+	}
+	return KindHTTP
+}
+
+// ProbeFixture is a canned run of a multi-step probe (SPEC §11): the
+// answers its steps get and the verdict the whole probe must reach on
+// them, so that toolpulse test can check claim_mismatch and
+// capture_failed without a server.
+type ProbeFixture struct {
+	Name string
+	// Answers are each step's canned answers by step name, one per
+	// attempt or poll, the last one repeated; only a fixture's Response or
+	// Result, Status and Headers are used. A step the run reaches without
+	// an answer fails the fixture; an always step without one is skipped.
+	Answers map[string][]consumers.Fixture
+	Expect  consumers.Expectation
+	// Step is the step that must decide the outcome; "" for any.
+	Step string
+}
+
+// Capture is one value a step names for later steps: the rule's value on
+// the step's answer. A secret capture is scrubbed from every output.
+type Capture struct {
+	Name   string
+	Rule   *consumers.Expression
+	Secret bool
 }
 
 // MCPTarget is the tool an MCP probe calls and its server, as every
@@ -201,6 +306,11 @@ func (c *Config) Secrets() []string {
 	}
 	addHeaders := func(h map[string]Secret) {
 		for _, v := range h {
+			if HasTemplate(v.Reveal()) {
+				// "Bearer {{access_token}}": the secret is the capture's,
+				// which the run scrubs once it has it.
+				continue
+			}
 			add(v)
 			// A provider that echoes only the credential of
 			// "Bearer <token>" must not leak it either.
@@ -215,6 +325,14 @@ func (c *Config) Secrets() []string {
 		if p.MCP != nil {
 			addURL(p.MCP.URL)
 			addHeaders(p.MCP.Headers)
+		}
+		for _, s := range p.Steps {
+			addURL(s.Request.URL)
+			addHeaders(s.Request.Headers)
+			if s.MCP != nil {
+				addURL(s.MCP.URL)
+				addHeaders(s.MCP.Headers)
+			}
 		}
 	}
 	return out

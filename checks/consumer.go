@@ -454,6 +454,13 @@ func (d *decoder) contentItem(n ast.Node, path string) {
 // expectation decodes `pass`, `contract_error`, `unavailable`, or
 // {outcome, code} / {outcome: pass, min_selected: N}.
 func (d *decoder) expectation(n ast.Node, path string) (consumers.Expectation, bool) {
+	return d.expectationWith(n, path, expectationKeys)
+}
+
+// expectationWith is expectation with the keys a mapping may hold: a
+// multi-step probe's fixture also names its deciding step, which the
+// caller reads.
+func (d *decoder) expectationWith(n ast.Node, path string, keys []string) (consumers.Expectation, bool) {
 	var x consumers.Expectation
 	r, ok := d.resolve(n, path)
 	if !ok {
@@ -468,7 +475,7 @@ func (d *decoder) expectation(n ast.Node, path string) (consumers.Expectation, b
 		return x, ok
 	}
 	var codeN, minN ast.Node
-	present, ok := d.object(r, path, expectationKeys, func(e entry) {
+	present, ok := d.object(r, path, keys, func(e entry) {
 		switch e.key {
 		case "outcome":
 			if s, ok := d.str(e.value, e.path); ok {

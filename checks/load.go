@@ -104,6 +104,7 @@ type loader struct {
 	consumers  map[string]*consumers.Consumer // compiled, by name
 	consumerAt map[string]place               // defined (compiled or not), by name
 	probeAt    map[string]ast.Node
+	scope      *scope // what the probe being decoded may name in templates and rules
 }
 
 func (l *loader) load(filename string, data []byte, lookupEnv func(string) (string, bool)) *Config {

@@ -95,7 +95,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
 		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
-		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
 	}},
 	{rule: "max-attempts", want: []string{
 		"testdata/invalid-max-attempts.yaml:3:27: defaults.retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 0",
@@ -118,8 +118,8 @@ var invalidConfigs = []struct {
 		"testdata/invalid-mcp-arguments.yaml:10:68: probes[1].mcp.arguments: expected a mapping of the tool's arguments (a JSON object), got a string",
 	}},
 	{rule: "mcp-both", want: []string{
-		"testdata/invalid-mcp-both.yaml:9:5: probes[0].mcp: not allowed next to request; a probe has exactly one of request or mcp",
-		"testdata/invalid-mcp-both.yaml:12:5: probes[1].request: not allowed next to mcp; a probe has exactly one of request or mcp",
+		"testdata/invalid-mcp-both.yaml:9:5: probes[0].mcp: not allowed next to request; a probe has exactly one of request, mcp or steps",
+		"testdata/invalid-mcp-both.yaml:12:5: probes[1].request: not allowed next to mcp; a probe has exactly one of request, mcp or steps",
 	}},
 	{rule: "mcp-header", want: []string{
 		"testdata/invalid-mcp-header.yaml:11:9: probes[0].mcp.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
@@ -129,7 +129,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-mcp-is-error.yaml:7:67: probes[0].mcp.is_error: unknown outcome "pass" for a result with isError: true; expected contract_error or unavailable`,
 	}},
 	{rule: "mcp-neither", want: []string{
-		"testdata/invalid-mcp-neither.yaml:6:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url) or mcp (an MCP tool call, at least mcp.url and mcp.tool)",
+		"testdata/invalid-mcp-neither.yaml:6:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url), mcp (an MCP tool call, at least mcp.url and mcp.tool) or steps (a list of calls run in order, each a request or an mcp)",
 	}},
 	{rule: "mcp-result-count", want: []string{
 		"testdata/invalid-mcp-result-count.yaml:8:9: consumers[0].fixtures[0].result: not allowed next to response; a fixture gives either response (the decoded answer) or result (an MCP tool's whole CallToolResult)",
@@ -240,7 +240,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
 	}},
 	{rule: "unknown-key", want: []string{
-		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
 	}},
 	{rule: "unset-env", want: []string{
 		"testdata/invalid-unset-env.yaml:3:10: server.token: environment variable TOOLPULSE_TOKEN is not set; set it, or give a default with ${TOOLPULSE_TOKEN:-default}",

@@ -176,13 +176,10 @@ func TestMCPSecrets(t *testing.T) {
 }
 
 // TestMCPProbeKindIsExclusive: the probe kinds table drives both the
-// "neither" and the "both" errors, so a third kind reads right in both.
+// "neither" and the "both" errors, so that every kind reads right in both.
 func TestMCPProbeKindIsExclusive(t *testing.T) {
-	saved := probeKinds
-	defer func() { probeKinds = saved }()
-	probeKinds = append(slices.Clone(saved), struct{ key, what string }{"steps", "a sequence of calls"})
 	_, err := Parse("checks.yaml", []byte("version: 1\nconsumers: [{name: c, select: response.items}]\nprobes:\n  - {name: p, consumer: c}\n  - {name: q, consumer: c, mcp: {url: 'http://h/', tool: t}, request: {url: 'http://h/'}}\n"), t.TempDir(), nil)
-	want := "checks.yaml:4:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url), mcp (an MCP tool call, at least mcp.url and mcp.tool) or steps (a sequence of calls)\n" +
+	want := "checks.yaml:4:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url), mcp (an MCP tool call, at least mcp.url and mcp.tool) or steps (a list of calls run in order, each a request or an mcp)\n" +
 		"checks.yaml:5:62: probes[1].request: not allowed next to mcp; a probe has exactly one of request, mcp or steps"
 	if err == nil || err.Error() != want {
 		t.Errorf("errors:\n%v\nwant:\n%s", err, want)

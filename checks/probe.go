@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	probeKeys   = append([]string{"name", "request", "mcp", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
+	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body"}
 	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
 	tlsKeys     = []string{"ca_file", "insecure"}
@@ -34,6 +34,7 @@ var reservedLabels = []string{"probe", "outcome", "code"}
 var probeKinds = []struct{ key, what string }{
 	{"request", "an HTTP call, at least request.url"},
 	{"mcp", "an MCP tool call, at least mcp.url and mcp.tool"},
+	{"steps", "a list of calls run in order, each a request or an mcp"},
 }
 
 // isErrorOutcomes are the outcomes mcp.is_error may name.
@@ -46,8 +47,10 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	p := &Probe{}
 	var own tuning
 	var consumerN ast.Node
-	var kinds []entry // request, mcp: what the probe calls
+	var kinds []entry // request, mcp, steps: what the probe calls
+	var stepsE, fixturesE *entry
 	consumer, consumerOK := "", true
+	l.scope = newScope()
 	present, ok := d.object(item, path, probeKeys, func(e entry) {
 		if d.tuningKey(e, fromProbe, &own) {
 			return
@@ -61,6 +64,11 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		case "mcp":
 			kinds = append(kinds, e)
 			p.MCP = l.mcp(e)
+		case "steps":
+			kinds = append(kinds, e)
+			stepsE = &e
+		case "fixtures":
+			fixturesE = &e
 		case "consumer":
 			var ok bool
 			consumer, ok = d.str(e.value, e.path)
@@ -79,7 +87,11 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		d.errorf(item, "%s: name is required", path)
 	}
 	l.probeKind(item, path, kinds)
+	isSteps := len(kinds) > 0 && kinds[0].key == "steps"
 	switch {
+	case isSteps && consumerN != nil:
+		d.errorf(consumerN, "%s.consumer: a probe with steps judges each answer by its step's own consumer; move it to the step whose answer it reads", path)
+	case isSteps:
 	case consumerN == nil:
 		d.errorf(item, "%s: consumer is required: the name of a consumer under consumers:", path)
 	case !consumerOK:
@@ -87,6 +99,11 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		d.errorf(consumerN, "%s.consumer: unknown consumer %q; %s", path, consumer, l.definedConsumers())
 	default:
 		p.Consumer = l.consumers[consumer] // nil when it failed to compile, already reported
+		if p.Consumer != nil {
+			// A single call has no earlier steps: vars holds nothing.
+			names, dynamic := p.Consumer.Vars()
+			l.vars(consumerN, path+".consumer", names, dynamic)
+		}
 	}
 
 	t := defaults.over(own)
@@ -95,6 +112,15 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	p.MaxBodyBytes = t.maxBodyBytes.v
 	p.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
 	p.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
+	if isSteps {
+		p.Steps = l.steps(*stepsE, t)
+	}
+	switch {
+	case fixturesE != nil && !isSteps:
+		d.errorf(fixturesE.keyN, "%s: only a probe with steps has fixtures of its own; a single call is tested by its consumer's fixtures", fixturesE.path)
+	case fixturesE != nil:
+		p.Fixtures = l.probeFixtures(*fixturesE, p.Steps)
+	}
 	return p
 }
 
@@ -175,14 +201,22 @@ func (l *loader) request(e entry, r *Request) {
 		case "headers":
 			r.Headers = l.headers(x)
 		case "query":
-			r.Query, _, _ = d.stringMap(x.value, x.path)
+			var es []entry
+			r.Query, es, _ = d.stringMap(x.value, x.path)
+			for _, q := range es {
+				if v, ok := r.Query[q.key]; ok {
+					l.template(q.value, q.path, v)
+				}
+			}
 		case "json":
 			r.JSON, _ = d.value(x.value, x.path)
 			r.HasJSON = true
 			jsonN = x.keyN
+			l.templateValue(x.value, x.path, r.JSON)
 		case "body":
 			r.Body, _ = d.str(x.value, x.path)
 			bodyN = x.keyN
+			l.template(x.value, x.path, r.Body)
 		}
 	})
 	if !ok {
@@ -212,7 +246,11 @@ func (l *loader) request(e entry, r *Request) {
 // a credential.
 func (l *loader) endpointURL(x entry) string {
 	v, ok := l.d.str(x.value, x.path)
-	if problem := httpURLProblem(v); ok && problem != "" {
+	if !ok {
+		return v
+	}
+	l.template(x.value, x.path, v)
+	if problem := httpURLProblem(placeholder(v)); problem != "" {
 		l.d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)
 	}
 	return v
@@ -237,6 +275,7 @@ func (l *loader) mcp(e entry) *MCP {
 			}
 		case "arguments":
 			m.Arguments = l.arguments(x)
+			l.templateValue(x.value, x.path, m.Arguments)
 		case "is_error":
 			s, ok := d.str(x.value, x.path)
 			if !ok {
@@ -306,6 +345,7 @@ func (l *loader) headers(x entry) map[string]Secret {
 			d.errorf(e.value, "%s: the value contains a line break or another control character", e.path)
 			continue
 		}
+		l.template(e.value, e.path, v)
 		out[e.key] = Secret(v)
 	}
 	return out

@@ -143,10 +143,65 @@ func Schema() ([]byte, error) {
 			"insecure": boolSchema(),
 		}),
 	}
+	capture := map[string]any{
+		"type":          "object",
+		"propertyNames": map[string]any{"pattern": varName.String(), "not": map[string]any{"const": OperationIDVar}},
+		"additionalProperties": map[string]any{"anyOf": []any{
+			withDoc(nonEmptyString(), "an expr rule over the step's answer"),
+			b.object("capture", captureKeys, []string{"rule"}, map[string]any{
+				"rule":   withDoc(nonEmptyString(), "an expr rule over the step's answer"),
+				"secret": withDoc(boolSchema(), "scrub the captured value from every output"),
+			}),
+		}},
+		"description": "values of the answer for later steps: {{name}} in their calls, vars.name in their rules",
+	}
+	stepProps := map[string]any{
+		"name":     map[string]any{"type": "string", "pattern": probeName.String()},
+		"request":  probeProps["request"],
+		"mcp":      probeProps["mcp"],
+		"consumer": withDoc(str(), "judge this step's answer as a single probe's; default: an accepted status is enough"),
+		"capture":  capture,
+		"until":    withDoc(nonEmptyString(), "poll until this expr rule is true: a verification"),
+		"within":   durationSchema("how long a verification may take to become true", true),
+		"every":    durationSchema("between polls; default 1s", true),
+		"always":   withDoc(boolSchema(), "run last, whatever happened; never changes the outcome"),
+		"timeout":  tuning["timeout"],
+		"retries":  tuning["retries"],
+		"expect":   tuning["expect"],
+	}
+	step := b.object("step", stepKeys, []string{"name"}, stepProps)
+	step["oneOf"] = []any{map[string]any{"required": []string{"request"}}, map[string]any{"required": []string{"mcp"}}}
+	probeProps["steps"] = map[string]any{"type": "array", "minItems": 1, "items": step,
+		"description": "calls run in order within one operation, each a request or an mcp"}
+	answer := b.object("answer", answerKeys, nil, map[string]any{
+		"response": fixture["properties"].(map[string]any)["response"],
+		"result":   fixture["properties"].(map[string]any)["result"],
+		"status":   intSchema(ptr(int64(100)), ptr(int64(599))),
+		"headers":  stringMap(),
+	})
+	probeProps["fixtures"] = map[string]any{"type": "array", "description": "canned runs of a probe with steps, for toolpulse test",
+		"items": b.object("probe fixture", probeFixtureKeys, probeFixtureKeys, map[string]any{
+			"name": str(),
+			"answers": map[string]any{"type": "object", "description": "each step's canned answer, or a list of them (one per attempt or poll)",
+				"additionalProperties": map[string]any{"anyOf": []any{answer, map[string]any{"type": "array", "minItems": 1, "items": answer}}}},
+			"expect": map[string]any{"anyOf": []any{
+				map[string]any{"enum": outcomes},
+				b.object("probe expectation", stepExpectationKeys, []string{"outcome"}, map[string]any{
+					"outcome":      map[string]any{"enum": outcomes},
+					"code":         str(),
+					"min_selected": integer(0),
+					"step":         withDoc(str(), "the step that must decide the outcome"),
+				}),
+			}},
+		})}
 	for k, v := range tuning {
 		probeProps[k] = v
 	}
-	probe := b.object("probe", probeKeys, []string{"name", "consumer"}, probeProps)
+	probe := b.object("probe", probeKeys, []string{"name"}, probeProps)
+	// A single call is judged by the probe's consumer; steps by their own.
+	probe["if"] = map[string]any{"required": []string{"steps"}}
+	probe["then"] = map[string]any{"not": map[string]any{"required": []string{"consumer"}}}
+	probe["else"] = map[string]any{"required": []string{"consumer"}}
 	// Exactly one of the keys that say what the probe calls.
 	kinds := []any{}
 	for _, k := range probeKinds {

@@ -31,6 +31,9 @@ type Input struct {
 	// what the rule sees of the result.
 	Result map[string]any
 	Tool   map[string]any
+	// Vars are the captures of the earlier steps of a multi-step probe
+	// (SPEC §11), as rule values; nil outside one.
+	Vars map[string]any
 }
 
 // Request is the probe's fixture as a rule sees it.
@@ -225,7 +228,7 @@ func (st *applyState) fill(in Input) {
 	st.request["query"] = st.query
 	st.env.Response, st.env.Status, st.env.Probe = in.Response, in.Status, in.Probe
 	st.env.Headers, st.env.Request = st.headers, st.request
-	st.env.Result, st.env.Tool = in.Result, in.Tool
+	st.env.Result, st.env.Tool, st.env.Vars = in.Result, in.Tool, in.Vars
 	st.env.Item = nil
 	st.budget = evalBudget{limit: maxEvalCost}
 }
@@ -236,7 +239,7 @@ func (st *applyState) release() {
 	clear(st.query)
 	clear(st.request)
 	st.env.Response, st.env.Item, st.env.Probe = nil, nil, ""
-	st.env.Result, st.env.Tool = nil, nil
+	st.env.Result, st.env.Tool, st.env.Vars = nil, nil, nil
 	clear(st.machine.Stack[:cap(st.machine.Stack)])
 	clear(st.machine.Variables)
 	applyStates.Put(st)

@@ -125,7 +125,7 @@ func TestEvaluationBudgetFitsRealRules(t *testing.T) {
 }
 
 // TestRuleEnvironment proves what a rule can reach: the names of SPEC §4
-// (and §10's result and tool) and fail(), nothing of the process. $env holds exactly those values, and
+// (and §10's result and tool, §11's vars) and fail(), nothing of the process. $env holds exactly those values, and
 // the probe's request headers (where tokens live) are not among them.
 func TestRuleEnvironment(t *testing.T) {
 	const secret = "s3cret-from-the-environment"
@@ -137,7 +137,7 @@ func TestRuleEnvironment(t *testing.T) {
 		names = append(names, typ.Field(i).Tag.Get("expr"))
 	}
 	sort.Strings(names)
-	want := []string{"__toolpulse_charge", "__toolpulse_fetch", "__toolpulse_item", "headers", "probe", "request", "response", "result", "status", "tool"}
+	want := []string{"__toolpulse_charge", "__toolpulse_fetch", "__toolpulse_item", "headers", "probe", "request", "response", "result", "status", "tool", "vars"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("rule environment = %v, want %v", names, want)
 	}

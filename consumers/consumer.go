@@ -78,8 +78,12 @@ type Consumer struct {
 	inputs map[string]bool
 }
 
-// Ref names the consumer in a result.
+// Ref names the consumer in a result; a nil consumer (a multi-step
+// probe's, whose steps have their own) has the zero ref.
 func (c *Consumer) Ref() results.ConsumerRef {
+	if c == nil {
+		return results.ConsumerRef{}
+	}
 	return results.ConsumerRef{Name: c.Name, Version: c.Version, RuleHash: c.RuleHash}
 }
 
@@ -117,7 +121,10 @@ type ruleEnv struct {
 	// (name, description, inputSchema, outputSchema, annotations).
 	Result map[string]any `expr:"result" json:"result,omitempty"`
 	Tool   map[string]any `expr:"tool" json:"tool,omitempty"`
-	Item   any            `expr:"__toolpulse_item" json:"-"`
+	// Vars are the captures of a multi-step probe's earlier steps (SPEC
+	// §11), by name; nil outside one.
+	Vars map[string]any `expr:"vars" json:"vars,omitempty"`
+	Item any            `expr:"__toolpulse_item" json:"-"`
 	// Charge is the evaluation budget of one Apply (evalBudget.charge);
 	// only the calls instrumentRule inserts may use it: Compile refuses a
 	// rule that names it. A field of this exact type compiles to a direct
@@ -265,7 +272,7 @@ func compileRule(rule, text, prefix string) (*compiledRule, *RuleError) {
 	if err := r.compileCharged(source); err != nil {
 		return nil, ruleError(rule, text, err, prefixRunes)
 	}
-	if prefix == "" {
+	if rule == "select" {
 		// expr types what it can see: a select rule that can only yield a
 		// number or a string is a config error now rather than a
 		// selection_not_list on every run. Values read from JSON are

@@ -525,6 +525,10 @@ func (st *applyState) sizeInput(z *sizer) {
 	if st.env.Tool != nil {
 		z.add(st.env.Tool, 0)
 	}
+	// Only a step of a multi-step probe has them.
+	if st.env.Vars != nil {
+		z.add(st.env.Vars, 0)
+	}
 }
 
 // sizeLimit is the largest S for which f stays within maxEvalCost, or -1.

@@ -120,21 +120,7 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 		r.Consumer = c.Name
 	}
 	reads := c.ReadFields()
-	var accepted map[string]string
-	if c != nil {
-		accepted = make(map[string]string, len(c.AcceptMutations))
-		for _, a := range c.AcceptMutations {
-			if _, dup := accepted[a.Mutation]; !dup {
-				accepted[a.Mutation] = a.Reason
-			}
-		}
-	}
-	acceptance := func(m Mutation) string {
-		if reason, ok := accepted[m.Name]; ok {
-			return reason
-		}
-		return accepted[string(m.Kind)]
-	}
+	acceptance := c.Acceptance()
 	for _, b := range bases {
 		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers, Result: b.Result, Tool: b.Tool}
 		if in.Status == 0 {
@@ -257,4 +243,36 @@ func subject(m Mutation) string {
 		return m.Field
 	}
 	return "the response"
+}
+
+// Acceptance returns how c's accept_mutations judge a mutation: the
+// reason of the first entry naming it, or its kind alone (the name wins
+// over the kind), or "" when none does. A nil consumer accepts nothing.
+func (c *Consumer) Acceptance() func(Mutation) string {
+	accepted := map[string]string{}
+	if c != nil {
+		for _, a := range c.AcceptMutations {
+			if _, dup := accepted[a.Mutation]; !dup {
+				accepted[a.Mutation] = a.Reason
+			}
+		}
+	}
+	return func(m Mutation) string {
+		if reason, ok := accepted[m.Name]; ok {
+			return reason
+		}
+		return accepted[string(m.Kind)]
+	}
+}
+
+// SurvivorOf describes mutation m of base (named baseName) that a whole
+// probe still passed on, classified and explained as MutationTest does
+// for one consumer; multi-step probes are mutation-tested step by step
+// this way (SPEC §11).
+func SurvivorOf(baseName string, base any, m Mutation, minResults int) Survivor {
+	class := classify(m, minResults)
+	s := Survivor{Base: baseName, Mutation: m, Class: class,
+		Diff: shape.Diff(shape.Of(base), shape.Of(m.Response)), Why: why(m, class)}
+	s.Mutation.Response = nil
+	return s
 }

@@ -234,3 +234,18 @@ func eachChild(n ast.Node, f func(ast.Node)) {
 		visit(n.Value)
 	}
 }
+
+// Union is every field a or b may read: unknown when either is.
+func Union(a, b FieldSet) FieldSet {
+	if !a.Known || !b.Known {
+		return FieldSet{}
+	}
+	names := make(map[string]bool, len(a.Names)+len(b.Names))
+	for n := range a.Names {
+		names[n] = true
+	}
+	for n := range b.Names {
+		names[n] = true
+	}
+	return FieldSet{Known: true, Names: names}
+}

@@ -1,16 +1,20 @@
 package examples_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
@@ -50,46 +54,99 @@ import (
 var tools = []string{"inventory", "refund", "tracker"}
 
 // strength is one way the agent checks a tool's answer: a consumer per
-// tool, from examples/seeds/consumers.
+// tool, from examples/seeds/consumers, and, when verified, the refund's
+// claim checked against the order record (SPEC §11).
 type strength struct {
 	name      string
 	consumers map[string]string // tool → consumer name
+	// verified makes each order one steps: probe, inventory → refund →
+	// verify → tracker, with a clean-up that reverts the refund.
+	verified bool
 }
 
-// strengths are the probe strengths measured today. The third, the
-// envelope plus a verification step (the refund checked against GET
-// /orders/{id}, SPEC §11), needs steps: probes; it is added here with its
-// refund probe written by probeYAML.
+var envelopeConsumers = map[string]string{
+	"inventory": "orders_inventory_envelope",
+	"refund":    "orders_refund_envelope",
+	"tracker":   "orders_tracker_envelope",
+}
+
+// strengths are the probe strengths measured: an uptime check's, the
+// validated envelope's, and the envelope plus a verification step, which
+// reads the order record after the refund processor claims success.
 var strengths = []strength{
-	{"shallow", map[string]string{
+	{name: "shallow", consumers: map[string]string{
 		"inventory": "orders_inventory_shallow",
 		"refund":    "orders_refund_shallow",
 		"tracker":   "orders_tracker_shallow",
 	}},
-	{"envelope", map[string]string{
-		"inventory": "orders_inventory_envelope",
-		"refund":    "orders_refund_envelope",
-		"tracker":   "orders_tracker_envelope",
-	}},
+	{name: "envelope", consumers: envelopeConsumers},
+	{name: "verified", consumers: envelopeConsumers, verified: true},
 }
 
-// probeName names the probe of one tool call of one order.
-func probeName(tool string, order int) string { return fmt.Sprintf("order_%02d_%s", order, tool) }
+// stepTool is the tool each step of a verified probe stands for: the
+// verification belongs to the refund, whose claim it checks.
+var stepTool = map[string]string{"inventory": "inventory", "refund": "refund", "verify": "refund", "tracker": "tracker"}
 
-// probeYAML writes the probe of one tool call of one order as s checks it:
-// one single-request HTTP probe per tool. A strength that verifies a claim
-// writes its refund call here as a steps: probe instead.
-func probeYAML(s strength, tool string, c provider.OrderCase, baseURL string) string {
-	var request string
+// Polling of the verification: the provider settles a real refund after
+// settleDelay, so a verification that read the record once would fail
+// every positive control.
+const (
+	settleDelay  = 100 * time.Millisecond
+	verifyWithin = 600 * time.Millisecond
+	verifyEvery  = 25 * time.Millisecond
+)
+
+// probeName names the probe of one tool call of one order; a verified
+// strength's one probe per order has the tool "".
+func probeName(tool string, order int) string {
+	if tool == "" {
+		return fmt.Sprintf("order_%02d", order)
+	}
+	return fmt.Sprintf("order_%02d_%s", order, tool)
+}
+
+// toolRequest is the request of one tool call for order c, as a YAML flow
+// mapping; the refund sends headers too.
+func toolRequest(tool string, c provider.OrderCase, baseURL, headers string) string {
 	switch tool {
 	case "inventory":
-		request = fmt.Sprintf("{url: %q}", fmt.Sprintf("%s/orders/%d/inventory", baseURL, c.ID))
+		return fmt.Sprintf("{url: %q}", fmt.Sprintf("%s/orders/%d/inventory", baseURL, c.ID))
 	case "refund":
-		request = fmt.Sprintf("{method: POST, url: %q, json: {order_id: %d, amount: %g}}", baseURL+"/refunds", c.ID, c.Amount)
+		return fmt.Sprintf("{method: POST, url: %q,%s json: {order_id: %d, amount: %g}}", baseURL+"/refunds", headers, c.ID, c.Amount)
 	case "tracker":
-		request = fmt.Sprintf("{url: %q, query: {order: %q}}", baseURL+"/shipments", fmt.Sprint(c.ID))
+		return fmt.Sprintf("{url: %q, query: {order: %q}}", baseURL+"/shipments", fmt.Sprint(c.ID))
 	}
-	return fmt.Sprintf("  - name: %s\n    request: %s\n    consumer: %s\n", probeName(tool, c.ID), request, s.consumers[tool])
+	return "{}" // not a tool: the config does not load, which says so
+}
+
+// probeYAML writes the probe of one tool call of one order as s checks it:
+// one single-request HTTP probe per tool.
+func probeYAML(s strength, tool string, c provider.OrderCase, baseURL string) string {
+	return fmt.Sprintf("  - name: %s\n    request: %s\n    consumer: %s\n",
+		probeName(tool, c.ID), toolRequest(tool, c, baseURL, ""), s.consumers[tool])
+}
+
+// verifiedProbeYAML writes order c's one probe under a verified strength:
+// the agent's three calls as steps, each judged by its envelope consumer,
+// with the refund's claim verified on the order record before the tracker
+// is called, and a clean-up that reverts the refund so the next run finds
+// the order paid. The refund sends the run's id as its Idempotency-Key, so
+// a retry could not refund twice.
+func verifiedProbeYAML(s strength, c provider.OrderCase, baseURL string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - name: %s\n    steps:\n", probeName("", c.ID))
+	step := func(name, request, rest string) {
+		fmt.Fprintf(&b, "      - name: %s\n        request: %s\n%s", name, request, rest)
+	}
+	step("inventory", toolRequest("inventory", c, baseURL, ""), "        consumer: "+s.consumers["inventory"]+"\n")
+	step("refund", toolRequest("refund", c, baseURL, ` headers: {Idempotency-Key: "{{operation_id}}"},`),
+		"        consumer: "+s.consumers["refund"]+"\n        capture: {refund_id: response.refund.id}\n")
+	step("verify", fmt.Sprintf("{url: %q}", fmt.Sprintf("%s/orders/%d", baseURL, c.ID)),
+		fmt.Sprintf("        until: 'response.state == \"refunded\" && response.refund_id == vars.refund_id'\n"+
+			"        within: %s\n        every: %s\n", verifyWithin, verifyEvery))
+	step("tracker", toolRequest("tracker", c, baseURL, ""), "        consumer: "+s.consumers["tracker"]+"\n")
+	step("cleanup", fmt.Sprintf("{method: DELETE, url: %q}", baseURL+"/refunds/{{refund_id}}"), "        always: true\n")
+	return b.String()
 }
 
 // loadStrength writes and loads the config of s: its three consumers and a
@@ -108,6 +165,10 @@ func loadStrength(t *testing.T, s strength, orders []provider.OrderCase, baseURL
 	}
 	b.WriteString("probes:\n")
 	for _, c := range orders {
+		if s.verified {
+			b.WriteString(verifiedProbeYAML(s, c, baseURL))
+			continue
+		}
 		for _, tool := range tools {
 			b.WriteString(probeYAML(s, tool, c, baseURL))
 		}
@@ -127,33 +188,39 @@ func loadStrength(t *testing.T, s strength, orders []provider.OrderCase, baseURL
 	return probes
 }
 
-// orderRun is what the agent did with one order: the result of each tool
-// call it made, in order; it stops at the first answer its check refuses.
+// orderRun is what the agent did with one order: the tools it called, in
+// order, and the result that decided the order. It stops at the first
+// answer its check refuses.
 type orderRun struct {
-	order provider.OrderCase
-	calls []results.Result
-}
-
-// stoppedAt is the tool whose answer stopped the order, or "" when every
-// answer passed and the order was logged resolved.
-func (r orderRun) stoppedAt() string {
-	last := r.calls[len(r.calls)-1]
-	if last.Outcome == results.Pass {
-		return ""
-	}
-	return tools[len(r.calls)-1]
+	order  provider.OrderCase
+	called []string
+	// stopped is the tool whose answer stopped the order, "" when every
+	// answer passed and the order was logged resolved.
+	stopped string
+	// decided is the last result: the refused answer's, or the tracker's
+	// (for a verified probe, the whole run's).
+	decided results.Result
+	// step is the step that refused the answer: for a single-request
+	// probe, its tool.
+	step string
 }
 
 // runAgent handles every order the way the seed's agent does, each tool
-// call judged by its probe in probes.
-func runAgent(ctx context.Context, exec *runner.Executor, probes map[string]*checks.Probe, orders []provider.OrderCase) []orderRun {
+// call judged by its probe in probes; under a verified strength each
+// order is one multi-step run.
+func runAgent(ctx context.Context, exec *runner.Executor, s strength, probes map[string]*checks.Probe, orders []provider.OrderCase) []orderRun {
 	runs := make([]orderRun, 0, len(orders))
 	for _, c := range orders {
+		if s.verified {
+			runs = append(runs, verifiedRun(c, exec.Run(ctx, probes[probeName("", c.ID)])))
+			continue
+		}
 		run := orderRun{order: c}
 		for _, tool := range tools {
 			res := exec.Run(ctx, probes[probeName(tool, c.ID)])
-			run.calls = append(run.calls, res)
+			run.called, run.decided = append(run.called, tool), res
 			if res.Outcome != results.Pass {
+				run.stopped, run.step = tool, tool
 				break
 			}
 		}
@@ -162,10 +229,26 @@ func runAgent(ctx context.Context, exec *runner.Executor, probes map[string]*che
 	return runs
 }
 
+// verifiedRun reads a verified probe's run as the agent's: a tool was
+// called when one of its steps made an attempt, and the deciding step's
+// tool stopped the order.
+func verifiedRun(c provider.OrderCase, res results.Result) orderRun {
+	run := orderRun{order: c, decided: res}
+	for _, a := range res.Attempts {
+		if tool, ok := stepTool[a.Step]; ok && !slices.Contains(run.called, tool) {
+			run.called = append(run.called, tool)
+		}
+	}
+	if res.Outcome != results.Pass {
+		run.stopped, run.step = stepTool[res.Step], res.Step
+	}
+	return run
+}
+
 // score is the seed's metric for one strength.
 type score struct {
 	Injected             int
-	Caught               []string // "N code": the order and the code its check refused the answer with
+	Caught               []string // "N outcome code at step": the order, and how and where its check refused it
 	Missed               []int    // order ids, in order
 	ErroneousActions     []int    // order ids, in order
 	Controls             int
@@ -186,32 +269,28 @@ func scoreRuns(runs []orderRun, refunded func(order int) bool) score {
 	var s score
 	for _, r := range runs {
 		injectedAt := r.order.Failure.Tool()
-		stopped := r.stoppedAt()
-		for i, res := range r.calls {
-			if res.Outcome != results.Pass && tools[i] != injectedAt {
-				s.FalseAlarms = append(s.FalseAlarms, fmt.Sprintf("order %d %s: %s %s", r.order.ID, tools[i], res.Outcome, res.Code()))
-			}
+		if r.stopped != "" && r.stopped != injectedAt {
+			s.FalseAlarms = append(s.FalseAlarms, fmt.Sprintf("order %d %s: %s %s", r.order.ID, r.step, r.decided.Outcome, r.decided.Code()))
 		}
-		if stopped == "" && !refunded(r.order.ID) {
+		if r.stopped == "" && !refunded(r.order.ID) {
 			s.ResolvedButNotRefund = append(s.ResolvedButNotRefund, r.order.ID)
 		}
 		if injectedAt == "" {
 			s.Controls++
-			if stopped == "" {
+			if r.stopped == "" {
 				s.ControlsPassed++
 			}
 			continue
 		}
 		s.Injected++
-		reached := slices.Index(tools, injectedAt) < len(r.calls)
 		switch {
-		case !reached:
+		case !slices.Contains(r.called, injectedAt):
 			// A false alarm stopped the order first; FalseAlarms has it.
-		case stopped == injectedAt:
-			s.Caught = append(s.Caught, fmt.Sprintf("%d %s", r.order.ID, r.calls[len(r.calls)-1].Code()))
+		case r.stopped == injectedAt:
+			s.Caught = append(s.Caught, fmt.Sprintf("%d %s %s at %s", r.order.ID, r.decided.Outcome, r.decided.Code(), r.step))
 		default:
 			s.Missed = append(s.Missed, r.order.ID)
-			if next := slices.Index(tools, injectedAt) + 1; next < len(r.calls) {
+			if next := slices.Index(tools, injectedAt) + 1; next < len(tools) && slices.Contains(r.called, tools[next]) {
 				s.ErroneousActions = append(s.ErroneousActions, r.order.ID)
 			}
 		}
@@ -223,19 +302,27 @@ func scoreRuns(runs []orderRun, refunded func(order int) bool) score {
 // and checks the seed's metric against what the seed found: a shallow
 // check lets nearly every failure through; the validated envelope catches
 // out of stock, order 31's buried ok and both tracker outages, and misses
-// every clean lie, its own limit. Neither reaches the seed's 2 % bar.
+// every clean lie, its own limit; neither reaches the seed's 2 % bar. The
+// envelope plus a verification step, which reads the order record after
+// the refund processor claims success, catches all nine and passes every
+// positive control, although real refunds settle late.
 func TestSeed002Experiment(t *testing.T) {
 	orders := provider.NewOrders()
-	srv := httptest.NewServer(orders.Handler())
+	orders.SetSettleDelay(settleDelay)
+	desk := &refundDesk{inner: orders.Handler()}
+	srv := httptest.NewServer(desk)
 	defer srv.Close()
 	seeded := provider.Seeded()
 	exec := runner.NewExecutor(runner.Options{Version: "test"})
 	defer exec.CloseIdleConnections()
 
+	envelopeCaught := []string{"7 contract_error out_of_stock at inventory", "16 unavailable server_error at tracker",
+		"18 contract_error out_of_stock at inventory", "26 contract_error out_of_stock at inventory",
+		"31 contract_error refund_rejected at refund", "34 contract_error tracker_error at tracker"}
 	want := map[string]score{
 		"shallow": {
 			Injected:             9,
-			Caught:               []string{"16 server_error"}, // only the tracker's 503
+			Caught:               []string{"16 unavailable server_error at tracker"}, // only the tracker's 503
 			Missed:               []int{7, 9, 18, 23, 26, 31, 34, 38},
 			ErroneousActions:     []int{7, 9, 18, 23, 26, 31, 38},
 			Controls:             31,
@@ -243,35 +330,194 @@ func TestSeed002Experiment(t *testing.T) {
 			ResolvedButNotRefund: []int{9, 23, 31, 38},
 		},
 		"envelope": {
-			Injected: 9,
-			Caught: []string{"7 out_of_stock", "16 server_error", "18 out_of_stock", "26 out_of_stock",
-				"31 refund_rejected", "34 tracker_error"},
+			Injected:             9,
+			Caught:               envelopeCaught,
 			Missed:               []int{9, 23, 38}, // the clean lies
 			ErroneousActions:     []int{9, 23, 38},
 			Controls:             31,
 			ControlsPassed:       31,
 			ResolvedButNotRefund: []int{9, 23, 38},
 		},
+		"verified": {
+			Injected: 9,
+			Caught: []string{"7 contract_error out_of_stock at inventory", "9 contract_error claim_mismatch at verify",
+				"16 unavailable server_error at tracker", "18 contract_error out_of_stock at inventory",
+				"23 contract_error claim_mismatch at verify", "26 contract_error out_of_stock at inventory",
+				"31 contract_error refund_rejected at refund", "34 contract_error tracker_error at tracker",
+				"38 contract_error claim_mismatch at verify"},
+			Controls:       31,
+			ControlsPassed: 31,
+		},
 	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-9s %6s %6s %12s %10s %9s\n", "strength", "caught", "missed", "silent rate", "erroneous", "controls")
 	for _, s := range strengths {
 		orders.Reset()
 		probes := loadStrength(t, s, seeded, srv.URL)
-		runs := runAgent(t.Context(), exec, probes, seeded)
-		got := scoreRuns(runs, func(order int) bool { return isRefunded(t, srv.URL, order) })
-		t.Logf("%-8s injected %d, caught %d, missed %d (silent-failure rate %.1f %%, bar 2 %%), erroneous actions %d, positive controls %d/%d",
-			s.name, got.Injected, len(got.Caught), len(got.Missed), got.SilentFailureRate(), len(got.ErroneousActions),
-			got.ControlsPassed, got.Controls)
-		if w := want[s.name]; !equalScores(got, w) {
-			t.Errorf("%s:\n got %+v\nwant %+v", s.name, got, w)
+		// A verified strength runs twice on the same provider: its
+		// clean-up must leave every order as it found it.
+		passes := 1
+		if s.verified {
+			passes = 2
 		}
-		// Every refund the agent sent was sent once: a check never
-		// repeats a mutating call.
-		for _, c := range seeded {
-			if n := orders.RefundRequests(c.ID); n > 1 {
-				t.Errorf("%s: order %d got %d refund requests", s.name, c.ID, n)
+		for pass := 1; pass <= passes; pass++ {
+			desk.reset()
+			before := refundRequests(orders, seeded)
+			runs := runAgent(t.Context(), exec, s, probes, seeded)
+			time.Sleep(settleDelay) // the records show every real refund by now
+			got := scoreRuns(runs, func(order int) bool { return desk.refundedAtCleanup(order) || isRefunded(t, srv.URL, order) })
+			if w := want[s.name]; !equalScores(got, w) {
+				t.Errorf("%s, run %d:\n got %+v\nwant %+v", s.name, pass, got, w)
+			}
+			// Every refund the agent sent was sent once: a check never
+			// repeats a mutating call.
+			after := refundRequests(orders, seeded)
+			for i, c := range seeded {
+				if n := after[i] - before[i]; n > 1 {
+					t.Errorf("%s, run %d: order %d got %d refund requests", s.name, pass, c.ID, n)
+				}
+			}
+			if s.verified {
+				checkVerifiedRuns(t, runs, desk, srv.URL)
+			}
+			if pass == 1 {
+				fmt.Fprintf(&table, "%-9s %6d %6d %10.1f %% %10d %6d/%d\n", s.name, len(got.Caught), len(got.Missed),
+					got.SilentFailureRate(), len(got.ErroneousActions), got.ControlsPassed, got.Controls)
 			}
 		}
 	}
+	t.Logf("seed 002, 40 orders, 9 injected failures (bar: silent rate at most 2 %%, erroneous actions near 0):\n%s", table.String())
+	const wantTable = `strength  caught missed  silent rate  erroneous  controls
+shallow        1      8       88.9 %          7     31/31
+envelope       6      3       33.3 %          3     31/31
+verified       9      0        0.0 %          0     31/31
+`
+	if table.String() != wantTable {
+		t.Errorf("table:\n%s\nwant:\n%s", table.String(), wantTable)
+	}
+}
+
+// checkVerifiedRuns checks what the score cannot see of a verified
+// strength's runs: each clean lie's message shows the state the
+// verification observed; each positive control's verification polled
+// before the settled refund showed; each refund request carried its run's
+// id as the Idempotency-Key and was sent once; and the clean-up left every
+// order paid.
+func checkVerifiedRuns(t *testing.T, runs []orderRun, desk *refundDesk, baseURL string) {
+	t.Helper()
+	const lie = "step verify: claim not confirmed within 600ms ("
+	for _, r := range runs {
+		id, res := r.order.ID, r.decided
+		switch r.order.Failure {
+		case provider.CleanLie:
+			if msg := res.Error.Message; !strings.HasPrefix(msg, lie) || !strings.HasSuffix(msg, `state: "paid"`) {
+				t.Errorf("order %d: message %q, want it to start %q and end with the observed state: \"paid\"", id, msg, lie)
+			}
+		case provider.None:
+			if polls := attemptsOf(res, "verify"); polls < 2 {
+				t.Errorf("order %d: the verification read the record %d time(s); a refund that settles after %s needs more",
+					id, polls, settleDelay)
+			}
+		}
+		keys := desk.keysOf(id)
+		switch {
+		case r.order.Failure == provider.OutOfStock:
+			if len(keys) != 0 {
+				t.Errorf("order %d: refund requests with keys %q after the inventory refused it", id, keys)
+			}
+		case len(keys) != 1 || keys[0] != res.OperationID:
+			t.Errorf("order %d: refund requests with Idempotency-Key %q, want one, keyed by the run's id %q", id, keys, res.OperationID)
+		}
+		if isRefunded(t, baseURL, id) {
+			t.Errorf("order %d is still refunded after its run: the clean-up did not revert it", id)
+		}
+	}
+}
+
+// attemptsOf counts the attempts res made at step.
+func attemptsOf(res results.Result, step string) int {
+	n := 0
+	for _, a := range res.Attempts {
+		if a.Step == step {
+			n++
+		}
+	}
+	return n
+}
+
+// refundRequests reads the provider's refund request count of each order,
+// in the order of seeded.
+func refundRequests(o *provider.Orders, seeded []provider.OrderCase) []int {
+	out := make([]int, len(seeded))
+	for i, c := range seeded {
+		out[i] = o.RefundRequests(c.ID)
+	}
+	return out
+}
+
+// refundDesk serves the order-support provider and records, for the
+// score, what only the traffic shows: the Idempotency-Key of each refund
+// request by order, and whether an order was refunded when its clean-up
+// came to revert it (after the clean-up every order reads paid again).
+type refundDesk struct {
+	inner http.Handler
+
+	mu       sync.Mutex
+	keys     map[int][]string
+	refunded map[int]bool
+}
+
+func (d *refundDesk) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keys, d.refunded = map[int][]string{}, map[int]bool{}
+}
+
+func (d *refundDesk) keysOf(order int) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.keys[order])
+}
+
+func (d *refundDesk) refundedAtCleanup(order int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refunded[order]
+}
+
+func (d *refundDesk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/refunds":
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			OrderID int `json:"order_id"`
+		}
+		if json.Unmarshal(body, &req) == nil {
+			d.mu.Lock()
+			d.keys[req.OrderID] = append(d.keys[req.OrderID], r.Header.Get("Idempotency-Key"))
+			d.mu.Unlock()
+		}
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/refunds/"):
+		var order, n int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(r.URL.Path, "/refunds/"), "rf_%d_%d", &order, &n); err == nil {
+			rec := httptest.NewRecorder()
+			d.inner.ServeHTTP(rec, httptest.NewRequestWithContext(r.Context(), http.MethodGet, fmt.Sprintf("/orders/%d", order), nil))
+			var record struct {
+				State string `json:"state"`
+			}
+			if json.Unmarshal(rec.Body.Bytes(), &record) == nil && record.State == "refunded" {
+				d.mu.Lock()
+				d.refunded[order] = true
+				d.mu.Unlock()
+			}
+		}
+	}
+	d.inner.ServeHTTP(w, r)
 }
 
 func equalScores(a, b score) bool {

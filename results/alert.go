@@ -16,6 +16,9 @@ type Drift struct {
 	Baseline    string   // the fingerprint drifted from: a shape's, or a tool definition's
 	Current     string   // the run's fingerprint, of the same kind
 	Diff        []string // one line per changed path, baseline -> current (SPEC §5, §10)
+	// Step is the step of a multi-step probe whose answer drifted from
+	// that step's own baseline (SPEC §11); "" for a single probe's drift.
+	Step string
 	// Before and After are the tool's old and new description, capped at
 	// DescriptionRunes, when a definition drift changed it; "" otherwise.
 	Before, After string
@@ -226,6 +229,22 @@ type RunRecord struct {
 	// DriftDefinition): its tool's definition differs from the probe's
 	// previous one. nil when it does not, or the run is not an MCP one.
 	DefinitionDrift *Drift
-	AlertState      *AlertState // nil leaves the stored state unchanged
-	Alerts          []Alert
+	// StepDrifts are the response drifts of a multi-step probe's steps,
+	// one per step whose answer changed novelly, each naming its step;
+	// nil for a single probe, whose response drift is Drift.
+	StepDrifts []*Drift
+	AlertState *AlertState // nil leaves the stored state unchanged
+	Alerts     []Alert
+}
+
+// Drifts returns every drift event of the run record, those that are set:
+// its response drift, its definition drift, then its steps' drifts.
+func (rec *RunRecord) Drifts() []*Drift {
+	var out []*Drift
+	for _, d := range append([]*Drift{rec.Drift, rec.DefinitionDrift}, rec.StepDrifts...) {
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -82,6 +82,16 @@ const (
 	// CodeDestructiveTool is a tool whose annotations say destructiveHint:
 	// true, which a probe without allow_destructive never calls.
 	CodeDestructiveTool Code = "destructive_tool"
+
+	// Codes of a multi-step probe (SPEC §11).
+
+	// CodeClaimMismatch is a verification whose until rule was still
+	// false when its within ran out: the claim an earlier step made was
+	// not observed.
+	CodeClaimMismatch Code = "claim_mismatch"
+	// CodeCaptureFailed is a capture whose rule failed or gave null, or
+	// whose value cannot go where a later step puts it.
+	CodeCaptureFailed Code = "capture_failed"
 )
 
 // UnavailableCodes lists every code of the unavailable outcome.
@@ -98,6 +108,7 @@ var ContractCodes = []Code{
 	CodeInternalError,
 	CodeToolMissing, CodeToolInput, CodeToolError, CodeOutputSchema, CodeMCPProtocol,
 	CodeNeedsInput, CodeDestructiveTool,
+	CodeClaimMismatch, CodeCaptureFailed,
 }
 
 // Outcome returns the outcome a code belongs to. Unknown codes, such as those

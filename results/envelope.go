@@ -20,6 +20,25 @@ type Envelope struct {
 	Error         *Error         `json:"error"`
 	Shape         *EnvelopeShape `json:"shape"`
 	Consumer      ConsumerRef    `json:"consumer"`
+	// Step is a steps probe's deciding step, the first that failed;
+	// absent when every step passed, and for a single probe (SPEC §11).
+	Step string `json:"step,omitempty"`
+	// Steps are a steps probe's steps as they ran; absent for a single
+	// probe.
+	Steps []EnvelopeStep `json:"steps,omitempty"`
+}
+
+// EnvelopeStep is one step of a steps probe's run as the envelope shows
+// it. Code and Message are set exactly when Outcome is not pass.
+type EnvelopeStep struct {
+	Name       string  `json:"name"`
+	Outcome    Outcome `json:"outcome"`
+	Code       Code    `json:"code,omitempty"`
+	Message    string  `json:"message,omitempty"`
+	DurationMS int64   `json:"duration_ms"`
+	Polls      int     `json:"polls"`
+	Always     bool    `json:"always"`
+	Skipped    bool    `json:"skipped"`
 }
 
 // EnvelopeData is the payload of a passing operation.
@@ -69,6 +88,15 @@ func (r *Result) Envelope() Envelope {
 			drift = []string{}
 		}
 		env.Shape = &EnvelopeShape{Fingerprint: r.Shape.Fingerprint, Baseline: r.Shape.Baseline, Drift: drift}
+	}
+	env.Step = r.Step
+	for _, st := range r.Steps {
+		es := EnvelopeStep{Name: st.Name, Outcome: st.Outcome, DurationMS: st.Duration.Milliseconds(),
+			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped}
+		if st.Error != nil {
+			es.Code, es.Message = st.Error.Code, st.Error.Message
+		}
+		env.Steps = append(env.Steps, es)
 	}
 	return env
 }

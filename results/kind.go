@@ -16,19 +16,21 @@ const (
 	ProbeHTTP ProbeKind = "http"
 	// ProbeMCP is a probe that calls one MCP tool (`mcp:`, SPEC §10).
 	ProbeMCP ProbeKind = "mcp"
+	// ProbeSteps is a multi-step probe (`steps:`, SPEC §11).
+	ProbeSteps ProbeKind = "steps"
 )
 
 // ProbeKinds lists every kind in a stable order.
-var ProbeKinds = []ProbeKind{ProbeHTTP, ProbeMCP}
+var ProbeKinds = []ProbeKind{ProbeHTTP, ProbeMCP, ProbeSteps}
 
 // Valid reports whether k is one of ProbeKinds.
-func (k ProbeKind) Valid() bool { return k == ProbeHTTP || k == ProbeMCP }
+func (k ProbeKind) Valid() bool { return k == ProbeHTTP || k == ProbeMCP || k == ProbeSteps }
 
 // ParseProbeKind returns the kind named s, or an error naming the valid ones.
 func ParseProbeKind(s string) (ProbeKind, error) {
 	k := ProbeKind(s)
 	if !k.Valid() {
-		return "", fmt.Errorf("unknown probe kind %q (want http or mcp)", s)
+		return "", fmt.Errorf("unknown probe kind %q (want http, mcp or steps)", s)
 	}
 	return k, nil
 }

@@ -18,6 +18,7 @@ const minSecretLen = 4
 // scrubs nothing. A Redactor is immutable and safe for concurrent use.
 type Redactor struct {
 	replacer *strings.Replacer
+	secrets  []string // what it scrubs, for With
 }
 
 // NewRedactor returns a Redactor for the given secret values. Longer values
@@ -46,7 +47,20 @@ func NewRedactor(secrets ...string) *Redactor {
 	for _, s := range values {
 		pairs = append(pairs, s, Redacted)
 	}
-	return &Redactor{replacer: strings.NewReplacer(pairs...)}
+	return &Redactor{replacer: strings.NewReplacer(pairs...), secrets: values}
+}
+
+// With returns a Redactor that scrubs r's secrets and more: a run's own,
+// such as a token a step captured (SPEC §11). r is not changed.
+func (r *Redactor) With(more ...string) *Redactor {
+	if len(more) == 0 {
+		return r
+	}
+	var all []string
+	if r != nil {
+		all = append(all, r.secrets...)
+	}
+	return NewRedactor(append(all, more...)...)
 }
 
 // Redact returns s with every known secret replaced by Redacted.
@@ -58,7 +72,7 @@ func (r *Redactor) Redact(s string) string {
 }
 
 // RedactResult scrubs every free-text field of res in place: the error
-// message, each attempt's message and the response sample.
+// message, each attempt's and each step's message and the response sample.
 func (r *Redactor) RedactResult(res *Result) {
 	if res.Error != nil {
 		res.Error.Message = r.Redact(res.Error.Message)
@@ -67,4 +81,9 @@ func (r *Redactor) RedactResult(res *Result) {
 		res.Attempts[i].Message = r.Redact(res.Attempts[i].Message)
 	}
 	res.ResponseSample = r.Redact(res.ResponseSample)
+	for i := range res.Steps {
+		if e := res.Steps[i].Error; e != nil {
+			e.Message = r.Redact(e.Message)
+		}
+	}
 }

@@ -31,8 +31,9 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 // verdict on the exchange it was found in.
 type Attempt struct {
 	Number int // 1-based position in the operation
-	// Try is the try of the retry loop the exchange belongs to, 1-based;
-	// 0 (a row stored before tries were recorded) means Number.
+	// Try is the try of the retry loop the exchange belongs to, 1-based,
+	// counted per step in a multi-step run (a verification's polls go on
+	// counting); 0 (a row stored before tries were recorded) means Number.
 	Try int
 	// Method is what the exchange was: the JSON-RPC method of an MCP
 	// exchange ("initialize", "tools/call", "DELETE session"...); "" for an
@@ -44,6 +45,9 @@ type Attempt struct {
 	Code       Code          // "" when this attempt produced a usable exchange
 	Message    string        // why the attempt failed; "" when Code is ""
 	Wait       time.Duration // back-off before the next try, on the try's last row; 0 otherwise
+	// Step is the step of a multi-step probe the attempt belongs to
+	// (SPEC §11); "" for a single probe.
+	Step string
 }
 
 // TryNumber is the try a belongs to: Try, or Number for a row without one.
@@ -111,11 +115,15 @@ type Result struct {
 	Kind ProbeKind
 	// MCP is the tool an MCP probe called and its server; nil for an HTTP
 	// probe.
-	MCP            *MCPTarget
-	StartedAt      time.Time
-	Duration       time.Duration
-	Outcome        Outcome
-	Error          *Error // nil exactly when Outcome is Pass
+	MCP       *MCPTarget
+	StartedAt time.Time
+	Duration  time.Duration
+	Outcome   Outcome
+	Error     *Error // nil exactly when Outcome is Pass
+	// Step is the step of a multi-step probe that decided the outcome:
+	// the first that failed; "" when every step passed, and for a single
+	// probe (SPEC §11).
+	Step           string
 	Attempts       []Attempt
 	HTTPStatus     int // final status; 0 when no response arrived
 	SelectedCount  int
@@ -125,6 +133,9 @@ type Result struct {
 	// ResponseSample is the start of the body, capped and with every known
 	// secret scrubbed; it is kept for runs that did not pass.
 	ResponseSample string
+	// Steps are a multi-step probe's steps as they ran; nil for a single
+	// probe.
+	Steps []StepResult
 	// Tool is the definition of the tool an MCP run listed (SPEC §10),
 	// whatever the outcome after the listing; nil for an HTTP probe and
 	// for a run that never got the tool's tools/list entry.
@@ -149,6 +160,33 @@ func (r *Result) EffectiveKind() ProbeKind {
 	return r.Kind
 }
 
+// StepResult is how one step of a multi-step probe's run went (SPEC §11):
+// each step the run reached has one, in the order they ran, always steps
+// last.
+type StepResult struct {
+	Name      string
+	Outcome   Outcome
+	Error     *Error // nil exactly when Outcome is Pass
+	StartedAt time.Time
+	Duration  time.Duration
+	// Polls is how many answers a verification judged; 0 for a step
+	// without until.
+	Polls int
+	// Always marks a step that runs whatever happened, whose failure never
+	// changes the run's outcome; Skipped one that did not run because a
+	// capture it needs was never made.
+	Always, Skipped bool
+	// Shape is the shape of the step's last answer, when it was JSON a
+	// rule read: each step has a baseline of its own.
+	Shape *Shape
+}
+
+// StepKey is the key a step's answers are baselined under, where a
+// probe's are under its name (learned profiles, hourly shape counts):
+// "PROBE/STEP". A probe name never holds a '/', so a step's key never
+// collides with a probe's.
+func StepKey(probe, step string) string { return probe + "/" + step }
+
 // Code returns the result's code, or "" on pass.
 func (r *Result) Code() Code {
 	if r.Error == nil {
@@ -164,13 +202,19 @@ func (r *Result) Fail(e *Error) {
 }
 
 // AttemptCount is the number of tries the operation made (retries
-// included), not of exchanges: an MCP try makes several rows.
+// included), not of exchanges: an MCP try makes several rows. A
+// multi-step run counts the tries of every step, a verification's polls
+// included.
 func (r *Result) AttemptCount() int {
-	n := 0
-	for _, a := range r.Attempts {
-		n = max(n, a.TryNumber())
+	type try struct {
+		step string
+		n    int
 	}
-	return n
+	seen := map[try]bool{}
+	for _, a := range r.Attempts {
+		seen[try{a.Step, a.TryNumber()}] = true
+	}
+	return len(seen)
 }
 
 // TimeLayout is how toolpulse writes instants: RFC 3339 in UTC with

@@ -122,6 +122,23 @@ func TestEnvelopeGolden(t *testing.T) {
 			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200,
 			Consumer: ConsumerRef{Name: "weather_forecast", Version: "1", RuleHash: "8899aabbccddeeff"},
 		}},
+		// A steps probe names the step that decided, and lists each step.
+		{"steps", Result{
+			OperationID: "6b5a4c3d-0000-4000-8000-000000000003", Probe: "refund_order_31",
+			Kind: ProbeSteps, StartedAt: started, Duration: 2140 * time.Millisecond, Outcome: ContractError,
+			Error: NewError(CodeClaimMismatch, `step verify: claim false after 3 polls: state: "pending"`),
+			Step:  "verify",
+			Attempts: []Attempt{{Number: 1, Step: "refund"}, {Number: 2, Step: "verify"}, {Number: 3, Step: "verify"},
+				{Number: 4, Step: "verify"}, {Number: 5, Step: "cleanup"}},
+			HTTPStatus: 200,
+			Steps: []StepResult{
+				{Name: "refund", Outcome: Pass, Duration: 20 * time.Millisecond},
+				{Name: "verify", Outcome: ContractError, Duration: 2027 * time.Millisecond, Polls: 3,
+					Error: NewError(CodeClaimMismatch, `claim false after 3 polls: state: "pending"`)},
+				{Name: "cleanup", Outcome: Pass, Duration: 6 * time.Millisecond, Always: true},
+				{Name: "notify", Outcome: Pass, Always: true, Skipped: true},
+			},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,7 +255,7 @@ func TestEffectiveKind(t *testing.T) {
 			t.Errorf("Envelope().Kind of Kind %q: got %q, want %q", tt.kind, got, tt.want)
 		}
 	}
-	if _, err := ParseProbeKind("grpc"); err == nil || !strings.Contains(err.Error(), "want http or mcp") {
+	if _, err := ParseProbeKind("grpc"); err == nil || !strings.Contains(err.Error(), "want http, mcp or steps") {
 		t.Errorf("ParseProbeKind(grpc): got %v, want an error naming http and mcp", err)
 	}
 }

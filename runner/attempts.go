@@ -100,21 +100,27 @@ func (a *attempt) failure(err error, phase string) (results.Code, string) {
 
 // attemptLoop runs an exchange under a probe's retry policy: at most
 // max_attempts attempts, each bounded by the probe's timeout, all of them
-// and the waits between them by the retry budget. Only unavailable causes
+// and the waits between them by the run's budget. Only unavailable causes
 // (results.Code.Retryable) are retried, after a full-jitter back-off or
 // the provider's Retry-After, and only while the wait and another whole
 // attempt fit in what is left of the budget: an attempt cut short by the
 // budget would report a timeout the provider did not cause. Every attempt
-// is recorded. A loop serves one run, on the run's goroutine.
+// is recorded. A loop serves one call of a run (a single probe's, a step's
+// or one poll of a verification), on the run's goroutine; the calls of a
+// run share its budget.
 type attemptLoop struct {
 	e       *Executor
+	op      *operation // the run, for its redactor
 	probe   string
+	step    string // the step the attempts belong to; "" for a single probe
 	policy  checks.Retries
 	timeout time.Duration
 	parent  context.Context // the caller's: its end means canceled
-	budget  context.Context // parent, bounded by the retry budget
+	budget  context.Context // parent, bounded by the run's budget
 
 	deadline time.Time // the budget's end, by e.now
+	first    int       // the number of the run's attempts before this loop's
+	firstTry int       // the tries its step made before this loop (a verification's earlier polls)
 	attempts []results.Attempt
 	// last is how the last finished try ended, which its rows need not
 	// show alone: an MCP try's verdict sits on one of its exchanges.
@@ -127,20 +133,23 @@ type attemptLoop struct {
 	status    int
 }
 
-// newAttemptLoop returns the loop of a run of p started at start; the
-// budget's context is the caller's bounded by the budget, and cancel
-// releases it.
-func newAttemptLoop(e *Executor, p *checks.Probe, parent context.Context, start time.Time) (*attemptLoop, context.CancelFunc) {
-	budget, cancel := context.WithTimeout(parent, p.Retries.Budget)
+// newAttemptLoop returns the loop of call q (a probe, or a step as a probe
+// of its own) within op's run: q's retry policy and timeout, op's budget.
+func newAttemptLoop(op *operation, q *checks.Probe, step string) *attemptLoop {
+	policy := q.Retries
+	policy.Budget = op.p.RunBudget() // what the messages name
 	return &attemptLoop{
-		e:        e,
-		probe:    p.Name,
-		policy:   p.Retries,
-		timeout:  p.Timeout,
-		parent:   parent,
-		budget:   budget,
-		deadline: start.Add(p.Retries.Budget),
-	}, cancel
+		e:        op.e,
+		op:       op,
+		probe:    q.Name,
+		step:     step,
+		policy:   policy,
+		timeout:  q.Timeout,
+		parent:   op.parent,
+		budget:   op.budget,
+		deadline: op.deadline,
+		first:    len(op.attempts),
+	}
 }
 
 // run makes the exchange's attempts and returns why the run has no usable
@@ -203,6 +212,9 @@ func (l *attemptLoop) next(res attemptResult) (wait time.Duration, again bool, n
 // short (plan leaves room for a whole attempt after it), but the caller's
 // can: then no attempt follows and the run is canceled.
 func (l *attemptLoop) sleep(wait time.Duration) *results.Error {
+	if l.op.canned != nil {
+		return nil // a fixture's answers come at once
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -236,7 +248,7 @@ func (l *attemptLoop) record(res attemptResult, wait time.Duration) {
 		blamed = len(rows) - 1
 	}
 	for i, row := range rows {
-		row.Number, row.Try = len(l.attempts)+1, l.number
+		row.Number, row.Try, row.Step = l.first+len(l.attempts)+1, l.firstTry+l.number, l.step
 		row.Code, row.Message, row.Wait = "", "", 0
 		if i == blamed {
 			row.Code, row.Message = res.code, res.message
@@ -249,8 +261,8 @@ func (l *attemptLoop) record(res attemptResult, wait time.Duration) {
 	l.last = res
 	l.inAttempt = false
 	if res.code != "" {
-		l.e.logger.Debug("attempt failed", "probe", l.probe, "attempt", l.number, "code", res.code,
-			"message", l.e.redactor.Load().Redact(res.message), "wait", wait)
+		l.e.logger.Debug("attempt failed", "probe", l.probe, "step", l.step, "attempt", l.number, "code", res.code,
+			"message", l.op.redactor().Redact(res.message), "wait", wait)
 	}
 }
 

@@ -72,7 +72,7 @@ func TestAttemptLoop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := NewExecutor(Options{Rand: func() float64 { return 0.5 }})
 			p := &checks.Probe{Name: "tool", Retries: tt.policy, Timeout: tt.timeout}
-			loop, cancel := newAttemptLoop(e, p, t.Context(), e.now())
+			loop, cancel := testLoop(e, p, t.Context())
 			defer cancel()
 			ex := &scriptedExchange{script: tt.script}
 			failure := loop.run(ex)
@@ -124,7 +124,7 @@ func TestAttemptLoopCanceledDuringBackOff(t *testing.T) {
 	p := &checks.Probe{Name: "tool", Timeout: time.Second,
 		Retries: checks.Retries{MaxAttempts: 3, BaseDelay: time.Minute, MaxDelay: time.Minute, Budget: time.Hour}}
 	ctx, stop := context.WithCancel(t.Context())
-	loop, cancel := newAttemptLoop(e, p, ctx, e.now())
+	loop, cancel := testLoop(e, p, ctx)
 	defer cancel()
 	time.AfterFunc(50*time.Millisecond, stop)
 	failure := loop.run(&scriptedExchange{script: []attemptResult{{code: results.CodeTimeout, message: "slow"}}})
@@ -137,4 +137,13 @@ func TestAttemptLoopCanceledDuringBackOff(t *testing.T) {
 	if len(loop.attempts) != 1 || loop.attempts[0].Wait != 0 {
 		t.Errorf("attempts = %+v, want one that waits for nothing", loop.attempts)
 	}
+}
+
+// testLoop is the attempt loop of a run of p on its own, as a single
+// probe's run makes it; cancel releases its budget.
+func testLoop(e *Executor, p *checks.Probe, parent context.Context) (*attemptLoop, context.CancelFunc) {
+	op := &operation{e: e, p: p, parent: parent}
+	budget, cancel := context.WithTimeout(parent, p.RunBudget())
+	op.budget, op.deadline = budget, e.now().Add(p.RunBudget())
+	return newAttemptLoop(op, p, ""), cancel
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -123,31 +124,99 @@ type driftOutcome struct {
 // An error means the store could not answer; the run is recorded without
 // drift detection and the next run tries again.
 func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time.Time, d *Decision) (driftOutcome, error) {
-	out := driftOutcome{commit: func() {}}
 	if r.Shape == nil || r.Shape.Fingerprint == "" {
-		return out, nil
+		return driftOutcome{commit: func() {}}, nil
+	}
+	out, err := rc.judgeShape(ctx, r.Probe, "", r.OperationID, r.Shape, now)
+	if out.shape != nil && len(out.shape.Drift) > 0 {
+		d.Baseline, d.Drift = out.shape.Baseline, slices.Clone(out.shape.Drift)
+	}
+	return out, err
+}
+
+// stepDrifts is what drift detection decided about a steps probe's run.
+type stepDrifts struct {
+	// drifts are the events to record and alert, one per step whose
+	// answer changed novelly, each naming its step.
+	drifts []*results.Drift
+	// steps are the run's steps as they are to be recorded, each judged
+	// shape with its drift lines and profile; nil: the run's own.
+	steps []results.StepResult
+	// commit installs what was learned from every step; never nil.
+	commit func()
+}
+
+// detectStepDrifts judges the answer of each of r's steps that has a
+// shape against that step's own profile, kept under results.StepKey
+// (SPEC §11: each step's answer has its own baseline), exactly as
+// detectDrift judges a single probe's answer. A step whose profile the
+// store could not give is recorded unjudged; the others are judged all the
+// same, and the errors come back joined.
+func (rc *Recorder) detectStepDrifts(ctx context.Context, r *results.Result, now time.Time) (stepDrifts, error) {
+	out := stepDrifts{commit: func() {}}
+	var (
+		commits []func()
+		errs    []error
+	)
+	for i, st := range r.Steps {
+		if st.Shape == nil || st.Shape.Fingerprint == "" {
+			continue
+		}
+		judged, err := rc.judgeShape(ctx, r.Probe, st.Name, r.OperationID, st.Shape, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("step %s: %w", st.Name, err))
+			continue
+		}
+		if judged.shape != nil {
+			if out.steps == nil {
+				out.steps = slices.Clone(r.Steps)
+			}
+			out.steps[i].Shape = judged.shape
+		}
+		if judged.drift != nil {
+			out.drifts = append(out.drifts, judged.drift)
+		}
+		commits = append(commits, judged.commit)
+	}
+	out.commit = func() {
+		for _, c := range commits {
+			c()
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// judgeShape judges answer, the shape of the answer of probe's run
+// operationID, or of its step step ("" for a single probe), against the
+// profile of the probe, or of the step (kept under results.StepKey), and
+// learns it. See detectDrift.
+func (rc *Recorder) judgeShape(ctx context.Context, probe, step, operationID string, answer *results.Shape, now time.Time) (driftOutcome, error) {
+	out := driftOutcome{commit: func() {}}
+	key := probe
+	if step != "" {
+		key = results.StepKey(probe, step)
 	}
 	rc.dropReset(ctx, now)
-	e := rc.baselines.get(r.Probe)
+	e := rc.baselines.get(key)
 	if e == nil {
 		var err error
-		if e, err = rc.loadProfile(ctx, r.Probe, now); err != nil {
+		if e, err = rc.loadProfile(ctx, key, now); err != nil {
 			return out, err
 		}
-		rc.baselines.put(r.Probe, e)
+		rc.baselines.put(key, e)
 	}
-	cur, ok := r.Shape.Structure.(shape.Shape)
+	cur, ok := answer.Structure.(shape.Shape)
 	if !ok {
 		// A result built outside the executor: its text is all there is.
 		var err error
-		if cur, err = shape.Parse(r.Shape.Canonical); err != nil {
-			rc.logger.Warn("run's shape does not parse; drift not judged", "probe", r.Probe,
-				"fingerprint", r.Shape.Fingerprint, "error", err)
+		if cur, err = shape.Parse(answer.Canonical); err != nil {
+			rc.logger.Warn("run's shape does not parse; drift not judged", "probe", key,
+				"fingerprint", answer.Fingerprint, "error", err)
 			return out, nil
 		}
 	}
 
-	sh := *r.Shape
+	sh := *answer
 	sh.Structure = nil
 	out.shape = &sh
 	// Objects whose keys the profile learned are data are recorded as
@@ -179,13 +248,13 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 		if baseline == "" || baseline == sh.Fingerprint {
 			baseline = e.profile.Learned().Fingerprint()
 		}
-		d.Baseline, d.Drift = baseline, report.Lines
 		sh.Baseline, sh.Drift = baseline, slices.Clone(report.Lines)
 		if report.Novel && baseline != sh.Fingerprint {
 			out.drift = &results.Drift{
 				Kind:        results.DriftResponse,
-				Probe:       r.Probe,
-				OperationID: r.OperationID,
+				Probe:       probe,
+				Step:        step,
+				OperationID: operationID,
 				DetectedAt:  now,
 				Baseline:    baseline,
 				Current:     sh.Fingerprint,
@@ -197,7 +266,7 @@ func (rc *Recorder) detectDrift(ctx context.Context, r *results.Result, now time
 	if save {
 		data, err := json.Marshal(next)
 		if err != nil {
-			return driftOutcome{commit: func() {}}, fmt.Errorf("profile of %s: %w", r.Probe, err)
+			return driftOutcome{commit: func() {}}, fmt.Errorf("profile of %s: %w", key, err)
 		}
 		sh.Profile = &results.ProfileUpdate{Data: string(data), Answers: next.Answers(), ResetAt: e.resetAt}
 	}

@@ -163,6 +163,7 @@ func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result
 // attempts, final status, samples) and scrubs secrets from it. A panic in
 // here leaves a bare internal_error rather than escaping Run.
 func (e *Executor) complete(res *results.Result, op *operation) {
+	redactor := e.redactor.Load()
 	defer func() {
 		if v := recover(); v != nil {
 			res.Fail(results.NewError(results.CodeInternalError, "panic while completing the result: %v", v))
@@ -170,31 +171,44 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 			if res.Shape != nil {
 				res.Shape.Sample = ""
 			}
-			e.redactor.Load().RedactResult(res)
+			redactor.RedactResult(res)
 		}
 	}()
+	redactor = op.redactor()
 	if !res.Outcome.Valid() {
 		res.Fail(results.NewError(results.CodeInternalError, "operation ended without an outcome"))
 	}
 	res.Duration = e.now().Sub(res.StartedAt)
-	res.Attempts = op.attempts()
+	res.Attempts = op.allAttempts()
+	res.Steps = op.steps
 	if len(res.Attempts) > 0 {
-		// The last try's status, not its last row's: an MCP session ends
-		// with the DELETE that closes it.
-		res.HTTPStatus = op.loop.last.httpStatus
+		// The deciding call's last try's status, not its last row's: an
+		// MCP session ends with the DELETE that closes it.
+		res.HTTPStatus = op.lastStatus
+		if op.loop != nil {
+			// A panic cut a loop short: its attempt in flight is the last.
+			res.HTTPStatus = res.Attempts[len(res.Attempts)-1].HTTPStatus
+		}
 	}
 	if res.Outcome != results.Pass && op.payload != nil {
-		res.ResponseSample = sample(e.redactor.Load().Redact(string(op.payload)))
+		res.ResponseSample = sample(redactor.Redact(string(op.payload)))
 	}
-	e.redactor.Load().RedactResult(res)
-	redactDefinition(res.Tool, e.redactor.Load().Redact)
+	redactor.RedactResult(res)
+	redactDefinition(res.Tool, redactor.Redact)
 	if res.Shape != nil {
 		// Keys are not secrets, but a provider that echoes a token as a key
 		// must not get it stored; the fingerprint stays as computed. The
 		// structure holds the keys as they came: drop it, and drift
 		// detection reads the scrubbed text instead.
-		if scrubbed := e.redactor.Load().Redact(res.Shape.Canonical); scrubbed != res.Shape.Canonical {
+		if scrubbed := redactor.Redact(res.Shape.Canonical); scrubbed != res.Shape.Canonical {
 			res.Shape.Canonical, res.Shape.Structure = scrubbed, nil
+		}
+	}
+	for _, s := range res.Steps {
+		if s.Shape != nil {
+			if scrubbed := redactor.Redact(s.Shape.Canonical); scrubbed != s.Shape.Canonical {
+				s.Shape.Canonical, s.Shape.Structure = scrubbed, nil
+			}
 		}
 	}
 	if res.Outcome != results.Pass {
@@ -209,7 +223,7 @@ func (e *Executor) complete(res *results.Result, op *operation) {
 	// Only a pass: `toolpulse test --mutate --from-db` mutates the sample and
 	// needs a body the consumer accepted.
 	if res.Shape != nil && res.Outcome == results.Pass && e.newShape(op.p, res.Shape.Fingerprint) {
-		res.Shape.Sample = shapeSample(e.redactor.Load().Redact(string(op.replay)))
+		res.Shape.Sample = shapeSample(redactor.Redact(string(op.replay)))
 	}
 }
 

@@ -286,6 +286,23 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			rec.Alerts = append(rec.Alerts, a)
 		}
 	}
+	stepped, stepErr := rc.detectStepDrifts(ctx, r, now)
+	if stepErr != nil {
+		rc.logger.Error("step drift detection failed; recording those steps without a drift event",
+			"probe", r.Probe, "operation_id", r.OperationID, "error", stepErr)
+		rc.observer.StoreError("drift_lookup")
+	}
+	for _, drift := range stepped.drifts {
+		rec.StepDrifts = append(rec.StepDrifts, drift)
+		if notifies(notify, notifyShapeDrift) {
+			a := results.NewAlert(results.AlertDrift, r, now)
+			a.Drift = drift
+			if silenced {
+				a.State, a.LastError = results.DeliverySkipped, SilencedError
+			}
+			rec.Alerts = append(rec.Alerts, a)
+		}
+	}
 	defined, defErr := rc.detectDefinitionDrift(ctx, r, now)
 	if defErr != nil {
 		rc.logger.Error("definition drift detection failed; recording the run without its tool definition's text",
@@ -329,6 +346,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	if judged.shape != nil {
 		rec.Result.Shape = judged.shape
 	}
+	if stepped.steps != nil {
+		rec.Result.Steps = stepped.steps
+	}
 	if defErr != nil && r.Tool != nil {
 		// Keep the stored definition the previous one: see
 		// detectDefinitionDrift.
@@ -340,14 +360,13 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		return Decision{}, fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}
 	judged.commit()
+	stepped.commit()
 	defined.commit()
 	rc.mu.Lock()
 	rc.states[r.Probe] = next
 	rc.mu.Unlock()
-	for _, d := range []*results.Drift{rec.Drift, rec.DefinitionDrift} {
-		if d != nil {
-			rc.observer.DriftDetected(d)
-		}
+	for _, d := range rec.Drifts() {
+		rc.observer.DriftDetected(d)
 	}
 
 	for _, a := range rec.Alerts {
@@ -364,6 +383,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		}
 		if a.Drift != nil {
 			attrs = append(attrs, "drift_kind", a.Drift.KindOrResponse(), "baseline", a.Drift.Baseline, "current", a.Drift.Current)
+			if a.Drift.Step != "" {
+				attrs = append(attrs, "step", a.Drift.Step)
+			}
 		}
 		rc.logger.Info("alert enqueued", attrs...)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/consumers"
 )
 
 // minStartLead is the earliest a probe's first run may be scheduled after
@@ -148,10 +149,46 @@ func sameProbe(a, b *checks.Probe) bool {
 	if !sameTLS(a.TLS, b.TLS) {
 		return false
 	}
+	if !sameSteps(a.Steps, b.Steps) {
+		return false
+	}
 	x, y := *a, *b
 	x.Consumer, y.Consumer = nil, nil
 	x.TLS, y.TLS = nil, nil
+	x.Steps, y.Steps = nil, nil
 	return reflect.DeepEqual(x, y)
+}
+
+// sameSteps compares steps as sameProbe compares probes: consumers by
+// ref, rules by their text.
+func sameSteps(a, b []checks.Step) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Consumer.Ref() != y.Consumer.Ref() || ruleText(x.Until) != ruleText(y.Until) || len(x.Capture) != len(y.Capture) {
+			return false
+		}
+		for j := range x.Capture {
+			cx, cy := x.Capture[j], y.Capture[j]
+			if cx.Name != cy.Name || cx.Secret != cy.Secret || ruleText(cx.Rule) != ruleText(cy.Rule) {
+				return false
+			}
+		}
+		x.Consumer, y.Consumer, x.Until, y.Until, x.Capture, y.Capture = nil, nil, nil, nil, nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+func ruleText(x *consumers.Expression) string {
+	if x == nil {
+		return ""
+	}
+	return x.Text
 }
 
 // sameTLS compares the two things checks sets in a probe's TLS config.

@@ -24,6 +24,9 @@ type readStore interface {
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
 	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
 	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
+	// Result is one stored run with its attempts and steps, or an error
+	// wrapping sqlite.ErrNotFound.
+	Result(ctx context.Context, operationID string) (results.Result, error)
 }
 
 // maxAPILimit bounds one page of the API, whatever the client asks.
@@ -130,6 +133,9 @@ type driftJSON struct {
 	// drift changed the tool's description.
 	DescriptionBefore *string `json:"description_before"`
 	DescriptionAfter  *string `json:"description_after"`
+	// Step is the step of a steps probe whose answer drifted; absent for
+	// a single probe's drift.
+	Step string `json:"step,omitempty"`
 }
 
 func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
@@ -163,7 +169,7 @@ func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 		out := make([]driftJSON, len(drifts))
 		for i, d := range drifts {
 			out[i] = driftJSON{Kind: d.KindOrResponse(), Probe: d.Probe, OperationID: d.OperationID,
-				DetectedAt: results.FormatTime(d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Diff: d.Diff}
+				DetectedAt: results.FormatTime(d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Diff: d.Diff, Step: d.Step}
 			if d.Before != "" || d.After != "" {
 				out[i].DescriptionBefore, out[i].DescriptionAfter = &d.Before, &d.After
 			}

@@ -232,6 +232,20 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	screenshot("probe.png")
 
+	// A click on a run leads to the run's page, with its attempts.
+	if _, err := chromedp.Run(tab, chromedp.WaitEvent(cdppage.LoadEventFired, nil,
+		chromedp.Click(chromedp.CSS(`table.runs tbody tr a`)))); err != nil {
+		d.T.Fatalf("following the link to strict's latest run: %v", err)
+	}
+	do("loading the run's page", chromedp.WaitVisible(chromedp.CSS("table.attempts")))
+	if got := text("h1"); !strings.HasPrefix(got, "Run of strict") {
+		d.T.Errorf("the run page's heading %q", got)
+	}
+	if n := count("table.attempts tbody tr"); n < 1 {
+		d.T.Errorf("the run page lists %d attempts, want the run's", n)
+	}
+	screenshot("run.png")
+
 	// The page refreshes itself, without a script.
 	do("loading the overview", chromedp.Navigate(base+"/?refresh=5"), chromedp.WaitVisible(chromedp.CSS("footer")))
 	first := text("footer time")

@@ -34,7 +34,12 @@ type demoAct struct {
 	drifted    bool // /search answers in the seed-000 layout
 	down       bool // /runs answers 503
 	mcpDrifted bool // the MCP tool search_docs is its next release
+	lying      bool // the refund processor lies cleanly about demoRefundOrder
 }
+
+// demoRefundOrder is the order whose refund refund_order_12 makes, checks
+// and reverts on every run (examples/provider's orders).
+const demoRefundOrder = 12
 
 var demoActs = []demoAct{
 	{title: "The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
@@ -59,6 +64,13 @@ var demoActs = []demoAct{
 		"   to send the user's API key to another site, the way a compromised server re-instructs the agents\n" +
 		"   that call it. toolpulse compares the tool's definition on every run: a definition drift alert\n" +
 		"   shows the old and the new description.", drifted: true, mcpDrifted: true},
+	{title: "The refund service starts to lie cleanly (seed 002): it still answers a well-formed success with\n" +
+		"   a refund id for order 12, and never refunds it. No check of the answer can see that: the\n" +
+		"   refund step's consumer passes it. refund_order_12 is a multi-step probe: it refunds, then\n" +
+		"   polls the order until it shows that refund, then reverts it in an always step. The order stays\n" +
+		"   paid: contract_error claim_mismatch at step verify, with what it saw (state: \"paid\"), and an\n" +
+		"   alert. A verification whose endpoint failed would be unavailable instead: \"could not check\"\n" +
+		"   is never \"the claim was false\".", drifted: true, mcpDrifted: true, lying: true},
 }
 
 // Run starts the bundled example provider and a stand-in for Slack on
@@ -82,8 +94,9 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 
 	p := provider.New()
+	orders := provider.NewOrders()
 	defer p.Close()
-	providerURL, stopProvider, err := serveLoopback(p.Handler())
+	providerURL, stopProvider, err := serveLoopback(provider.Mux(p, orders))
 	if err != nil {
 		return softwareError(err)
 	}
@@ -144,6 +157,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 			p.SetDrifted(act.drifted)
 			p.SetDown(act.down)
 			p.SetMCPDrifted(act.mcpDrifted)
+			orders.SetLying(demoRefundOrder, act.lying)
 			if n := log.Skipped(); i > 0 && n > 0 {
 				fmt.Fprintf(out, "   (%d more runs said nothing new)\n", n)
 			}

@@ -17,7 +17,7 @@ import (
 // the alerts in the Slack stand-in, ending with where the database is.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the demo takes about 20 s")
+		t.Skip("the demo takes about 25 s")
 	}
 	var out, errOut bytes.Buffer
 	lookup := func(string) (string, bool) { return "", false }
@@ -43,6 +43,11 @@ func TestDemo(t *testing.T) {
 		"documents: added (list<object(3 keys)>)",
 		"results: removed (list<object(3 keys)>)",
 		":red_circle: search_docs_mcp contract_error (missing_results): results is nil",
+		"probe=refund_order_12 outcome=pass",
+		"== 5. The refund service starts to lie cleanly",
+		"probe=refund_order_12 outcome=contract_error code=claim_mismatch",
+		`:red_circle: refund_order_12 contract_error (claim_mismatch): step verify: claim not confirmed within 1s (`,
+		"`response.state == \"refunded\"` was false: state: \"paid\"",
 		"sqlite3 -readonly",
 		"status:   http://127.0.0.1:",
 		"more runs said nothing new",

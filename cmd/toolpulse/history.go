@@ -26,7 +26,7 @@ type historyCmd struct {
 	Until    string   `placeholder:"WHEN" help:"Runs started before: a duration ago or an RFC 3339 time or date."`
 	Outcome  []string `placeholder:"O" help:"Only this outcome: pass, contract_error or unavailable (repeatable)."`
 	Code     []string `placeholder:"CODE" help:"Only this code (repeatable)."`
-	Kind     []string `placeholder:"KIND" help:"Only probes of this kind: http or mcp (repeatable)."`
+	Kind     []string `placeholder:"KIND" help:"Only probes of this kind: http, mcp or steps (repeatable)."`
 	Limit    int      `default:"50" help:"At most this many runs, newest first."`
 	Format   string   `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
 	Attempts bool     `help:"Show every attempt of the listed runs."`
@@ -172,30 +172,49 @@ func parseInstant(s string, now time.Time) (time.Time, error) {
 // historyRow is the JSON and CSV form of a stored result: the columns of
 // the results table, with the same names.
 type historyRow struct {
-	OperationID      string           `json:"operation_id"`
-	Probe            string           `json:"probe"`
-	StartedAt        string           `json:"started_at"`
-	DurationMS       int64            `json:"duration_ms"`
-	Outcome          results.Outcome  `json:"outcome"`
-	Code             *string          `json:"code"`
-	Message          *string          `json:"message"`
-	Retryable        bool             `json:"retryable"`
-	Attempts         int              `json:"attempts"`
-	HTTPStatus       *int             `json:"http_status"`
-	SelectedCount    int              `json:"selected_count"`
-	ValidatedCount   int              `json:"validated_count"`
-	ShapeFingerprint *string          `json:"shape_fingerprint"`
-	Consumer         string           `json:"consumer"`
-	ConsumerVersion  string           `json:"consumer_version"`
-	RuleHash         string           `json:"rule_hash"`
-	ResponseSample   *string          `json:"response_sample"`
-	ShapeBaseline    *string          `json:"shape_baseline"`
-	ShapeDrift       *string          `json:"shape_drift"`
-	Kind             string           `json:"kind"`
-	MCPTool          *string          `json:"mcp_tool"`
-	MCPServer        *string          `json:"mcp_server"`
-	ToolFingerprint  *string          `json:"tool_fingerprint"`
-	AttemptList      []attemptRowJSON `json:"attempt_list,omitempty"`
+	OperationID      string          `json:"operation_id"`
+	Probe            string          `json:"probe"`
+	StartedAt        string          `json:"started_at"`
+	DurationMS       int64           `json:"duration_ms"`
+	Outcome          results.Outcome `json:"outcome"`
+	Code             *string         `json:"code"`
+	Message          *string         `json:"message"`
+	Retryable        bool            `json:"retryable"`
+	Attempts         int             `json:"attempts"`
+	HTTPStatus       *int            `json:"http_status"`
+	SelectedCount    int             `json:"selected_count"`
+	ValidatedCount   int             `json:"validated_count"`
+	ShapeFingerprint *string         `json:"shape_fingerprint"`
+	Consumer         string          `json:"consumer"`
+	ConsumerVersion  string          `json:"consumer_version"`
+	RuleHash         string          `json:"rule_hash"`
+	ResponseSample   *string         `json:"response_sample"`
+	ShapeBaseline    *string         `json:"shape_baseline"`
+	ShapeDrift       *string         `json:"shape_drift"`
+	Kind             string          `json:"kind"`
+	MCPTool          *string         `json:"mcp_tool"`
+	MCPServer        *string         `json:"mcp_server"`
+	ToolFingerprint  *string         `json:"tool_fingerprint"`
+	// Step is a steps probe's deciding step: null when every step
+	// passed, and for a single probe.
+	Step        *string          `json:"step"`
+	AttemptList []attemptRowJSON `json:"attempt_list,omitempty"`
+	// Steps are a steps probe's run_steps rows; absent for a single probe.
+	Steps []stepRowJSON `json:"steps,omitempty"`
+}
+
+// stepRowJSON is a run_steps row as history prints it.
+type stepRowJSON struct {
+	Step             string          `json:"step"`
+	Outcome          results.Outcome `json:"outcome"`
+	Code             *string         `json:"code"`
+	Message          *string         `json:"message"`
+	StartedAt        string          `json:"started_at"`
+	DurationMS       int64           `json:"duration_ms"`
+	Polls            int             `json:"polls"`
+	Always           bool            `json:"always"`
+	Skipped          bool            `json:"skipped"`
+	ShapeFingerprint *string         `json:"shape_fingerprint"`
 }
 
 type attemptRowJSON struct {
@@ -210,6 +229,9 @@ type attemptRowJSON struct {
 	Code       *string `json:"code"`
 	Message    *string `json:"message"`
 	WaitMS     int64   `json:"wait_ms"`
+	// Step is the step of a steps probe the attempt belongs to; null for
+	// a single probe.
+	Step *string `json:"step"`
 }
 
 func optString(s string) *string {
@@ -232,7 +254,18 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 		DurationMS: r.Duration.Milliseconds(), Outcome: r.Outcome, Attempts: r.AttemptCount(),
 		HTTPStatus: optInt(r.HTTPStatus), SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount,
 		Consumer: r.Consumer.Name, ConsumerVersion: r.Consumer.Version, RuleHash: r.Consumer.RuleHash,
-		Kind: string(r.EffectiveKind()),
+		Kind: string(r.EffectiveKind()), Step: optString(r.Step),
+	}
+	for _, st := range r.Steps {
+		sr := stepRowJSON{Step: st.Name, Outcome: st.Outcome, StartedAt: results.FormatTime(st.StartedAt),
+			DurationMS: st.Duration.Milliseconds(), Polls: st.Polls, Always: st.Always, Skipped: st.Skipped}
+		if st.Error != nil {
+			sr.Code, sr.Message = optString(string(st.Error.Code)), optString(st.Error.Message)
+		}
+		if st.Shape != nil {
+			sr.ShapeFingerprint = optString(st.Shape.Fingerprint)
+		}
+		row.Steps = append(row.Steps, sr)
 	}
 	if r.MCP != nil {
 		row.MCPTool, row.MCPServer = &r.MCP.Tool, &r.MCP.Server
@@ -257,7 +290,7 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 				Number: a.Number, Try: a.TryNumber(), Method: optString(a.Method),
 				StartedAt: results.FormatTime(a.StartedAt), DurationMS: a.Duration.Milliseconds(),
 				HTTPStatus: optInt(a.HTTPStatus), Code: optString(string(a.Code)), Message: optString(a.Message),
-				WaitMS: a.Wait.Milliseconds(),
+				WaitMS: a.Wait.Milliseconds(), Step: optString(a.Step),
 			})
 		}
 	}
@@ -278,7 +311,7 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
 	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift",
-	"kind", "mcp_tool", "mcp_server"}
+	"kind", "mcp_tool", "mcp_server", "step"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -301,7 +334,7 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
 			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer)}); err != nil {
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer), deref(r.Step)}); err != nil {
 			return err
 		}
 	}
@@ -327,12 +360,28 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	if withTool {
 		toolHeader, toolGap = "TOOL\t", "\t"
 	}
+	// A STEP column, the deciding step, only when a steps probe is
+	// listed; an attempt row shows its own step there.
+	withStep := slices.ContainsFunc(rows, func(r results.Result) bool { return r.EffectiveKind() == results.ProbeSteps })
+	step := func(name string) string {
+		if !withStep {
+			return ""
+		}
+		if name == "" {
+			name = "-"
+		}
+		return name + "\t"
+	}
+	stepHeader := ""
+	if withStep {
+		stepHeader = "STEP\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", toolHeader, paint("OUTCOME", "", colour))
+	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", toolHeader, stepHeader, paint("OUTCOME", "", colour))
 	for i := range rows {
 		r := &rows[i]
 		code, message := codeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe, tool(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe, tool(r), step(r.Step),
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
 			statusText(r.HTTPStatus), message)
 		if withAttempts {
@@ -345,7 +394,7 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  %s\t\t%s\t%s\t\t%s\t%s\t%s\n", attemptLabel(a), toolGap, acode, formatLatency(a.Duration),
+				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", attemptLabel(a), toolGap, step(a.Step), acode, formatLatency(a.Duration),
 					statusText(a.HTTPStatus), detail)
 			}
 		}

@@ -101,7 +101,7 @@ func TestCLIShowsMCPProbes(t *testing.T) {
 	if code != exitOK || strings.Count(out, "\n") != 3 || strings.Contains(out, "docs_tool") {
 		t.Errorf("history --kind http: exit %d, want the three HTTP probes' runs\n%s", code, out)
 	}
-	if code, _, errOut := h.run("history", "--kind", "grpc"); code != exitUsage || !strings.Contains(errOut, "want http or mcp") {
+	if code, _, errOut := h.run("history", "--kind", "grpc"); code != exitUsage || !strings.Contains(errOut, "want http, mcp or steps") {
 		t.Errorf("history --kind grpc: exit %d, %q; want %d naming the kinds", code, errOut, exitUsage)
 	}
 

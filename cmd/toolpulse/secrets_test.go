@@ -34,7 +34,7 @@ func TestSecretsStayHidden(t *testing.T) {
 		webhookSecret = "hook-secret-3a9c1d"
 		tokenSecret   = "srv-token-8f6e2b"
 	)
-	secrets := []string{headerSecret, urlSecret, webhookSecret, tokenSecret,
+	secrets := []string{headerSecret, urlSecret, webhookSecret, tokenSecret, harness.MintedToken,
 		base64.StdEncoding.EncodeToString([]byte("svc:" + urlSecret))}
 
 	// An echo provider: /ok echoes the Authorization header inside valid
@@ -56,6 +56,14 @@ func TestSecretsStayHidden(t *testing.T) {
 		return harness.Probe{Name: name, Request: harness.Request{URL: url, Headers: headers}, Consumer: "list_only"}
 	}
 	bearer := map[string]string{"Authorization": "Bearer " + headerSecret}
+	stepsProbe := func(name, url string) harness.Probe {
+		return harness.Probe{Name: name, Steps: []harness.Step{
+			{Name: "token", Request: harness.Request{Method: "POST", URL: echo + "/token"},
+				Capture: map[string]harness.Capture{"access_token": {Rule: "response.access_token", Secret: true}}},
+			{Name: "use", Request: harness.Request{URL: url, Headers: map[string]string{"Authorization": "Bearer {{access_token}}"}},
+				Consumer: "list_only"},
+		}}
+	}
 	cfg := harness.Config{
 		Storage: harness.Storage{Path: "results.db"},
 		Server:  harness.Server{Listen: addr, Token: tokenSecret},
@@ -70,12 +78,16 @@ func TestSecretsStayHidden(t *testing.T) {
 			probe("echo_key", echo+"/key", bearer),
 			probe("url_creds", "http://svc:"+urlSecret+"@"+host+"/ok", nil),
 			probe("url_creds_down", "http://svc:"+urlSecret+"@"+e2e.FreeAddr(t)+"/ok", nil),
+			// A token learnt at run time (SPEC §11): a step captures it as a
+			// secret, the next sends it, and the provider echoes it back.
+			stepsProbe("captured_token", echo+"/ok"),
+			stepsProbe("captured_token_error", echo+"/err"),
 		},
 	}
 	d := e2e.Start(t, e2e.Config(t, dir, cfg))
 	db := filepath.Join(dir, "results.db")
 	d.WaitFor("every probe to fail twice and alerts to go out", func() bool {
-		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 5 &&
+		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 7 &&
 			countRows(t, db, "SELECT count(*) FROM results") >= 10 && len(slack.Messages()) >= 6
 	})
 
@@ -95,6 +107,7 @@ func TestSecretsStayHidden(t *testing.T) {
 	}
 	for _, p := range []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/api/v1/silences", "/metrics", "/healthz",
 		"/probes/echo_body", "/probes/echo_error", "/probes/echo_key", "/probes/url_creds", "/probes/url_creds_down",
+		"/probes/captured_token", "/probes/captured_token_error", "/api/v1/probes/captured_token/results", "/api/v1/probes/captured_token_error/results",
 		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope"} {
 		get(p, "Bearer "+tokenSecret)
 	}

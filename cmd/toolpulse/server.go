@@ -62,6 +62,7 @@ func addRoutes(mux *http.ServeMux, deps serverDeps) {
 	pages := newStatusPages(deps)
 	mux.Handle("GET /{$}", requireToken(deps.token, pages.handleOverview()))
 	mux.Handle("GET /probes/{name}", requireToken(deps.token, pages.handleProbe()))
+	mux.Handle("GET /runs/{operation_id}", requireToken(deps.token, pages.handleRun()))
 	mux.Handle("/", requireToken(deps.token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, "not_found", "no such route: "+r.Method+" "+r.URL.Path)
 	})))

@@ -223,10 +223,24 @@ type driftView struct {
 	// stands against this drift (see driftNow); "" when the probe has no
 	// run.
 	Now string
+	// Step is the step of a steps probe whose answer drifted; "" for a
+	// single probe's drift.
+	Step string
 }
 
 func newDriftView(now time.Time, d results.Drift, max int, latest *results.Result) *driftView {
-	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff}
+	v := &driftView{When: momentOf(now, d.DetectedAt), Baseline: d.Baseline, Current: d.Current, Lines: d.Diff, Step: d.Step}
+	if d.Step != "" && latest != nil {
+		// A step's drift is judged against the latest run's answer of
+		// that step, not the run's own (a steps run has none).
+		step := &results.Result{}
+		for _, st := range latest.Steps {
+			if st.Name == d.Step {
+				step.Shape = st.Shape
+			}
+		}
+		latest = step
+	}
 	if d.Kind == results.DriftDefinition {
 		// The latest run's shape says nothing about the tool's definition.
 		v.Kind, v.Before, v.After = string(d.Kind), d.Before, d.After
@@ -279,6 +293,37 @@ func newRequestView(p *checks.Probe) *requestView {
 		return nil
 	}
 	return &requestView{Method: cmp.Or(p.Request.Method, http.MethodGet), Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
+}
+
+// stepConfigView is one configured step of a steps probe as its page
+// lists it: its name, kind and target (an HTTP step's method, host and
+// path, never its query or headers; an MCP step's tool and server).
+type stepConfigView struct {
+	Name, Kind, Target string
+	// Verify marks a step polled until its claim holds; Always one that
+	// runs whatever happened.
+	Verify, Always bool
+}
+
+// newStepConfigViews lists p's steps; nil for a single probe.
+func newStepConfigViews(p *checks.Probe) []stepConfigView {
+	var out []stepConfigView
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		v := stepConfigView{Name: st.Name, Kind: st.Kind(), Verify: st.Until != nil, Always: st.Always}
+		if st.MCP != nil {
+			v.Target = "tool " + st.MCP.Tool + " at " + results.MCPServer(st.MCP.URL)
+		} else {
+			method := cmp.Or(st.Request.Method, http.MethodGet)
+			if u, err := url.Parse(st.Request.URL); err == nil && u.Host != "" {
+				v.Target = method + " " + u.Host + cmp.Or(u.Path, "/")
+			} else {
+				v.Target = method + " (URL not shown)"
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
@@ -396,13 +441,19 @@ type probeView struct {
 	Failure    *failureView
 	Drifts     []*driftView
 	Request    *requestView // nil for a probe no longer configured
-	Select     string       // the consumer's rules, as written; "" when unknown
-	Validate   string
+	// Steps are a steps probe's configured steps, shown instead of a
+	// request; HasSteps says the probe's runs name their deciding step.
+	Steps    []stepConfigView
+	HasSteps bool
+	Select   string // the consumer's rules, as written; "" when unknown
+	Validate string
 }
 
 // runView is one run in a probe's table.
 type runView struct {
-	ID       string
+	ID string
+	// Href is the run's own page.
+	Href     string
 	When     moment
 	State    state
 	Code     string
@@ -412,10 +463,13 @@ type runView struct {
 	Status   string
 	Selected string // "selected/validated", or nothingSelected
 	Shape    string
+	// Step is a steps run's deciding step, "-" when every step passed; ""
+	// for a single probe's run.
+	Step string
 }
 
 func newRunView(now time.Time, r *results.Result) runView {
-	v := runView{ID: r.OperationID, When: momentOf(now, r.StartedAt), State: stateOf(r.Outcome),
+	v := runView{ID: r.OperationID, Href: "/runs/" + url.PathEscape(r.OperationID), When: momentOf(now, r.StartedAt), State: stateOf(r.Outcome),
 		Latency: formatLatency(r.Duration), Attempts: r.AttemptCount(), Status: statusText(r.HTTPStatus),
 		Selected: nothingSelected, Code: "-"}
 	if r.SelectedCount > 0 {
@@ -426,6 +480,9 @@ func newRunView(now time.Time, r *results.Result) runView {
 	}
 	if r.Shape != nil {
 		v.Shape = r.Shape.Fingerprint
+	}
+	if r.EffectiveKind() == results.ProbeSteps {
+		v.Step = cmp.Or(r.Step, "-")
 	}
 	return v
 }
@@ -455,6 +512,7 @@ type attemptView struct {
 	Code    string
 	Message string
 	Wait    string
+	Step    string // the step of a steps probe the attempt belongs to
 }
 
 func newFailureView(now time.Time, r *results.Result) *failureView {
@@ -466,16 +524,82 @@ func newFailureView(now time.Time, r *results.Result) *failureView {
 		f.Shape = r.Shape.Canonical
 	}
 	for _, a := range r.Attempts {
-		av := attemptView{Number: a.Number, Try: a.TryNumber(), Method: a.Method,
-			When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
-			Status: statusText(a.HTTPStatus), Code: cmp.Or(string(a.Code), "-"), Message: a.Message}
-		if a.Wait > 0 {
-			av.Wait = formatLatency(a.Wait)
-		}
-		f.Attempts = append(f.Attempts, av)
+		f.Attempts = append(f.Attempts, newAttemptView(now, a))
 		f.Exchanges = f.Exchanges || a.Method != ""
 	}
 	return f
+}
+
+func newAttemptView(now time.Time, a results.Attempt) attemptView {
+	av := attemptView{Number: a.Number, Try: a.TryNumber(), Method: a.Method,
+		When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
+		Status: statusText(a.HTTPStatus), Code: cmp.Or(string(a.Code), "-"), Message: a.Message, Step: a.Step}
+	if a.Wait > 0 {
+		av.Wait = formatLatency(a.Wait)
+	}
+	return av
+}
+
+// runPageView is the page of one run, at /runs/{operation_id}: its
+// verdict, and each step with its attempts (a steps probe) or its
+// attempts (a single probe).
+type runPageView struct {
+	page
+	Probe, ProbeHref string
+	Kind             results.ProbeKind
+	Run              runView
+	Message          string // whole, not cut to one line
+	// DecidingStep is the step that decided the run; "" when every step
+	// passed, and for a single probe.
+	DecidingStep string
+	Steps        []runStepView
+	Attempts     []attemptView // a single probe's
+	Exchanges    bool          // the attempts are an MCP session's exchanges
+}
+
+// runStepView is one step of a steps run with the attempts it made.
+type runStepView struct {
+	Name      string
+	State     state
+	Code      string
+	Message   string
+	Latency   string
+	Polls     int
+	Always    bool
+	Skipped   bool
+	Deciding  bool
+	Attempts  []attemptView
+	Exchanges bool
+}
+
+func newRunPageView(now time.Time, r *results.Result) *runPageView {
+	v := &runPageView{Probe: r.Probe, ProbeHref: "/probes/" + url.PathEscape(r.Probe), Kind: r.EffectiveKind(),
+		Run: newRunView(now, r), DecidingStep: r.Step}
+	if r.Error != nil {
+		v.Message = r.Error.Message
+	}
+	if r.EffectiveKind() != results.ProbeSteps {
+		for _, a := range r.Attempts {
+			v.Attempts = append(v.Attempts, newAttemptView(now, a))
+			v.Exchanges = v.Exchanges || a.Method != ""
+		}
+		return v
+	}
+	for _, st := range r.Steps {
+		sv := runStepView{Name: st.Name, State: stateOf(st.Outcome), Code: "-", Latency: formatLatency(st.Duration),
+			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped, Deciding: st.Name == r.Step}
+		if st.Error != nil {
+			sv.Code, sv.Message = string(st.Error.Code), st.Error.Message
+		}
+		for _, a := range r.Attempts {
+			if a.Step == st.Name {
+				sv.Attempts = append(sv.Attempts, newAttemptView(now, a))
+				sv.Exchanges = sv.Exchanges || a.Method != ""
+			}
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	return v
 }
 
 // errNoProbe is a probe neither configured nor in the store.
@@ -498,6 +622,8 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	pv := &probeView{Configured: cfg != nil}
 	if cfg != nil {
 		pv.Request = newRequestView(cfg)
+		pv.Steps = newStepConfigViews(cfg)
+		pv.HasSteps = len(cfg.Steps) > 0
 		if cfg.Consumer != nil {
 			pv.Select, pv.Validate = cfg.Consumer.Select, cfg.Consumer.Validate
 		}
@@ -533,6 +659,7 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	pv.Row.Alert = newAlertView(now, alerts[name])
 	for i := range recent {
 		pv.Runs = append(pv.Runs, newRunView(now, &recent[i]))
+		pv.HasSteps = pv.HasSteps || recent[i].EffectiveKind() == results.ProbeSteps
 	}
 	for _, d := range drifts {
 		pv.Drifts = append(pv.Drifts, newDriftView(now, d, 0, latest))
@@ -633,6 +760,31 @@ func (sp *statusPages) handleProbe() http.Handler {
 		}
 		pv.page = pg
 		sp.render(w, http.StatusOK, "probe", pv)
+	})
+}
+
+func (sp *statusPages) handleRun() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := sp.now()
+		id := r.PathValue("operation_id")
+		pg, err := sp.newPage(r, now, "run "+id+" · toolpulse")
+		if err != nil {
+			sp.renderError(w, r, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		res, err := sp.store.Result(r.Context(), id)
+		switch {
+		case errors.Is(err, sqlite.ErrNotFound):
+			sp.renderError(w, r, http.StatusNotFound, "not_found", "no run with operation id "+strconv.Quote(id))
+			return
+		case err != nil:
+			sp.logger.Error("status page", "operation_id", id, "err", err)
+			sp.renderError(w, r, http.StatusInternalServerError, "store_error", "reading the results failed")
+			return
+		}
+		v := newRunPageView(now, &res)
+		v.page = pg
+		sp.render(w, http.StatusOK, "run", v)
 	})
 }
 

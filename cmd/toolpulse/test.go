@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/runner"
 )
 
@@ -52,6 +54,17 @@ func (c *testCmd) Run(e *env, root *cli) error {
 		cr := testConsumer(t, c.Mutate, samples)
 		report.OK = report.OK && cr.OK
 		report.Consumers = append(report.Consumers, cr)
+	}
+	if cfg != nil && len(c.Consumer) == 0 {
+		ex := runner.NewExecutor(runner.Options{})
+		for _, p := range cfg.Probes {
+			if len(p.Steps) == 0 {
+				continue
+			}
+			pr := testProbe(ex, p, c.Mutate)
+			report.OK = report.OK && pr.OK
+			report.Probes = append(report.Probes, pr)
+		}
 	}
 
 	if c.JUnit != "" {
@@ -138,7 +151,9 @@ func configExists(e *env, root *cli) bool {
 func usedConsumers(cfg *checks.Config) []string {
 	seen := map[string]bool{}
 	for _, p := range cfg.Probes {
-		seen[p.Consumer.Name] = true
+		for _, c := range p.Consumers() {
+			seen[c.Name] = true
+		}
 	}
 	return slices.Sorted(func(yield func(string) bool) {
 		for name := range seen {
@@ -169,8 +184,11 @@ func unusedConsumers(cfg *checks.Config, chosen []string) []string {
 func probesUsing(cfg *checks.Config, consumer string) []*checks.Probe {
 	var out []*checks.Probe
 	for _, p := range cfg.Probes {
-		if p.Consumer != nil && p.Consumer.Name == consumer {
-			out = append(out, p)
+		for _, c := range p.Consumers() {
+			if c.Name == consumer {
+				out = append(out, p)
+				break
+			}
 		}
 	}
 	return out
@@ -293,6 +311,56 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 	cr.Mutation = &mutationReport{MutationReport: m, Duration: time.Since(start), Stale: staleAccepts(c, m)}
 	cr.OK = cr.OK && !m.Failed()
 	return cr
+}
+
+// testProbe judges a multi-step probe's canned runs (SPEC §11) and, with
+// mutate, mutates each step's answer of every passing one.
+func testProbe(ex *runner.Executor, p *checks.Probe, mutate bool) probeReport {
+	pr := probeReport{Name: p.Name, OK: true}
+	for _, s := range p.Steps {
+		pr.Steps = append(pr.Steps, s.Name)
+	}
+	var passing []checks.ProbeFixture
+	for _, f := range p.Fixtures {
+		start := time.Now()
+		v := ex.JudgeProbeFixture(p, f)
+		expected := f.Expect.String()
+		if f.Step != "" {
+			expected += " at step " + f.Step
+		}
+		fr := fixtureReport{Name: f.Name, Expected: expected, Outcome: v.Outcome, Code: v.Code(), Step: v.Step,
+			Selected: v.Selected, Validated: v.Validated, Duration: time.Since(start),
+			Mismatch: f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected)}
+		if fr.Mismatch == "" && f.Step != "" && v.Step != f.Step {
+			fr.Mismatch = fmt.Sprintf("decided at step %q, want %q", v.Step, f.Step)
+		}
+		if v.Error != nil {
+			fr.Message = v.Error.Message
+		}
+		fr.OK = fr.Mismatch == ""
+		pr.OK = pr.OK && fr.OK
+		pr.Fixtures = append(pr.Fixtures, fr)
+		if fr.OK && v.Outcome == results.Pass {
+			passing = append(passing, f)
+		}
+	}
+	if !mutate {
+		return pr
+	}
+	start := time.Now()
+	m := consumers.MutationReport{Consumer: p.Name, Skipped: map[string]string{}}
+	for _, f := range passing {
+		r := ex.MutateProbeFixture(p, f)
+		m.Bases = append(m.Bases, r.Bases...)
+		m.Total += r.Total
+		m.Killed += r.Killed
+		m.Survivors = append(m.Survivors, r.Survivors...)
+		m.KilledControls = append(m.KilledControls, r.KilledControls...)
+		maps.Copy(m.Skipped, r.Skipped)
+	}
+	pr.Mutation = &mutationReport{MutationReport: m, Duration: time.Since(start)}
+	pr.OK = pr.OK && !m.Failed()
+	return pr
 }
 
 // staleAccepts lists the accept_mutations entries that matched no

@@ -21,9 +21,22 @@ import (
 type testReport struct {
 	OK        bool             `json:"ok"`
 	Consumers []consumerReport `json:"consumers"`
+	// Probes are the multi-step probes, whose canned runs are judged as
+	// a whole (SPEC §11); only when no --consumer is named.
+	Probes []probeReport `json:"probes,omitempty"`
 	// Unused names the config's consumers no probe uses: not tested unless
 	// named with --consumer.
 	Unused []string `json:"unused_consumers,omitempty"`
+}
+
+// probeReport is one multi-step probe's canned runs and, with --mutate,
+// the mutations of its steps' answers that the probe would miss.
+type probeReport struct {
+	Name     string          `json:"name"`
+	Steps    []string        `json:"steps"`
+	OK       bool            `json:"ok"`
+	Fixtures []fixtureReport `json:"fixtures"`
+	Mutation *mutationReport `json:"mutation,omitempty"`
 }
 
 type consumerReport struct {
@@ -42,6 +55,7 @@ type fixtureReport struct {
 	Expected  string          `json:"expected"`
 	Outcome   results.Outcome `json:"outcome"`
 	Code      results.Code    `json:"code,omitempty"`
+	Step      string          `json:"step,omitempty"` // a multi-step probe's deciding step
 	Message   string          `json:"message,omitempty"`
 	Selected  int             `json:"selected"`
 	Validated int             `json:"validated"`
@@ -55,7 +69,11 @@ func (f *fixtureReport) got() string {
 	if f.Outcome == results.Pass {
 		return fmt.Sprintf("pass (%d selected)", f.Selected)
 	}
-	return string(f.Outcome) + " " + string(f.Code)
+	got := string(f.Outcome) + " " + string(f.Code)
+	if f.Step != "" {
+		got += " at step " + f.Step
+	}
+	return got
 }
 
 // mutationReport is a consumer's mutation analysis with how long it took.
@@ -119,30 +137,29 @@ func writeTestTable(w io.Writer, r *testReport, colour bool) error {
 		if len(cr.Fixtures) == 0 {
 			fmt.Fprintln(w, "  no fixtures: nothing shows that this rule does what it should")
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for j := range cr.Fixtures {
-			f := &cr.Fixtures[j]
-			fixtures++
-			mark := paint("ok", results.Pass, colour)
-			if !f.OK {
-				failed++
-				mark = paint("FAIL", results.ContractError, colour)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\texpected %s\tgot %s\n", mark, f.Name, f.Expected, f.got())
-		}
-		if err := tw.Flush(); err != nil {
+		n, bad, err := writeFixtureTable(w, cr.Name, cr.Fixtures, colour)
+		if err != nil {
 			return err
 		}
-		for _, f := range cr.Fixtures {
-			if !f.OK {
-				fmt.Fprintf(w, "  FAIL %s / %s: %s\n", cr.Name, f.Name, f.Mismatch)
-				if f.Message != "" {
-					fmt.Fprintf(w, "       %s: %s\n", f.Code, f.Message)
-				}
-			}
-		}
+		fixtures, failed = fixtures+n, failed+bad
 		if cr.Mutation != nil {
 			blind += writeMutationTable(w, cr.Mutation)
+		}
+		fmt.Fprintln(w)
+	}
+	for i := range r.Probes {
+		pr := &r.Probes[i]
+		fmt.Fprintf(w, "probe %s (steps: %s)\n", pr.Name, strings.Join(pr.Steps, ", "))
+		if len(pr.Fixtures) == 0 {
+			fmt.Fprintln(w, "  no fixtures: nothing shows that the probe catches a false claim; give it fixtures with canned answers per step")
+		}
+		n, bad, err := writeFixtureTable(w, pr.Name, pr.Fixtures, colour)
+		if err != nil {
+			return err
+		}
+		fixtures, failed = fixtures+n, failed+bad
+		if pr.Mutation != nil {
+			blind += writeMutationTable(w, pr.Mutation)
 		}
 		fmt.Fprintln(w)
 	}
@@ -153,12 +170,44 @@ func writeTestTable(w io.Writer, r *testReport, colour bool) error {
 	if !r.OK {
 		verdict = paint("FAIL", results.ContractError, colour)
 	}
-	fmt.Fprintf(w, "%s: %d consumer(s), %d fixture(s), %d failed", verdict, len(r.Consumers), fixtures, failed)
+	probes := ""
+	if len(r.Probes) > 0 {
+		probes = fmt.Sprintf(", %d probe(s) with steps", len(r.Probes))
+	}
+	fmt.Fprintf(w, "%s: %d consumer(s)%s, %d fixture(s), %d failed", verdict, len(r.Consumers), probes, fixtures, failed)
 	if blind > 0 {
 		fmt.Fprintf(w, ", %d mutation problem(s)", blind)
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// writeFixtureTable prints the fixtures of a consumer or a multi-step
+// probe, then what each failing one got; it returns how many there are
+// and how many failed.
+func writeFixtureTable(w io.Writer, owner string, fixtures []fixtureReport, colour bool) (n, failed int, err error) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for j := range fixtures {
+		f := &fixtures[j]
+		mark := paint("ok", results.Pass, colour)
+		if !f.OK {
+			failed++
+			mark = paint("FAIL", results.ContractError, colour)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tgot %s\n", mark, f.Name, f.Expected, f.got())
+	}
+	if err := tw.Flush(); err != nil {
+		return 0, 0, err
+	}
+	for _, f := range fixtures {
+		if !f.OK {
+			fmt.Fprintf(w, "  FAIL %s / %s: %s\n", owner, f.Name, f.Mismatch)
+			if f.Message != "" {
+				fmt.Fprintf(w, "       %s: %s\n", f.Code, f.Message)
+			}
+		}
+	}
+	return len(fixtures), failed, nil
 }
 
 // writeMutationTable prints one consumer's mutation analysis and returns
@@ -249,59 +298,71 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 func junitOf(r *testReport) junitSuites {
 	out := junitSuites{Name: "toolpulse test"}
 	var total time.Duration
-	for _, cr := range r.Consumers {
-		s := junitSuite{Name: cr.Name}
-		var took time.Duration
-		for _, f := range cr.Fixtures {
-			c := junitCase{Name: f.Name, Classname: cr.Name + ".fixtures", Time: seconds(f.Duration)}
-			if !f.OK {
-				text := fmt.Sprintf("expected %s\ngot %s", f.Expected, f.got())
-				if f.Message != "" {
-					text += "\n" + string(f.Code) + ": " + f.Message
-				}
-				c.Failure = &junitFailure{Message: f.Mismatch, Type: "fixture_mismatch", Text: text}
-			}
-			took += f.Duration
-			s.Cases = append(s.Cases, c)
-		}
-		if m := cr.Mutation; m != nil {
-			took += m.Duration
-			for _, name := range m.KilledControls {
-				s.Cases = append(s.Cases, junitCase{Name: name, Classname: cr.Name + ".mutations", Time: "0.000",
-					Failure: &junitFailure{Message: "positive control killed", Type: "killed_control",
-						Text: "the rule rejects an unrelated added field, so it breaks on harmless additive changes"}})
-			}
-			for _, sv := range m.Survivors {
-				c := junitCase{Name: sv.Mutation.Name + " [" + sv.Base + "]", Classname: cr.Name + ".mutations", Time: "0.000"}
-				switch {
-				case sv.Accepted != "":
-					c.Skipped = &junitSkipped{Message: "accepted: " + sv.Accepted}
-				case sv.Class == consumers.BlindSpot:
-					c.Failure = &junitFailure{Message: "blind spot: " + sv.Mutation.Name, Type: "blind_spot",
-						Text: strings.Join(append(append([]string{}, sv.Diff...), sv.Why), "\n")}
-				default:
-					c.Skipped = &junitSkipped{Message: string(sv.Class) + ": " + sv.Why}
-				}
-				s.Cases = append(s.Cases, c)
-			}
-		}
-		for _, c := range s.Cases {
-			s.Tests++
-			switch {
-			case c.Failure != nil:
-				s.Failures++
-			case c.Skipped != nil:
-				s.Skipped++
-			}
-		}
-		s.Time = seconds(took)
+	add := func(s junitSuite, took time.Duration) {
 		total += took
 		out.Tests += s.Tests
 		out.Failures += s.Failures
 		out.Suites = append(out.Suites, s)
 	}
+	for _, cr := range r.Consumers {
+		add(junitSuiteOf(cr.Name, cr.Fixtures, cr.Mutation))
+	}
+	for _, pr := range r.Probes {
+		add(junitSuiteOf("probe "+pr.Name, pr.Fixtures, pr.Mutation))
+	}
 	out.Time = seconds(total)
 	return out
+}
+
+// junitSuiteOf is the suite of one consumer or multi-step probe: a case per
+// fixture and per mutation finding.
+func junitSuiteOf(name string, fixtures []fixtureReport, m *mutationReport) (junitSuite, time.Duration) {
+	s := junitSuite{Name: name}
+	var took time.Duration
+	for _, f := range fixtures {
+		c := junitCase{Name: f.Name, Classname: name + ".fixtures", Time: seconds(f.Duration)}
+		if !f.OK {
+			text := fmt.Sprintf("expected %s\ngot %s", f.Expected, f.got())
+			if f.Message != "" {
+				text += "\n" + string(f.Code) + ": " + f.Message
+			}
+			c.Failure = &junitFailure{Message: f.Mismatch, Type: "fixture_mismatch", Text: text}
+		}
+		took += f.Duration
+		s.Cases = append(s.Cases, c)
+	}
+	if m != nil {
+		took += m.Duration
+		for _, kc := range m.KilledControls {
+			s.Cases = append(s.Cases, junitCase{Name: kc, Classname: name + ".mutations", Time: "0.000",
+				Failure: &junitFailure{Message: "positive control killed", Type: "killed_control",
+					Text: "the rule rejects an unrelated added field, so it breaks on harmless additive changes"}})
+		}
+		for _, sv := range m.Survivors {
+			c := junitCase{Name: sv.Mutation.Name + " [" + sv.Base + "]", Classname: name + ".mutations", Time: "0.000"}
+			switch {
+			case sv.Accepted != "":
+				c.Skipped = &junitSkipped{Message: "accepted: " + sv.Accepted}
+			case sv.Class == consumers.BlindSpot:
+				c.Failure = &junitFailure{Message: "blind spot: " + sv.Mutation.Name, Type: "blind_spot",
+					Text: strings.Join(append(append([]string{}, sv.Diff...), sv.Why), "\n")}
+			default:
+				c.Skipped = &junitSkipped{Message: string(sv.Class) + ": " + sv.Why}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
+	s.Time = seconds(took)
+	return s, took
 }
 
 func writeJUnit(path string, r *testReport) error {

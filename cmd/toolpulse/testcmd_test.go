@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,27 +33,88 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// TestTestSeedExamples runs the seed consumers the way CI would: all
-// fixtures meet their expectations and no blind spot is left unaccepted.
+// TestTestSeedExamples runs the seed consumers and seed 002's verified
+// drills the way CI would: every fixture passes and --mutate finds no
+// unaccepted blind spot. The drills' canned runs are decided at the step
+// each names: order 31's buried ok at the refund, a clean lie at the
+// verification, an order record without its id at the capture. The seed's
+// own envelope consumer, which no example tool answers in, is tested by
+// name.
 func TestTestSeedExamples(t *testing.T) {
-	code, out, errOut := runIn(t, repoRoot(t), "-c", "examples/seeds/checks.yaml", "test", "--mutate")
+	root := repoRoot(t) // before runIn changes directory
+	code, out, errOut := runIn(t, root, "-c", "examples/seeds/checks.yaml", "test", "--mutate")
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"select_results v2", "refund_envelope v1", "search_runs v1",
-		"ok  order 31, rejected with a buried ok",
+		"select_results v2", "search_runs v1",
 		"orders_refund_envelope v1", "ok  order 31, declined with a buried ok",
 		"accepted    wrap_list results  [original list layout]",
 		"control     add_field $  [runs found]",
-		"ok: 9 consumer(s)",
+		"probe refund_order_31_verified (steps: order, refund, verify, cleanup)",
+		"probe refund_clean_lie_verified (steps: order, refund, verify, cleanup)",
+		"expected contract_error refund_rejected at step refund  got contract_error refund_rejected at step refund",
+		"expected contract_error claim_mismatch at step verify   got contract_error claim_mismatch at step verify",
+		"expected contract_error capture_failed at step order    got contract_error capture_failed at step order",
+		"expected unavailable server_error at step verify        got unavailable server_error at step verify",
+		"not tested (no probe uses them; name them with --consumer): refund_envelope",
+		"ok: 8 consumer(s), 2 probe(s) with steps,",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "BLIND SPOT") {
-		t.Errorf("a seed consumer has an unaccepted blind spot\n%s", out)
+	if strings.Contains(out, "BLIND SPOT") || strings.Contains(out, "FAIL") {
+		t.Errorf("a seed consumer or drill fails or has an unaccepted blind spot\n%s", out)
+	}
+
+	_, out, _ = runIn(t, root, "-c", "examples/seeds/checks.yaml", "test", "--mutate", "--format", "json")
+	var report struct {
+		Probes []struct {
+			Name     string `json:"name"`
+			OK       bool   `json:"ok"`
+			Fixtures []struct {
+				Name, Step string
+				OK         bool
+			} `json:"fixtures"`
+			Mutation struct {
+				Bases []string `json:"bases"`
+			} `json:"mutation"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	wantSteps := map[string][]string{
+		// pass, refund_rejected, claim_mismatch, capture_failed, unavailable
+		"refund_order_31_verified": {"", "refund", "verify", "order", "verify"},
+		// pass, claim_mismatch (a clean lie), claim_mismatch (another refund), capture_failed
+		"refund_clean_lie_verified": {"", "verify", "verify", "order"},
+	}
+	if len(report.Probes) != len(wantSteps) {
+		t.Fatalf("%d probes with steps in the report, want %d", len(report.Probes), len(wantSteps))
+	}
+	for _, p := range report.Probes {
+		var steps []string
+		for _, f := range p.Fixtures {
+			steps = append(steps, f.Step)
+			if !f.OK {
+				t.Errorf("%s / %s: not ok", p.Name, f.Name)
+			}
+		}
+		if !p.OK || !slices.Equal(steps, wantSteps[p.Name]) {
+			t.Errorf("%s: ok %v, deciding steps %q, want %q", p.Name, p.OK, steps, wantSteps[p.Name])
+		}
+		// Every step a rule reads is mutated; the clean-up's answer is not.
+		if bases := strings.Join(p.Mutation.Bases, ", "); strings.Count(bases, ": step ") != 3 || strings.Contains(bases, "cleanup") {
+			t.Errorf("%s: mutation bases %s; want the order, refund and verify steps of the passing fixture", p.Name, bases)
+		}
+	}
+
+	code, out, errOut = runIn(t, root, "-c", "examples/seeds/checks.yaml", "test", "--mutate", "--consumer", "refund_envelope")
+	if code != exitOK || !strings.Contains(out, "refund_envelope v1") ||
+		!strings.Contains(out, "ok  order 31, rejected with a buried ok") || strings.Contains(out, "BLIND SPOT") {
+		t.Errorf("--consumer refund_envelope: exit %d, want 0 with order 31's fixture and no blind spot\n%s%s", code, out, errOut)
 	}
 }
 
@@ -347,5 +409,84 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTestProbeFixtures: `toolpulse test` judges a multi-step probe's
+// canned runs as a whole, names the deciding step, and with --mutate
+// reports, step by step, what the probe would miss.
+func TestTestProbeFixtures(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "checks.yaml"), `version: 1
+storage: {path: results.db}
+consumers:
+  - name: refund_envelope
+    select: 'response.status == "success" ? [response.data] : fail("refund_failed", "status is " + string(response.status))'
+    validate: type(.refund_id) == "string"
+probes:
+  - name: refund_order_31
+    steps:
+      - name: refund
+        request: {method: POST, url: "http://127.0.0.1:9/refunds", json: {order_id: 31}}
+        consumer: refund_envelope
+        capture: {refund_id: response.data.refund_id}
+      - name: verify
+        request: {url: "http://127.0.0.1:9/orders/31"}
+        until: 'response.state == "refunded" && response.refund_id == vars.refund_id'
+        within: 10s
+    fixtures:
+      - name: real refund
+        answers:
+          refund: {response: {status: success, data: {refund_id: rf_31}}}
+          verify: [{response: {state: paid}}, {response: {state: refunded, refund_id: rf_31}}]
+        expect: pass
+      - name: clean lie
+        answers:
+          refund: {response: {status: success, data: {refund_id: rf_31}}}
+          verify: {response: {state: paid, refund_id: null}}
+        expect: {outcome: contract_error, code: claim_mismatch, step: verify}
+      - name: wrong step expected
+        answers:
+          refund: {response: {status: declined, data: {}}}
+        expect: {outcome: contract_error, step: verify}
+`)
+	h := &cliRun{t: t, dir: dir, env: map[string]string{}}
+	code, out, errOut := h.run("test", "--mutate")
+	if code != exitContractError {
+		t.Fatalf("exit %d, want %d (one fixture expects the wrong step)\n%s%s", code, exitContractError, out, errOut)
+	}
+	for _, want := range []string{
+		"probe refund_order_31 (steps: refund, verify)",
+		"clean lie            expected contract_error claim_mismatch at step verify  got contract_error claim_mismatch at step verify",
+		`FAIL refund_order_31 / wrong step expected: decided at step "refund", want "verify"`,
+		"1 probe(s) with steps",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = h.run("test", "--mutate", "--format", "json")
+	var report struct {
+		Probes []struct {
+			Name     string `json:"name"`
+			Fixtures []struct {
+				Name, Step string
+				OK         bool
+			} `json:"fixtures"`
+			Mutation struct {
+				Bases []string `json:"bases"`
+				Total int      `json:"total"`
+			} `json:"mutation"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || len(report.Probes) != 1 {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	p := report.Probes[0]
+	if p.Fixtures[1].Step != "verify" || !p.Fixtures[1].OK || p.Fixtures[2].OK {
+		t.Errorf("fixtures %+v", p.Fixtures)
+	}
+	if strings.Join(p.Mutation.Bases, ",") != "real refund: step refund,real refund: step verify" || p.Mutation.Total == 0 {
+		t.Errorf("mutation bases %v, %d mutations", p.Mutation.Bases, p.Mutation.Total)
 	}
 }

@@ -176,6 +176,9 @@ type Orders struct {
 	// requests counts POST /refunds requests per order, replays included.
 	requests map[int]int
 	keys     map[string]idempotent
+	// lying lists the orders whose refunds are clean lies on top of the
+	// seeded ones (SetLying).
+	lying map[int]bool
 }
 
 // NewOrders returns the order-support provider with every order paid and
@@ -200,6 +203,19 @@ func (o *Orders) reset() {
 	o.issued = map[int]int{}
 	o.requests = map[int]int{}
 	o.keys = map[string]idempotent{}
+}
+
+// SetLying makes the refund processor lie cleanly about order id from now
+// on (lie true): a well-formed success, a refund id, and the order stays
+// paid, as for the seeded clean lies; false restores the order's seeded
+// behaviour. toolpulse demo uses it to show a verification catching one.
+func (o *Orders) SetLying(id int, lie bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lying == nil {
+		o.lying = map[int]bool{}
+	}
+	o.lying[id] = lie
 }
 
 // SetSettleDelay makes a real refund visible on GET /orders/{id} only d
@@ -409,7 +425,7 @@ func (o *Orders) decide(c OrderCase, amount float64) (int, any) {
 		id:      fmt.Sprintf("rf_%04d_%d", c.ID, o.issued[c.ID]),
 		order:   c.ID,
 		amount:  amount,
-		real:    c.Failure != CleanLie,
+		real:    c.Failure != CleanLie && !o.lying[c.ID],
 		settles: time.Now().Add(o.settleDelay),
 	}
 	o.refunds[rf.id] = rf
@@ -489,4 +505,17 @@ func (o *Orders) shipments(w http.ResponseWriter, r *http.Request) {
 		"status":  "in_transit",
 		"events":  events,
 	}})
+}
+
+// Mux serves the whole example provider: p's search, tracker and MCP
+// endpoints, and o's order tools on their paths (/orders/, /refunds,
+// /refunds/, /shipments).
+func Mux(p *Provider, o *Orders) http.Handler {
+	mux := http.NewServeMux()
+	h := o.Handler()
+	for _, path := range []string{"/orders/", "/refunds", "/refunds/", "/shipments"} {
+		mux.Handle(path, h)
+	}
+	mux.Handle("/", p.Handler())
+	return mux
 }

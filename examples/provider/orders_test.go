@@ -364,3 +364,35 @@ func TestOrdersConcurrentRefunds(t *testing.T) {
 		t.Errorf("RefundRequests(8) = %d, want %d", got, n)
 	}
 }
+
+// TestSetLying: an order made to lie answers a refund exactly as a real
+// one, and stays paid; set back, it refunds for real again.
+func TestSetLying(t *testing.T) {
+	o, srv := ordersServer(t)
+	o.SetLying(12, true)
+	_, lie := call(t, "POST", srv.URL+"/refunds", refundBody(12, 10), nil)
+	if lie["declined"] != false || lie["refund"].(map[string]any)["status"] != "processed" {
+		t.Errorf("a lying refund answers %s, want a well-formed success", asJSON(t, lie))
+	}
+	if _, order := call(t, "GET", srv.URL+"/orders/12", "", nil); order["state"] != "paid" {
+		t.Errorf("after a lying refund: order %v, want paid", order)
+	}
+	o.SetLying(12, false)
+	_, real := call(t, "POST", srv.URL+"/refunds", refundBody(12, 10), nil)
+	id := real["refund"].(map[string]any)["id"]
+	if _, order := call(t, "GET", srv.URL+"/orders/12", "", nil); order["state"] != "refunded" || order["refund_id"] != id {
+		t.Errorf("after a real refund: order %v, want refunded by %v", order, id)
+	}
+}
+
+// TestMux: the whole example provider answers both the provider's
+// endpoints and the order tools.
+func TestMux(t *testing.T) {
+	srv := httptest.NewServer(Mux(New(), NewOrders()))
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/orders/12", "/shipments?order=12", "/runs?config=cfg-9f2c"} {
+		if status, _ := call(t, "GET", srv.URL+path, "", nil); status != http.StatusOK {
+			t.Errorf("GET %s: status %d", path, status)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -135,9 +136,27 @@ type Consumer struct {
 type Probe struct {
 	Name     string
 	Request  Request
-	MCP      *MCP
+	Steps    []Step // instead of Request: a multi-step probe
+	MCP      *MCP   // instead of Request: an MCP probe
 	Consumer string
 	Labels   map[string]string
+}
+
+// Step is one entry of a probe's steps:.
+type Step struct {
+	Name     string
+	Request  Request
+	Consumer string
+	Capture  map[string]Capture
+	Until    string
+	Within   time.Duration
+	Always   bool
+}
+
+// Capture is one value a step captures.
+type Capture struct {
+	Rule   string
+	Secret bool
 }
 
 // MCP is an MCP probe's mcp: map. Arguments is the fixture, values as
@@ -289,9 +308,17 @@ func (c Config) YAML() string {
 		b.WriteString("probes:\n")
 	}
 	for _, p := range c.Probes {
-		fields := []string{"name: " + scalar(p.Name), "request: " + p.Request.flow()}
-		if p.MCP != nil {
-			fields[1] = "mcp: " + p.MCP.flow()
+		fields := []string{"name: " + scalar(p.Name)}
+		switch {
+		case len(p.Steps) > 0:
+			fields = append(fields, "steps:")
+			for _, s := range p.Steps {
+				fields = append(fields, "  - "+s.flow())
+			}
+		case p.MCP != nil:
+			fields = append(fields, "mcp: "+p.MCP.flow())
+		default:
+			fields = append(fields, "request: "+p.Request.flow())
 		}
 		if p.Consumer != "" {
 			fields = append(fields, "consumer: "+scalar(p.Consumer))
@@ -323,6 +350,33 @@ func (r Request) flow() string {
 	}
 	if r.JSON != nil {
 		parts = append(parts, "json: "+flow(r.JSON))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func (s Step) flow() string {
+	parts := []string{"name: " + scalar(s.Name), "request: " + s.Request.flow()}
+	if s.Consumer != "" {
+		parts = append(parts, "consumer: "+scalar(s.Consumer))
+	}
+	if len(s.Capture) > 0 {
+		names := make([]string, 0, len(s.Capture))
+		for n := range s.Capture {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var cs []string
+		for _, n := range names {
+			c := s.Capture[n]
+			cs = append(cs, fmt.Sprintf("%s: {rule: %s, secret: %t}", n, strconv.Quote(c.Rule), c.Secret))
+		}
+		parts = append(parts, "capture: {"+strings.Join(cs, ", ")+"}")
+	}
+	if s.Until != "" {
+		parts = append(parts, "until: "+strconv.Quote(s.Until), "within: "+duration(s.Within))
+	}
+	if s.Always {
+		parts = append(parts, "always: true")
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

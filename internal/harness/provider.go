@@ -22,6 +22,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+// MintedToken is the access token EchoCredentials' /token hands out: a
+// secret toolpulse learns only at run time, when a step captures it.
+const MintedToken = "minted-token-2c7d5e"
+
 // Requests returns how many requests the provider has answered.
 func (p *Provider) Requests() int64 { return p.requests.Load() }
 
@@ -34,7 +38,8 @@ func Bodies(body func(n int64) []byte) *Provider {
 // sent, the way a careless upstream does, for the tests that a secret
 // never shows: /ok and /search echo the Authorization header and the URL
 // inside JSON whose results are an object; /key echoes the header as an
-// object key; any other path answers 500 with the header in the error.
+// object key; /token hands out MintedToken, for a step to capture; any
+// other path answers 500 with the header in the error.
 func EchoCredentials() *Provider {
 	return &Provider{Answer: func(_ int64, r *http.Request) (int, []byte) {
 		auth := r.Header.Get("Authorization")
@@ -43,6 +48,8 @@ func EchoCredentials() *Provider {
 			return http.StatusOK, fmt.Appendf(nil, `{"results": {"echo": %q, "url": %q}}`, auth, r.URL.String())
 		case "/key":
 			return http.StatusOK, fmt.Appendf(nil, `{%q: [1]}`, auth)
+		case "/token":
+			return http.StatusOK, fmt.Appendf(nil, `{"access_token": %q, "token_type": "bearer"}`, MintedToken)
 		}
 		return http.StatusInternalServerError, fmt.Appendf(nil, "upstream rejected %s", auth)
 	}}

@@ -154,6 +154,8 @@ func MessageKind(text string) (probe string, kind results.AlertKind) {
 		return probe, results.AlertReminder
 	case strings.HasPrefix(rest, "response shape changed"):
 		return probe, results.AlertDrift
+	case strings.HasPrefix(rest, "step ") && strings.Contains(rest, " response shape changed"):
+		return probe, results.AlertDrift
 	}
 	return probe, results.AlertFiring
 }

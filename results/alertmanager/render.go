@@ -88,8 +88,11 @@ func summary(a results.Alert) string {
 	}
 	if a.Kind == results.AlertDrift {
 		s := a.Probe + " response shape changed"
-		if a.Drift != nil && a.Drift.Kind == results.DriftDefinition {
+		switch {
+		case a.Drift != nil && a.Drift.Kind == results.DriftDefinition:
 			s = a.Probe + " tool definition changed"
+		case a.Drift != nil && a.Drift.Step != "":
+			s = a.Probe + " step " + a.Drift.Step + " response shape changed"
 		}
 		if a.Drift != nil {
 			s += " (" + a.Drift.Baseline + " → " + a.Drift.Current + ")"

@@ -33,7 +33,7 @@ type infoCollector struct {
 
 func newInfoCollector() *infoCollector {
 	return &infoCollector{desc: prometheus.NewDesc("toolpulse_probe_info",
-		"Always 1, one series per configured probe: kind is http or mcp, tool an MCP probe's tool (empty for HTTP).",
+		"Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).",
 		[]string{labelProbe, "kind", "tool"}, nil)}
 }
 

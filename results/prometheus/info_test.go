@@ -30,7 +30,7 @@ func TestProbeInfo(t *testing.T) {
 		{Probe: "bare"},              // no kind: an HTTP probe
 		{Probe: "bad\xff", Tool: ""}, // not a label value
 	})
-	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http or mcp, tool an MCP probe's tool (empty for HTTP).
+	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).
 # TYPE toolpulse_probe_info gauge
 toolpulse_probe_info{kind="http",probe="bare",tool=""} 1
 toolpulse_probe_info{kind="http",probe="search",tool=""} 1
@@ -60,7 +60,7 @@ toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs"} 1
 
 	// A reload that drops search and changes docs_tool's tool.
 	m.SetProbeInfo([]metrics.ProbeInfo{{Probe: "docs_tool", Kind: results.ProbeMCP, Tool: "search_docs_v2"}})
-	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http or mcp, tool an MCP probe's tool (empty for HTTP).
+	gatherAndCompare(t, reg, `# HELP toolpulse_probe_info Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).
 # TYPE toolpulse_probe_info gauge
 toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs_v2"} 1
 `, "toolpulse_probe_info")

@@ -83,10 +83,7 @@ func header(a results.Alert) string {
 	case results.AlertResolved:
 		return fmt.Sprintf("%s %s resolved", emoji(a), a.Probe)
 	case results.AlertDrift:
-		if definitionDrift(a) {
-			return fmt.Sprintf("%s %s tool definition changed", emoji(a), a.Probe)
-		}
-		return fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
+		return fmt.Sprintf("%s %s", emoji(a), driftSubject(a))
 	}
 	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
 }
@@ -105,6 +102,20 @@ func descriptionText(title, description string) string {
 
 // definitionDrift reports whether a announces a change of an MCP tool's
 // definition rather than of the response's shape.
+// driftSubject is what a shape_drift alert says changed: "PROBE response
+// shape changed", "PROBE step STEP response shape changed" for a step of a
+// steps probe (each step has a baseline of its own), or "PROBE tool
+// definition changed".
+func driftSubject(a results.Alert) string {
+	switch {
+	case definitionDrift(a):
+		return a.Probe + " tool definition changed"
+	case a.Drift != nil && a.Drift.Step != "":
+		return a.Probe + " step " + a.Drift.Step + " response shape changed"
+	}
+	return a.Probe + " response shape changed"
+}
+
 func definitionDrift(a results.Alert) bool {
 	return a.Kind == results.AlertDrift && a.Drift != nil && a.Drift.Kind == results.DriftDefinition
 }
@@ -190,6 +201,9 @@ func fields(a results.Alert) []*goslack.TextBlockObject {
 		add("Previous definition", code(a.Drift.Baseline))
 		add("Current definition", code(a.Drift.Current))
 	} else if a.Kind == results.AlertDrift && a.Drift != nil {
+		if a.Drift.Step != "" {
+			add("Step", code(a.Drift.Step))
+		}
 		add("Baseline shape", code(a.Drift.Baseline))
 		add("Current shape", code(a.Drift.Current))
 	}
@@ -357,10 +371,7 @@ func fallback(a results.Alert) string {
 			s = fmt.Sprintf("%s %s resolved: passing again", emoji(a), a.Probe)
 		}
 	case results.AlertDrift:
-		s = fmt.Sprintf("%s %s response shape changed", emoji(a), a.Probe)
-		if definitionDrift(a) {
-			s = fmt.Sprintf("%s %s tool definition changed", emoji(a), a.Probe)
-		}
+		s = fmt.Sprintf("%s %s", emoji(a), driftSubject(a))
 		if d := a.Drift; d != nil {
 			s += fmt.Sprintf(" (%s → %s)", d.Baseline, d.Current)
 			if len(d.Diff) > 0 {

@@ -101,6 +101,15 @@ func drift() results.Alert {
 	return a
 }
 
+// stepDrift is the verification step of a steps probe whose answer
+// changed shape: the alert names the step.
+func stepDrift() results.Alert {
+	a := drift()
+	a.Probe = "refund_order_31"
+	a.Drift.Probe, a.Drift.Step = a.Probe, "verify"
+	return a
+}
+
 // definitionDrift is an MCP tool that told agents something new: its
 // description changed, and its input schema with it.
 func definitionDriftAlert() results.Alert {
@@ -161,6 +170,9 @@ func TestRenderGolden(t *testing.T) {
 				"results: list&lt;object(3 keys)&gt; -&gt; object(1 keys); this run: contract_error (unsupported_results_container): results is map"},
 		{"definition_drift", definitionDriftAlert(),
 			":warning: docs_search tool definition changed (5d41402abc4b2a76 → 7d793037a0760186): description: changed (+1 more); this run: pass"},
+		{"step_drift", stepDrift(),
+			":warning: refund_order_31 step verify response shape changed (99ba02a8b482ce41 → 3a105e99edea2dbb): " +
+				"results: list&lt;object(3 keys)&gt; -&gt; object(1 keys); this run: contract_error (unsupported_results_container): results is map"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +206,7 @@ func TestRenderSays(t *testing.T) {
 		{"resolved_modes", resolvedModes(), []string{"failing for *12m30s*, as contract_error (unsupported_results_container), then unavailable (timeout)"}},
 		{"shape_drift", drift(), []string{seedBaseline, seedCurrent,
 			"```results: list&lt;object(3 keys)&gt; -&gt; object(1 keys)```", "*Outcome of this run*\n`contract_error`"}},
+		{"step_drift", stepDrift(), []string{"refund_order_31 step verify response shape changed", "*Step*\n`verify`"}},
 		{"definition_drift", definitionDriftAlert(), []string{"docs_search tool definition changed",
 			"changed the tool's definition", "*Definition diff* (previous → current)",
 			"description: changed\ninputSchema.required: [\"query\"] -&gt; [\"query\",\"lang\"]",

@@ -66,7 +66,7 @@ const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.out
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
     a.previous_mode, a.modes, a.receiver, a.labels,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
-    d.kind, d.description_before, d.description_after`
+    d.kind, d.description_before, d.description_after, d.step`
 
 const alertFrom = `FROM alerts a LEFT JOIN drifts d ON d.id = a.drift_id`
 
@@ -198,13 +198,14 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		httpStatus                            sql.NullInt64
 		dProbe, dOp, dAt, dBase, dCur, dLines sql.NullString
 		dKind, dBefore, dAfter                sql.NullString
+		dStep                                 sql.NullString
 		previous, modes, receiver, labels     sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
 		&previous, &modes, &receiver, &labels,
-		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter)
+		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
 	}
@@ -241,7 +242,7 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 	}
 	if dProbe.Valid {
 		d := &results.Drift{Kind: results.DriftKind(dKind.String), Probe: dProbe.String, OperationID: dOp.String,
-			Baseline: dBase.String, Current: dCur.String, Before: dBefore.String, After: dAfter.String}
+			Baseline: dBase.String, Current: dCur.String, Before: dBefore.String, After: dAfter.String, Step: dStep.String}
 		if d.DetectedAt, err = parseTime(dAt.String); err != nil {
 			return results.Alert{}, fmt.Errorf("alert %d: drift: %w", a.ID, err)
 		}

@@ -143,6 +143,9 @@ func (s *Store) readResults(ctx context.Context, query string, args ...any) ([]r
 	if err := loadAttempts(ctx, tx, rs); err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}
+	if err := loadSteps(ctx, tx, rs); err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
+	}
 	return rs, nil
 }
 
@@ -220,7 +223,7 @@ func driftsQuery(probe string, since time.Time, limit int) (string, []any) {
 	}
 	w.window("detected_at", since, time.Time{})
 	query := `SELECT probe, operation_id, detected_at, baseline, current, diff,
-    kind, description_before, description_after FROM drifts` +
+    kind, description_before, description_after, step FROM drifts` +
 		w.String() + `
 ORDER BY detected_at DESC, id DESC
 LIMIT ?`
@@ -240,12 +243,13 @@ func (s *Store) drifts(ctx context.Context, query string, args ...any) ([]result
 			at, diff      string
 			kind          string
 			before, after sql.NullString
+			step          sql.NullString
 		)
 		if err := rows.Scan(&d.Probe, &d.OperationID, &at, &d.Baseline, &d.Current, &diff,
-			&kind, &before, &after); err != nil {
+			&kind, &before, &after, &step); err != nil {
 			return nil, err
 		}
-		d.Kind, d.Before, d.After = results.DriftKind(kind), before.String, after.String
+		d.Kind, d.Before, d.After, d.Step = results.DriftKind(kind), before.String, after.String, step.String
 		if d.DetectedAt, err = parseTime(at); err != nil {
 			return nil, err
 		}

@@ -22,13 +22,14 @@ ON CONFLICT (probe) DO UPDATE SET
     updated_at = excluded.updated_at
 WHERE shape_profiles.reset_at IS excluded.reset_at`
 
-// writeProfile saves r's profile update, if any, in tx.
-func writeProfile(ctx context.Context, tx *sql.Tx, r *results.Result) error {
-	if r.Shape == nil || r.Shape.Profile == nil {
+// writeProfile saves sh's profile update, if any, in tx as key's profile:
+// a probe's, or a step's (results.StepKey). at is the run's start.
+func writeProfile(ctx context.Context, tx *sql.Tx, key string, sh *results.Shape, at time.Time) error {
+	if sh.Profile == nil {
 		return nil
 	}
-	u := r.Shape.Profile
-	_, err := tx.ExecContext(ctx, upsertProfile, r.Probe, u.Data, u.Answers, results.FormatTime(r.StartedAt), nullTime(u.ResetAt))
+	u := sh.Profile
+	_, err := tx.ExecContext(ctx, upsertProfile, key, u.Data, u.Answers, results.FormatTime(at), nullTime(u.ResetAt))
 	return err
 }
 
@@ -103,8 +104,10 @@ func (s *Store) ResetProfile(ctx context.Context, probe string, at time.Time) (b
 	return had, nil
 }
 
-// resetProfile empties probe's profile and forgets its tool definitions
-// (the baseline of definition drift, SPEC §10) in one transaction.
+// resetProfile empties probe's profile and its steps' (keyed
+// results.StepKey: the range from "PROBE/" up to "PROBE0", '0' being the
+// character after '/') and forgets its tool definitions (the baseline of
+// definition drift, SPEC §10) in one transaction.
 func (s *Store) resetProfile(ctx context.Context, probe string, at time.Time) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -116,6 +119,12 @@ VALUES (?, NULL, 0, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     profile = NULL, answers = 0, updated_at = excluded.updated_at, reset_at = excluded.reset_at`,
 		probe, results.FormatTime(at), results.FormatTime(at)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE shape_profiles
+SET profile = NULL, answers = 0, updated_at = ?1, reset_at = ?1
+WHERE probe >= ?2 AND probe < ?3`,
+		results.FormatTime(at), results.StepKey(probe, ""), probe+"0"); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM tool_definitions WHERE probe = ?`, probe); err != nil {

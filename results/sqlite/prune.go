@@ -51,6 +51,7 @@ RETURNING probe, started_at, duration_ms, outcome, attempts`
 	pruneShapes = `DELETE FROM shapes
 WHERE last_seen < ?
   AND NOT EXISTS (SELECT 1 FROM results WHERE shape_fingerprint = shapes.fingerprint)
+  AND NOT EXISTS (SELECT 1 FROM run_steps WHERE shape_fingerprint = shapes.fingerprint)
   AND NOT EXISTS (SELECT 1 FROM drifts WHERE baseline = shapes.fingerprint OR current = shapes.fingerprint)
   AND NOT EXISTS (SELECT 1 FROM shape_counts WHERE fingerprint = shapes.fingerprint)`
 )

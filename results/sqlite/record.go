@@ -30,12 +30,17 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server, tool_fingerprint
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    kind, mcp_tool, mcp_server, tool_fingerprint, step
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
-    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, step
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const insertRunStep = `INSERT INTO run_steps (
+    operation_id, position, step, outcome, code, message, started_at, duration_ms,
+    polls, always, skipped, shape_fingerprint, shape_baseline, shape_drift
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
 VALUES (?, ?, ?, 1, ?)
@@ -44,8 +49,8 @@ ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
     last_seen = max(last_seen, excluded.last_seen)`
 
 const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, baseline, current, diff,
-    kind, description_before, description_after)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    kind, description_before, description_after, step)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // upsertToolDefinition counts a tool definition as seen by its probe. The
 // definition text of a fingerprint never changes, so the first one stays.
@@ -174,15 +179,13 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		return nil, err
 	}
 
-	// The drift rows by kind, for the shape_drift alerts to link to.
-	driftIDs := map[results.DriftKind]sql.NullInt64{}
-	for _, d := range []*results.Drift{rec.Drift, rec.DefinitionDrift} {
-		if d == nil {
-			continue
-		}
+	// The drift rows by kind and step, for the shape_drift alerts to
+	// link to.
+	driftIDs := map[driftKey]sql.NullInt64{}
+	for _, d := range rec.Drifts() {
 		res, err := tx.ExecContext(ctx, insertDrift, d.Probe, d.OperationID,
 			results.FormatTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"),
-			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After))
+			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After), nullString(d.Step))
 		if err != nil {
 			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
 		}
@@ -190,7 +193,7 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		if err != nil {
 			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
 		}
-		driftIDs[d.KindOrResponse()] = sql.NullInt64{Int64: id, Valid: true}
+		driftIDs[keyOf(d)] = sql.NullInt64{Int64: id, Valid: true}
 	}
 
 	if st := rec.AlertState; st != nil {
@@ -215,11 +218,11 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		var link sql.NullInt64
 		if a.Kind == results.AlertDrift {
 			// An alert without its drift is about the response's.
-			kind := results.DriftResponse
+			key := driftKey{kind: results.DriftResponse}
 			if a.Drift != nil {
-				kind = a.Drift.KindOrResponse()
+				key = keyOf(a.Drift)
 			}
-			link = driftIDs[kind]
+			link = driftIDs[key]
 		}
 		previous, err1 := nullMode(a.Previous)
 		modes, err2 := nullModes(a.Modes)
@@ -243,8 +246,63 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 	return ids, nil
 }
 
-// insertResultRows writes r, its attempts, its shape counts and its share
-// of its probe's hour in probe_hours in tx.
+// driftKey tells a run record's drifts apart: at most one per kind, and
+// for a steps probe one response drift per step.
+type driftKey struct {
+	kind results.DriftKind
+	step string
+}
+
+func keyOf(d *results.Drift) driftKey { return driftKey{kind: d.KindOrResponse(), step: d.Step} }
+
+// insertShape counts shape as seen, in shapes and in key's hourly
+// shape_counts, and saves its profile update, if any, under key.
+func insertShape(ctx context.Context, tx *sql.Tx, key string, sh *results.Shape, at time.Time) error {
+	startedAt := results.FormatTime(at)
+	if _, err := tx.ExecContext(ctx, upsertShape,
+		sh.Fingerprint, sh.Canonical, startedAt, startedAt, nullString(sh.Sample)); err != nil {
+		return fmt.Errorf("shape %s: %w", sh.Fingerprint, err)
+	}
+	if _, err := tx.ExecContext(ctx, upsertShapeCount, key, hourOf(at), sh.Fingerprint, startedAt); err != nil {
+		return fmt.Errorf("shape count %s: %w", sh.Fingerprint, err)
+	}
+	if err := writeProfile(ctx, tx, key, sh, at); err != nil {
+		return fmt.Errorf("shape profile: %w", err)
+	}
+	return nil
+}
+
+// insertSteps writes the run_steps rows of a steps probe's run, with each
+// step's shape under its step key.
+func insertSteps(ctx context.Context, tx *sql.Tx, r *results.Result) error {
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		var fingerprint, baseline, drift, code, message sql.NullString
+		if st.Shape != nil {
+			fingerprint = nullString(st.Shape.Fingerprint)
+			if len(st.Shape.Drift) > 0 {
+				baseline = nullString(st.Shape.Baseline)
+				drift = sql.NullString{String: strings.Join(st.Shape.Drift, "\n"), Valid: true}
+			}
+			if err := insertShape(ctx, tx, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt); err != nil {
+				return fmt.Errorf("step %s: %w", st.Name, err)
+			}
+		}
+		if st.Error != nil {
+			code = sql.NullString{String: string(st.Error.Code), Valid: true}
+			message = sql.NullString{String: st.Error.Message, Valid: true}
+		}
+		if _, err := tx.ExecContext(ctx, insertRunStep, r.OperationID, i+1, st.Name, string(st.Outcome),
+			code, message, results.FormatTime(st.StartedAt), st.Duration.Milliseconds(),
+			st.Polls, st.Always, st.Skipped, fingerprint, baseline, drift); err != nil {
+			return fmt.Errorf("step %s: %w", st.Name, err)
+		}
+	}
+	return nil
+}
+
+// insertResultRows writes r, its attempts, its steps, its shape counts and
+// its share of its probe's hour in probe_hours in tx.
 func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	startedAt := results.FormatTime(r.StartedAt)
 	var fingerprint, baseline, drift sql.NullString
@@ -254,13 +312,8 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 			baseline = nullString(r.Shape.Baseline)
 			drift = sql.NullString{String: strings.Join(r.Shape.Drift, "\n"), Valid: true}
 		}
-		if _, err := tx.ExecContext(ctx, upsertShape,
-			r.Shape.Fingerprint, r.Shape.Canonical, startedAt, startedAt, nullString(r.Shape.Sample)); err != nil {
-			return fmt.Errorf("shape %s: %w", r.Shape.Fingerprint, err)
-		}
-		if _, err := tx.ExecContext(ctx, upsertShapeCount,
-			r.Probe, hourOf(r.StartedAt), r.Shape.Fingerprint, startedAt); err != nil {
-			return fmt.Errorf("shape count %s: %w", r.Shape.Fingerprint, err)
+		if err := insertShape(ctx, tx, r.Probe, r.Shape, r.StartedAt); err != nil {
+			return err
 		}
 	}
 
@@ -295,7 +348,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		code, message, retryable,
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
-		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint)
+		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step))
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {
@@ -306,15 +359,15 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 	if err := addProbeHour(ctx, tx, r); err != nil {
 		return fmt.Errorf("probe hour: %w", err)
 	}
-	if err := writeProfile(ctx, tx, r); err != nil {
-		return fmt.Errorf("shape profile: %w", err)
+	if err := insertSteps(ctx, tx, r); err != nil {
+		return err
 	}
 
 	for _, a := range r.Attempts {
 		_, err := tx.ExecContext(ctx, insertAttempt,
 			r.OperationID, a.Number, results.FormatTime(a.StartedAt), a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
-			nullString(a.Method), nullInt(a.Try))
+			nullString(a.Method), nullInt(a.Try), nullString(a.Step))
 		if err != nil {
 			return fmt.Errorf("attempt %d: %w", a.Number, err)
 		}
@@ -335,13 +388,34 @@ func validateRun(rec *results.RunRecord) error {
 		if d.KindOrResponse() != results.DriftResponse {
 			return fmt.Errorf("invalid drift: kind %q, want %q (a definition drift is DefinitionDrift)", d.Kind, results.DriftResponse)
 		}
+		if d.Step != "" {
+			return fmt.Errorf("invalid drift: step %q (a step's drift is one of StepDrifts)", d.Step)
+		}
+	}
+	seen := map[string]bool{}
+	for i, d := range rec.StepDrifts {
+		if d == nil {
+			return fmt.Errorf("invalid step drift %d: nil", i)
+		}
+		if err := validateDrift(d, r); err != nil {
+			return fmt.Errorf("invalid step drift %d: %w", i, err)
+		}
+		switch {
+		case d.KindOrResponse() != results.DriftResponse:
+			return fmt.Errorf("invalid step drift %d: kind %q, want %q", i, d.Kind, results.DriftResponse)
+		case d.Step == "":
+			return fmt.Errorf("invalid step drift %d: no step", i)
+		case seen[d.Step]:
+			return fmt.Errorf("invalid step drift %d: a second drift of step %q", i, d.Step)
+		}
+		seen[d.Step] = true
 	}
 	if d := rec.DefinitionDrift; d != nil {
 		if err := validateDrift(d, r); err != nil {
 			return fmt.Errorf("invalid definition drift: %w", err)
 		}
-		if d.Kind != results.DriftDefinition {
-			return fmt.Errorf("invalid definition drift: kind %q, want %q", d.Kind, results.DriftDefinition)
+		if d.Kind != results.DriftDefinition || d.Step != "" {
+			return fmt.Errorf("invalid definition drift: kind %q step %q, want kind %q and no step", d.Kind, d.Step, results.DriftDefinition)
 		}
 	}
 	if st := rec.AlertState; st != nil {
@@ -410,12 +484,12 @@ func validateAlert(a *results.Alert, rec *results.RunRecord) error {
 		return errors.New("delivered_at set on an alert not yet delivered")
 	case a.State == results.DeliverySkipped && !a.NextAttemptAt.IsZero():
 		return errors.New("next attempt set on a skipped alert")
-	case a.Kind == results.AlertDrift && rec.Drift == nil && rec.DefinitionDrift == nil:
+	case a.Kind == results.AlertDrift && len(rec.Drifts()) == 0:
 		return errors.New("shape_drift alert without a drift in the run record")
 	case a.Kind != results.AlertDrift && a.Drift != nil:
 		return errors.New("drift set on an alert that is not shape_drift")
-	case a.Drift != nil && !sameDrift(a.Drift, rec.Drift) && !sameDrift(a.Drift, rec.DefinitionDrift):
-		return errors.New("its drift is not the run record's drift, nor its definition drift")
+	case a.Drift != nil && !slices.ContainsFunc(rec.Drifts(), func(d *results.Drift) bool { return sameDrift(a.Drift, d) }):
+		return errors.New("its drift is none of the run record's drifts")
 	}
 	return nil
 }
@@ -424,7 +498,7 @@ func sameDrift(a, b *results.Drift) bool {
 	if b == nil {
 		return false
 	}
-	return a.KindOrResponse() == b.KindOrResponse() && a.Before == b.Before && a.After == b.After && a.Probe == b.Probe && a.OperationID == b.OperationID && a.DetectedAt.Equal(b.DetectedAt) &&
+	return a.KindOrResponse() == b.KindOrResponse() && a.Step == b.Step && a.Before == b.Before && a.After == b.After && a.Probe == b.Probe && a.OperationID == b.OperationID && a.DetectedAt.Equal(b.DetectedAt) &&
 		a.Baseline == b.Baseline && a.Current == b.Current && slices.Equal(a.Diff, b.Diff)
 }
 
@@ -464,6 +538,15 @@ func validate(r *results.Result) error {
 		return errors.New("tool definition whose canonical text is not JSON")
 	case r.Shape != nil && len(r.Shape.Sample) > results.ShapeSampleBytes:
 		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), results.ShapeSampleBytes)
+	case r.Step != "" && (r.EffectiveKind() != results.ProbeSteps || r.Outcome == results.Pass):
+		return fmt.Errorf("deciding step %q on a %s run of kind %s: only a steps probe's failed run has one", r.Step, r.Outcome, r.EffectiveKind())
+	case len(r.Steps) > 0 && r.EffectiveKind() != results.ProbeSteps:
+		return fmt.Errorf("%d steps on a run of kind %s", len(r.Steps), r.EffectiveKind())
+	}
+	for i := range r.Steps {
+		if err := validateStep(&r.Steps[i]); err != nil {
+			return fmt.Errorf("step %d (%s): %w", i+1, r.Steps[i].Name, err)
+		}
 	}
 	for i, a := range r.Attempts {
 		switch {
@@ -476,6 +559,34 @@ func validate(r *results.Result) error {
 		case a.Try < 0:
 			return fmt.Errorf("attempt %d: try %d, want 0 (the number) or more", a.Number, a.Try)
 		}
+	}
+	return nil
+}
+
+// validateStep checks one step of a steps probe's run as validate checks
+// the run.
+func validateStep(st *results.StepResult) error {
+	switch {
+	case st.Name == "":
+		return errors.New("empty name")
+	case !st.Outcome.Valid():
+		return fmt.Errorf("unknown outcome %q", st.Outcome)
+	case st.StartedAt.IsZero():
+		return errors.New("zero started_at")
+	case st.Duration < 0 || st.Polls < 0:
+		return errors.New("negative duration or polls")
+	case (st.Outcome == results.Pass) != (st.Error == nil):
+		return fmt.Errorf("outcome %s with error %v (a pass has none, a failure needs one)", st.Outcome, st.Error)
+	case st.Error != nil && st.Error.Code == "":
+		return fmt.Errorf("outcome %s with an empty code", st.Outcome)
+	case st.Skipped && st.Outcome != results.Pass:
+		return fmt.Errorf("skipped with outcome %s", st.Outcome)
+	case st.Shape != nil && (st.Shape.Fingerprint == "" || st.Shape.Canonical == ""):
+		return errors.New("shape without fingerprint or canonical text")
+	case st.Shape != nil && st.Shape.Profile != nil && st.Shape.Profile.Data == "":
+		return errors.New("shape profile update without data")
+	case st.Shape != nil && len(st.Shape.Sample) > results.ShapeSampleBytes:
+		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(st.Shape.Sample), results.ShapeSampleBytes)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func TestRecordRunStoresDriftAndLinkedAlert(t *testing.T) {
 	wantDrift := []map[string]any{{"id": drifts[0]["id"], "probe": "external_search", "operation_id": "op-drift",
 		"detected_at": "2026-10-26T13:08:00.173Z", "baseline": fpList, "current": fpMap,
 		"diff": "next_cursor: removed (null)\nresults: list<object(3 keys)> -> object(1 keys)",
-		"kind": "response", "description_before": nil, "description_after": nil}}
+		"kind": "response", "description_before": nil, "description_after": nil, "step": nil}}
 	if !reflect.DeepEqual(drifts, wantDrift) {
 		t.Errorf("drifts:\n got  %v\n want %v", drifts, wantDrift)
 	}
@@ -196,7 +196,7 @@ func TestRecordRunRefusesInvalidRecords(t *testing.T) {
 			d := *rec.Drift
 			d.Diff = []string{"x: added (string)"}
 			rec.Alerts[1].Drift = &d
-		}, "not the run record's drift"},
+		}, "none of the run record's drifts"},
 	}
 	ctx := context.Background()
 	s, path := newStore(t)

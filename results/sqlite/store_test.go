@@ -171,13 +171,13 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Errorf("results.id: got %v, want a positive integer", rows[0]["id"])
 			}
 			delete(rows[0], "id")
-			for _, c := range []string{"shape_baseline", "shape_drift", "mcp_tool", "mcp_server", "tool_fingerprint"} {
+			for _, c := range []string{"shape_baseline", "shape_drift", "mcp_tool", "mcp_server", "tool_fingerprint", "step"} {
 				if _, ok := tt.row[c]; !ok {
 					tt.row[c] = nil // an answer that did not drift, of an HTTP probe
 				}
 			}
 			for _, a := range tt.atts {
-				for _, c := range []string{"method", "try"} {
+				for _, c := range []string{"method", "try", "step"} {
 					if _, ok := a[c]; !ok {
 						a[c] = nil // an HTTP attempt without a try of its own
 					}

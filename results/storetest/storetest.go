@@ -123,6 +123,8 @@ var behaviours = []behaviour{
 	{"RecordRun/drift and linked alert", recordDriftAndAlerts},
 	{"RecordRun/an MCP run's exchanges and tool definition", recordMCPRun},
 	{"RecordRun/definition drift beside response drift", recordDefinitionDrift},
+	{"RecordRun/a steps probe's run, its steps and their shapes", recordStepsRun},
+	{"RecordRun/each step's drift, and a reset of the probe resets its steps", recordStepDrift},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},
@@ -165,6 +167,7 @@ var behaviours = []behaviour{
 	// Retention.
 	{"Prune/deletes only older", pruneOlder},
 	{"Prune/refuses a zero cutoff", pruneZeroCutoff},
+	{"Prune/a steps run goes with its steps", pruneSteps},
 	// Faults.
 	{"Faults/cancelled context", faultCancelled},
 	{"Faults/closed store", faultClosed},

@@ -48,6 +48,9 @@ type Drift struct {
 	// description, capped, when a definition drift changed it.
 	DescriptionBefore string `json:"description_before,omitempty"`
 	DescriptionAfter  string `json:"description_after,omitempty"`
+	// Step is the step of a steps probe whose answer drifted; absent for
+	// a single probe's drift.
+	Step string `json:"step,omitempty"`
 }
 
 // Payload returns what Send posts for a, every text scrubbed of the secrets
@@ -74,7 +77,7 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 	}
 	if a.Drift != nil {
 		p.Drift = &Drift{Kind: a.Drift.KindOrResponse(), Baseline: a.Drift.Baseline, Current: a.Drift.Current,
-			Diff: make([]string, len(a.Drift.Diff)), DescriptionBefore: n.redact(a.Drift.Before), DescriptionAfter: n.redact(a.Drift.After)}
+			Diff: make([]string, len(a.Drift.Diff)), DescriptionBefore: n.redact(a.Drift.Before), DescriptionAfter: n.redact(a.Drift.After), Step: a.Drift.Step}
 		for i, l := range a.Drift.Diff {
 			p.Drift.Diff[i] = n.redact(l)
 		}

@@ -1,6 +1,8 @@
 // Command example-provider serves the bundled example tools
-// (examples/provider) on a fixed address, so that the root checks.yaml and
-// hand-written configs have something to probe:
+// (examples/provider) on a fixed address, so that the root checks.yaml,
+// examples/seeds/checks.yaml and hand-written configs have something to
+// probe: the search and experiment tracker, and seed 002's order-support
+// tools (/orders/, /refunds, /shipments):
 //
 //	go run ./examples/cmd/example-provider -listen 127.0.0.1:8099 -drifted -mcp-drifted
 package main
@@ -40,7 +42,7 @@ func run(args []string) error {
 	p.SetDown(*down)
 	p.SetMCPDrifted(*mcpDrifted)
 	defer p.Close()
-	srv := &http.Server{Addr: *listen, Handler: p.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *listen, Handler: provider.Mux(p, provider.NewOrders()), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -50,7 +52,7 @@ func run(args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, MCP at /mcp)\n", *listen)
+	fmt.Fprintf(os.Stderr, "example provider on http://%s (POST /search, GET /runs, MCP at /mcp, /orders/, /refunds, /shipments)\n", *listen)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
