@@ -69,17 +69,7 @@ func compileClauses(text string) []clause {
 	if !ok {
 		return nil
 	}
-	var parts []ast.Node
-	var split func(n ast.Node)
-	split = func(n ast.Node) {
-		if b, ok := n.(*ast.BinaryNode); ok && (b.Operator == "&&" || b.Operator == "and") {
-			split(b.Left)
-			split(b.Right)
-			return
-		}
-		parts = append(parts, n)
-	}
-	split(p.Node)
+	parts := andClauses(p.Node)
 	out := make([]clause, 0, len(parts))
 	for _, part := range parts {
 		if !explainable(part) {
@@ -237,4 +227,13 @@ func missing(item any, path string) bool {
 		}
 	}
 	return false
+}
+
+// andClauses splits n at its top-level && (or and) chain, in order; a
+// rule without one is one clause.
+func andClauses(n ast.Node) []ast.Node {
+	if b, ok := n.(*ast.BinaryNode); ok && (b.Operator == "&&" || b.Operator == "and") {
+		return append(andClauses(b.Left), andClauses(b.Right)...)
+	}
+	return []ast.Node{n}
 }

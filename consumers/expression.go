@@ -144,17 +144,7 @@ func compileUntilClauses(text string) []untilClause {
 	if err != nil {
 		return nil
 	}
-	var parts []ast.Node
-	var split func(n ast.Node)
-	split = func(n ast.Node) {
-		if b, ok := n.(*ast.BinaryNode); ok && (b.Operator == "&&" || b.Operator == "and") {
-			split(b.Left)
-			split(b.Right)
-			return
-		}
-		parts = append(parts, n)
-	}
-	split(tree.Node)
+	parts := andClauses(tree.Node)
 	out := make([]untilClause, 0, len(parts))
 	for _, part := range parts {
 		if !explainable(part) {
