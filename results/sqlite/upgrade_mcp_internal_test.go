@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"io/fs"
 	"path/filepath"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -17,21 +15,7 @@ import (
 func TestUpgradeFrom0012(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "toolpulse.db")
-	old := fstest.MapFS{}
-	names, err := fs.Glob(embedded, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "0013" {
-			continue
-		}
-		data, err := fs.ReadFile(embedded, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[name] = &fstest.MapFile{Data: data}
-	}
+	old := migrationsBefore(t, "0013")
 	db := writerDB(t, path, writeParams)
 	if err := migrate(ctx, db, old); err != nil {
 		t.Fatal(err)

@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 )
 
 // TestUpgradeFrom0007NamesTheSlackReceiver: alerts written before routes
@@ -16,21 +14,7 @@ import (
 func TestUpgradeFrom0007NamesTheSlackReceiver(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "toolpulse.db")
-	old := fstest.MapFS{}
-	names, err := fs.Glob(embedded, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "0008" {
-			continue
-		}
-		data, err := fs.ReadFile(embedded, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[name] = &fstest.MapFile{Data: data}
-	}
+	old := migrationsBefore(t, "0008")
 	db := writerDB(t, path, writeParams)
 	if err := migrate(ctx, db, old); err != nil {
 		t.Fatal(err)

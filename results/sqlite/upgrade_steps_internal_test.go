@@ -15,21 +15,7 @@ import (
 func TestUpgradeFrom0013(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "toolpulse.db")
-	old := fstest.MapFS{}
-	names, err := fs.Glob(embedded, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "0014" {
-			continue
-		}
-		data, err := fs.ReadFile(embedded, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[name] = &fstest.MapFile{Data: data}
-	}
+	old := migrationsBefore(t, "0014")
 	db := writerDB(t, path, writeParams)
 	if err := migrate(ctx, db, old); err != nil {
 		t.Fatal(err)
@@ -78,4 +64,26 @@ func TestUpgradeFrom0013(t *testing.T) {
 		VALUES ('op-1', 1, 'cleanup', 'unavailable', '2026-11-30T10:00:00.000Z', 0, 1)`); err == nil {
 		t.Error("a skipped step that failed was stored; want the CHECK to refuse it")
 	}
+}
+
+// migrationsBefore is the embedded migrations numbered below version: the
+// schema a database had before that migration, for an upgrade test.
+func migrationsBefore(t *testing.T, version string) fstest.MapFS {
+	t.Helper()
+	old := fstest.MapFS{}
+	names, err := fs.Glob(embedded, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if name >= version {
+			continue
+		}
+		data, err := fs.ReadFile(embedded, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[name] = &fstest.MapFile{Data: data}
+	}
+	return old
 }
