@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -652,4 +654,106 @@ func TestReloadRefusesReceiverFirst(t *testing.T) {
 	if _, _, err := h.d.sender.Send(t.Context(), results.Alert{Probe: "a", Receiver: "default/slack"}); err != nil || len(second.alerts()) != 1 || len(first.alerts()) != 0 {
 		h.Errorf("alerts go to the old receiver after the reload (err %v)", err)
 	}
+}
+
+// TestDaemonSearchAPIVariesWithoutDrift is issue 23's first story, run
+// by the daemon against a real provider and store: a search API whose
+// answers vary within their contract (1-10 results whose snippet and
+// author come and go, a cursor null on the last page, id-keyed facets
+// whose label comes and goes) announced a field "removed" within 25
+// answers on most probes. 100 such answers make no drift alert; then the
+// seed-000 wrap is announced once, and so is a field that really goes.
+func TestDaemonSearchAPIVariesWithoutDrift(t *testing.T) {
+	schedCheckLeaks(t)
+	rnd := rand.New(rand.NewPCG(23, 1))
+	var layout atomic.Value // "varied", "wrapped" or "untitled"
+	layout.Store("varied")
+	var answers atomic.Int32
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		lastPage := answers.Add(1)%4 == 2
+		io.WriteString(w, searchAnswer(rnd, layout.Load().(string), lastPage))
+	})
+	cfg := schedConfig(4, schedProbe(t, "search", url, time.Minute))
+	cfg.Notify = notifyOn(1, time.Hour, true)
+	h := schedNew(t, cfg, nil)
+	h.run()
+	h.tick(1, minStartLead+schedSkew)
+	n := 0
+	play := func(runs int) (drifts []results.Alert) {
+		h.Helper()
+		for range runs {
+			if n++; n > 1 {
+				h.tick(1, time.Minute)
+			}
+			h.waitRuns("search", n)
+		}
+		for _, a := range h.store.alerts() {
+			if a.Kind == results.AlertDrift {
+				drifts = append(drifts, a)
+			}
+		}
+		return drifts
+	}
+	if d := play(100); len(d) != 0 {
+		h.Fatalf("100 answers of an unchanged search API: %d drift alerts, first %q; want none", len(d), d[0].Drift.Diff)
+	}
+	for _, r := range h.runs("search") {
+		if r.Outcome != results.Pass {
+			h.Fatalf("run %s: %s %s, want every run to pass", r.OperationID, r.Outcome, r.Code())
+		}
+	}
+	layout.Store("wrapped")
+	if d := play(3); len(d) != 1 || !slices.Equal(d[0].Drift.Diff, []string{"results: list<object(5 keys)> -> object(1 keys)"}) {
+		h.Fatalf("3 answers of the seed-000 wrap: drift alerts %v, want one with the wrap's line", driftDiffs(d))
+	}
+	layout.Store("untitled")
+	if d := play(3); len(d) != 2 || !slices.Equal(d[1].Drift.Diff, []string{"results[].title: removed (string)"}) {
+		h.Fatalf("3 answers without a title: drift alerts %v, want a second one for the title", driftDiffs(d))
+	}
+}
+
+func driftDiffs(alerts []results.Alert) [][]string {
+	var out [][]string
+	for _, a := range alerts {
+		out = append(out, a.Drift.Diff)
+	}
+	return out
+}
+
+// searchAnswer is one answer of a search API that varies as real ones
+// do; layout "wrapped" wraps its results as seed 000's provider did, and
+// "untitled" drops every result's title. The last page's cursor is null.
+func searchAnswer(rnd *rand.Rand, layout string, lastPage bool) string {
+	items := make([]string, 1+rnd.IntN(10))
+	for i := range items {
+		item := fmt.Sprintf(`"id":"doc_%d","score":0.%d`, rnd.IntN(1e6), 75+rnd.IntN(25))
+		if layout != "untitled" {
+			item += `,"title":"API migration guide"`
+		}
+		if rnd.IntN(4) > 0 {
+			item += `,"snippet":"how to move to v2"`
+		}
+		if rnd.IntN(3) > 0 {
+			item += `,"author":"Ann"`
+		}
+		items[i] = "{" + item + "}"
+	}
+	list := "[" + strings.Join(items, ",") + "]"
+	if layout == "wrapped" {
+		list = `{"items":` + list + `}`
+	}
+	var facets []string
+	for range 1 + rnd.IntN(4) {
+		label := ""
+		if rnd.IntN(3) > 0 {
+			label = `,"label":"docs"`
+		}
+		facets = append(facets, fmt.Sprintf(`"src_%03d":{"count":%d%s}`, rnd.IntN(1000), rnd.IntN(50), label))
+	}
+	cursor := fmt.Sprintf(`"c_%d"`, rnd.IntN(1e6))
+	if lastPage {
+		cursor = "null"
+	}
+	return `{"results":` + list + `,"next_cursor":` + cursor + `,"facets":{` + strings.Join(facets, ",") + `}}`
 }

@@ -19,8 +19,9 @@ package shape
 // and does not descend; a union is one kind set, so number -> number|string
 // is one line, and list<empty> and a non-empty list count as different
 // kinds. Where the kinds are the same, Diff descends into the object part
-// (a key only in to is "added", only in from is "removed", each with its
-// summary) and into the list elements. An object that kept only MaxKeys keys
+// (a key only in to is "added", only in from is "removed", a key that only
+// one of them marks optional "became optional" or "became required", each
+// with its summary) and into the list elements. An object that kept only MaxKeys keys
 // says nothing about the keys after its last kept one, so those are not
 // reported as added or removed; a change in its key count is a line of its
 // own ("a: object(300 keys) -> object(301 keys)").
@@ -97,7 +98,15 @@ func (d *differ) object(path string, a, b *node) {
 				d.line(keyPath(path, f.key), "added ("+summary(f.shape)+")")
 			}
 		default:
-			d.diff(keyPath(path, a.fields[i].key), a.fields[i].shape, b.fields[j].shape)
+			fa, fb := a.fields[i], b.fields[j]
+			if fa.optional != fb.optional {
+				became := "became optional ("
+				if !fb.optional {
+					became = "became required ("
+				}
+				d.line(keyPath(path, fa.key), became+summary(fb.shape)+")")
+			}
+			d.diff(keyPath(path, fa.key), fa.shape, fb.shape)
 			i++
 			j++
 		}
@@ -136,7 +145,8 @@ func equal(a, b *node) bool {
 		return false
 	}
 	for i := range a.fields {
-		if a.fields[i].key != b.fields[i].key || !equal(a.fields[i].shape, b.fields[i].shape) {
+		if a.fields[i].key != b.fields[i].key || a.fields[i].optional != b.fields[i].optional ||
+			!equal(a.fields[i].shape, b.fields[i].shape) {
 			return false
 		}
 	}

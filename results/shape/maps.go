@@ -211,7 +211,7 @@ func collapse(n *node, depth int) *node {
 	}
 	c.fields = make([]field, len(keys))
 	for i, k := range keys {
-		c.fields[i] = field{key: k, shape: idx[k]}
+		c.fields[i] = field{key: k, shape: idx[k], optional: n.fields[i].optional}
 	}
 	return c
 }

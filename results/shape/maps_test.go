@@ -28,7 +28,7 @@ func TestOfMaps(t *testing.T) {
 		name, body, want string
 	}{
 		{"hex ids", `{"facets":{"f3a9c1":{"n":1},"77b0e2":{"n":2,"label":"x"}}}`,
-			"object{facets:map<object{label:string,n:number}>}"},
+			"object{facets:map<object{label?:string,n:number}>}"},
 		{"one hex id", `{"facets":{"f3a9c1":{"n":1}}}`, "object{facets:map<object{n:number}>}"},
 		{"uuids", `{"users":{"0b7e8f2c-3d4a-4c5e-9f60-1a2b3c4d5e6f":"ann"}}`, "object{users:map<string>}"},
 		{"dates", `{"daily":{"2026-10-25":3,"2026-10-26":4}}`, "object{daily:map<number>}"},

@@ -162,6 +162,7 @@ func (p *parser) object(n *node, depth int) error {
 			p.pos = keyPos
 			return p.errorf("more than %d keys", MaxKeys)
 		}
+		optional := p.literal("?")
 		if err := p.expect(':'); err != nil {
 			return err
 		}
@@ -169,7 +170,7 @@ func (p *parser) object(n *node, depth int) error {
 		if err != nil {
 			return err
 		}
-		n.fields = append(n.fields, field{key: key, shape: child})
+		n.fields = append(n.fields, field{key: key, shape: child, optional: optional})
 		n.nkeys = len(n.fields)
 		if p.literal(",") {
 			continue

@@ -23,7 +23,10 @@ import (
 //
 // An answer drifts (Check) when it shows a kind at a path that is not
 // learned there, a field that is not learned, or lacks a field the profile
-// learned as always there. An empty list says nothing about its elements
+// learned as always there. A field is sometimes absent once
+// ProfileVariantAnswers answers lacked it, or once one answer had it in
+// some of the objects merged at its position and not in others (an
+// optional field of a list's elements: see pfield). An empty list says nothing about its elements
 // and an empty object nothing about a map's values, so they fit any; the
 // elements of a list (the values of a map) are judged only once
 // ProfileVariantAnswers answers showed some. A drift is novel when it
@@ -94,10 +97,19 @@ type pnode struct {
 	keyed bool
 }
 
+// pfield is a field of an object position: the answers that had it, those
+// that lacked it, and those that had it in some of their objects only
+// (partial: the elements of a list, or the values of a map, that merge
+// into one object, some with the field and some without). One partial
+// answer is enough to learn the field as optional: the same answer showed
+// it both ways, so its absence is not one malformed answer.
 type pfield struct {
-	present, absent stat
-	node            *pnode
+	present, absent, partial stat
+	node                     *pnode
 }
+
+// optional reports whether the field is learned as sometimes absent.
+func (f *pfield) optional() bool { return f.absent.learned() || f.partial.n > 0 }
 
 const nkinds = 8
 
@@ -247,6 +259,9 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 				n.fields[f.key] = pf
 			}
 			l.see(&pf.present)
+			if f.optional {
+				l.see(&pf.partial)
+			}
 			l.learn(pf.node, f.shape, depth+1)
 		}
 		for k, pf := range n.fields {
@@ -289,6 +304,7 @@ func (l *learner) forget(n *pnode, cutoff time.Time) (empty bool) {
 	for k, f := range n.fields {
 		old(&f.present)
 		old(&f.absent)
+		old(&f.partial)
 		if l.forget(f.node, cutoff) && f.present.n == 0 {
 			delete(n.fields, k)
 		}
@@ -425,7 +441,7 @@ func (c *checker) object(path string, n *pnode, s *node, depth int) {
 			c.line(keyPath(path, k), "added ("+summary(s.fields[i].shape)+")", pf == nil || pf.present.n == 0)
 		case found:
 			c.check(keyPath(path, k), pf.node, s.fields[i].shape, depth+1)
-		case pf.present.learned() && !pf.absent.learned() && !unknown(s, k):
+		case pf.present.learned() && !pf.optional() && !unknown(s, k):
 			c.line(keyPath(path, k), "removed ("+summary(pf.node.learnedNode(depth+1))+")", pf.absent.n == 0)
 		}
 	}
@@ -470,7 +486,7 @@ func (n *pnode) learnedNode(depth int) *node {
 			if c == nil {
 				continue
 			}
-			out.fields = append(out.fields, field{key: k, shape: c})
+			out.fields = append(out.fields, field{key: k, shape: c, optional: f.optional()})
 		}
 		out.nkeys = len(out.fields)
 	}

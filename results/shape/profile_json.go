@@ -37,6 +37,7 @@ type pnodeJSON struct {
 type pfieldJSON struct {
 	Present statJSON   `json:"present"`
 	Absent  *statJSON  `json:"absent,omitempty"`
+	Partial *statJSON  `json:"partial,omitempty"`
 	Shape   *pnodeJSON `json:"shape"`
 }
 
@@ -87,6 +88,10 @@ func (n *pnode) toJSON() *pnodeJSON {
 		if f.absent.n > 0 {
 			a := toStatJSON(f.absent)
 			pf.Absent = &a
+		}
+		if f.partial.n > 0 {
+			a := toStatJSON(f.partial)
+			pf.Partial = &a
 		}
 		out.Fields[k] = pf
 	}
@@ -152,6 +157,11 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		}
 		if f.Absent != nil {
 			if pf.absent, err = fromStatJSON(*f.Absent); err != nil {
+				return nil, err
+			}
+		}
+		if f.Partial != nil {
+			if pf.partial, err = fromStatJSON(*f.Partial); err != nil {
 				return nil, err
 			}
 		}

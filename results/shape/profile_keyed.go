@@ -1,6 +1,9 @@
 package shape
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // # Keyed maps
 //
@@ -67,8 +70,15 @@ func addStat(a, b stat) stat {
 	return out
 }
 
-// mergeProfile adds src's counts into dst, position by position.
+// mergeProfile adds src's counts into dst, position by position. Where
+// both had objects, a field only one of them had is partial: the values of
+// a map that had it and those that did not are now one position.
 func mergeProfile(dst, src *pnode) {
+	o := kindIndex(kindObject)
+	if dst.kinds[o].n > 0 && src.kinds[o].n > 0 {
+		markPartial(dst.fields, src.fields, src.kinds[o].last)
+		markPartial(src.fields, dst.fields, dst.kinds[o].last)
+	}
 	dst.seen = addStat(dst.seen, src.seen)
 	for i := range dst.kinds {
 		dst.kinds[i] = addStat(dst.kinds[i], src.kinds[i])
@@ -87,6 +97,7 @@ func mergeProfile(dst, src *pnode) {
 			dst.fields[k] = d
 		}
 		d.present, d.absent = addStat(d.present, f.present), addStat(d.absent, f.absent)
+		d.partial = addStat(d.partial, f.partial)
 		mergeProfile(d.node, f.node)
 	}
 	if src.elem != nil {
@@ -103,6 +114,16 @@ func mergeProfile(dst, src *pnode) {
 	}
 	dst.full = dst.full || src.full
 	dst.keyed = dst.keyed || src.keyed
+}
+
+// markPartial counts one partial answer, at at, for every field of a that
+// b lacks.
+func markPartial(a, b map[string]*pfield, at time.Time) {
+	for k, f := range a {
+		if b[k] == nil {
+			f.partial = addStat(f.partial, stat{n: 1, last: at})
+		}
+	}
 }
 
 // keyedToMap returns s with its object part, when it has keys, merged

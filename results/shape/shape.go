@@ -10,9 +10,13 @@
 // merges into one list shape whose element is the union of the shapes of all
 // its elements; all objects at one position merge into one object shape with
 // the union of their keys, each key's shape being the union of its shapes.
-// So [{"a":1},{"a":"x","b":true}] is a list of one object with the keys a
-// (number|string) and b (bool). An empty list adds no element shape, so
-// list<empty> appears only where every list at that position is empty.
+// A key that some of the merged objects lack is optional, written "key?":
+// so [{"a":1},{"a":"x","b":true}] is a list of one object with the keys a
+// (number|string) and b (bool, optional), object{a:number|string,b?:bool}.
+// Optional keys are how a profile learns, from one answer, that a field of
+// a list's elements (or of a map's values) is sometimes absent. An empty
+// list adds no element shape, so list<empty> appears only where every list
+// at that position is empty.
 //
 // # Canonical text
 //
@@ -24,7 +28,8 @@
 //	list   = "list<" ( "empty" / shape ) ">"
 //	map    = "map<" shape ">"          ; see Maps
 //	object = "object{" [ field *( "," field ) [ ",..." count ] ] "}"
-//	field  = key ":" shape           ; keys in byte order, no duplicates
+//	field  = key [ "?" ] ":" shape   ; keys in byte order, no duplicates;
+//	                                 ; "?": some merged objects lacked it
 //	key    = 1*( ALPHA / DIGIT / "_" / "-" ) / quoted
 //	quoted = DQUOTE *( %x20-21 / %x23-5B / %x5D-7E / escape ) DQUOTE
 //	escape = "\" DQUOTE / "\\" / "\x" 2HEXLOW / "\u" 4HEXLOW / "\U" 8HEXLOW
@@ -106,12 +111,19 @@ type node struct {
 	elem   *node   // list part: element union, nil for list<empty>
 	val    *node   // map part: the union of the map's values, never nil
 
-	idx map[string]*node // object part while Of builds it
+	// While Of builds it: the object part's key index, how many objects
+	// were merged at this position (objs), and, on a field's node, how
+	// many of its parent's objects had the field (hits).
+	idx        map[string]*node
+	objs, hits int
 }
 
+// field is one key of an object part. optional says that some of the
+// objects merged at its position lacked the key.
 type field struct {
-	key   string
-	shape *node
+	key      string
+	shape    *node
+	optional bool
 }
 
 // truncated reports whether the object part lost keys to MaxKeys.
@@ -187,6 +199,7 @@ func (b *builder) add(n *node, v any, depth int) {
 			return
 		}
 		n.kinds |= kindObject
+		n.objs++
 		if n.idx == nil {
 			n.idx = make(map[string]*node, len(v))
 		}
@@ -196,6 +209,7 @@ func (b *builder) add(n *node, v any, depth int) {
 				c = &node{}
 				n.idx[k] = c
 			}
+			c.hits++
 			b.add(c, e, depth+1)
 			if b.budget < 0 {
 				return
@@ -233,7 +247,8 @@ func (n *node) finish() {
 			keys = keys[:min(len(keys), MaxKeys)]
 			n.fields = make([]field, len(keys))
 			for i, k := range keys {
-				n.fields[i] = field{key: k, shape: n.idx[k]}
+				c := n.idx[k]
+				n.fields[i] = field{key: k, shape: c, optional: c.hits < n.objs}
 			}
 			n.idx = nil
 		}
@@ -247,12 +262,13 @@ func (n *node) finish() {
 // of their kinds, fields, elements and values. depth guards the recursion
 // of nodes that Parse or Of built, which never nest past MaxDepth.
 func merge(dst, src *node, depth int) {
+	hadObject := dst.kinds&kindObject != 0
 	dst.kinds |= src.kinds
 	if depth > MaxDepth+1 {
 		return
 	}
 	if src.kinds&kindObject != 0 {
-		dst.fields, dst.nkeys = mergeFields(dst, src, depth)
+		dst.fields, dst.nkeys = mergeFields(dst, src, hadObject, depth)
 	}
 	if src.elem != nil {
 		if dst.elem == nil {
@@ -270,23 +286,30 @@ func merge(dst, src *node, depth int) {
 
 // mergeFields returns the union of the object parts of a and b, at most
 // MaxKeys fields, with its key count: exact when neither lost keys to
-// MaxKeys, otherwise at least the larger of the two counts.
-func mergeFields(a, b *node, depth int) ([]field, int) {
+// MaxKeys, otherwise at least the larger of the two counts. aObject says
+// whether a had an object part before the merge: if it had, a key only
+// one of the two has is optional in the union.
+func mergeFields(a, b *node, aObject bool, depth int) ([]field, int) {
 	out := make([]field, 0, max(len(a.fields), len(b.fields)))
 	i, j := 0, 0
 	for i < len(a.fields) || j < len(b.fields) {
 		switch {
 		case j == len(b.fields) || i < len(a.fields) && a.fields[i].key < b.fields[j].key:
-			out = append(out, a.fields[i])
+			f := a.fields[i]
+			f.optional = f.optional || !unknown(b, f.key)
+			out = append(out, f)
 			i++
 		case i == len(a.fields) || b.fields[j].key < a.fields[i].key:
 			c := &node{}
 			merge(c, b.fields[j].shape, depth+1)
-			out = append(out, field{key: b.fields[j].key, shape: c})
+			optional := b.fields[j].optional || aObject && !unknown(a, b.fields[j].key)
+			out = append(out, field{key: b.fields[j].key, shape: c, optional: optional})
 			j++
 		default:
 			merge(a.fields[i].shape, b.fields[j].shape, depth+1)
-			out = append(out, a.fields[i])
+			f := a.fields[i]
+			f.optional = f.optional || b.fields[j].optional
+			out = append(out, f)
 			i++
 			j++
 		}

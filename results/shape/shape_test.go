@@ -127,7 +127,8 @@ func TestFingerprintSameShape(t *testing.T) {
 		{"int and float", `[1, 2]`, `[0.5, -3e-7]`},
 		{"list length", `{"results":[{"id":"a"}]}`, `{"results":[{"id":"b"},{"id":"c"},{"id":"d"}]}`},
 		{"element order", `[1,"x",null]`, `[null,"y",2,3]`},
-		{"keys spread over elements", `[{"a":1,"b":"x"}]`, `[{"a":2},{"b":"y"}]`},
+		{"keys spread over elements", `[{"a":1},{"b":"x"}]`, `[{"a":2},{"b":"y"},{"a":3,"b":"z"}]`},
+		{"optional in some elements", `[{"a":1,"b":"x"},{"a":2}]`, `[{"a":3},{"a":4,"b":"y"},{"a":5,"b":"z"}]`},
 		{"whitespace", `{"a":[1,2]}`, "{\n  \"a\" : [ 1 , 2 ]\n}"},
 		{"seed000 baseline", string(readFile(t, "testdata/seed000_baseline.json")),
 			`{"next_cursor":null,"results":[{"score":0.1,"id":"x","title":"y"}]}`},
@@ -152,6 +153,8 @@ func TestFingerprintDifferentShapes(t *testing.T) {
 		`{"a":null}`, `{"a":true}`, `{"a":1}`, `{"a":"1"}`, `{"a":{}}`, `{"a":[]}`, `{"b":1}`,
 		`{"a":1,"b":1}`, `{"a":{"b":1}}`, `{"a.b":1}`, `{"":1}`, `{"A":1}`,
 		`[{"a":1}]`, `[{"a":1},{"a":"x"}]`, `[{"a":1},{"b":1}]`, `[{"a":1},1]`,
+		`[{"a":1,"b":1}]`, `[{"a":1,"b":1},{"a":1}]`, `{"m":{"f3a9c1":{"a":1},"77b0e2":{"a":1,"b":1}}}`,
+		`{"m":{"f3a9c1":{"a":1,"b":1},"77b0e2":{"a":1,"b":1}}}`,
 		`{"results":[{"id":"a","title":"t","score":1}],"next_cursor":null}`,
 		`{"results":{"items":[{"id":"a","title":"t","score":1}]},"next_cursor":null}`,
 	}

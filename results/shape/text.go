@@ -48,6 +48,9 @@ func (n *node) appendForm(b []byte, summary bool) []byte {
 					b = append(b, ',')
 				}
 				b = appendKey(b, f.key)
+				if f.optional {
+					b = append(b, '?')
+				}
 				b = append(b, ':')
 				b = f.shape.appendForm(b, summary)
 			}
