@@ -16,7 +16,7 @@ const (
 	DefaultListen           = "127.0.0.1:9321"
 	DefaultMaxConcurrency   = 64
 	DefaultInterval         = time.Minute
-	DefaultJitter           = 5 * time.Second
+	DefaultJitter           = 5 * time.Second // at most a tenth of the interval when no config writes a jitter (fitJitter)
 	DefaultTimeout          = 5 * time.Second
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxAttempts      = 3
@@ -75,6 +75,7 @@ type tuning struct {
 	baseDelay, maxDelay, budget setting[time.Duration]
 	status                      setting[[]int]
 	minResults                  setting[int]
+	probe                       string // the probe's name; "" for defaults:
 }
 
 func builtinTuning() tuning {
@@ -219,13 +220,31 @@ func positiveDuration(d *decoder, n ast.Node, path string, origin int) setting[t
 	return s
 }
 
+// fitJitter gives a jitter nobody wrote the smaller of DefaultJitter and a
+// tenth of the interval, so that a default never makes a short interval
+// invalid: interval 5s gets 500ms, 1s gets 100ms, 1m and longer keep 5s.
+// A jitter the user wrote is kept as written, and check judges it.
+func fitJitter(t tuning) tuning {
+	if t.jitter.origin == fromBuiltin && !t.interval.bad {
+		t.jitter.v = min(DefaultJitter, t.interval.v/10)
+	}
+	return t
+}
+
 // check reports the rules that relate two settings. It runs on the
 // resolved defaults and on every probe; a conflict that a probe inherits
 // unchanged is reported once, at the defaults, because the identical error
 // is removed from the list.
 func (d *decoder) check(t tuning) {
 	if ok2(t.jitter, t.interval) && t.jitter.v >= t.interval.v {
-		d.blame(t.jitter, t.interval, "jitter (%s) must be less than interval (%s)", fmtDuration(t.jitter.v), fmtDuration(t.interval.v))
+		j, i := fmtDuration(t.jitter.v), fmtDuration(t.interval.v)
+		if t.jitter.origin != t.interval.origin {
+			// Written in two places: say where each value came from, as
+			// the error can point at only one of them.
+			j += ", " + t.origin(t.jitter)
+			i += ", " + t.origin(t.interval)
+		}
+		d.blame(t.jitter, t.interval, "jitter (%s) must be less than interval (%s)", j, i)
 	}
 	if ok2(t.maxDelay, t.baseDelay) && t.maxDelay.v < t.baseDelay.v {
 		d.blame(t.maxDelay, t.baseDelay, "retries.max_delay (%s) must be at least retries.base_delay (%s)", fmtDuration(t.maxDelay.v), fmtDuration(t.baseDelay.v))
@@ -233,6 +252,20 @@ func (d *decoder) check(t tuning) {
 	if ok2(t.budget, t.timeout) && t.budget.v < t.timeout.v {
 		d.blame(t.budget, t.timeout, "retries.budget (%s) must be at least timeout (%s), so that one attempt fits in it", fmtDuration(t.budget.v), fmtDuration(t.timeout.v))
 	}
+}
+
+// origin says where a setting of t was written, for an error that relates
+// two settings written in different places.
+func (t tuning) origin(s setting[time.Duration]) string {
+	switch {
+	case s.origin == fromBuiltin:
+		return "the built-in default"
+	case s.origin == fromDefaults:
+		return "from defaults"
+	case t.probe != "":
+		return "probe " + t.probe
+	}
+	return "from the probe"
 }
 
 func ok2[A, B any](a setting[A], b setting[B]) bool { return !a.bad && !b.bad }

@@ -160,7 +160,7 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 	if e, ok := sections["defaults"]; ok {
 		var t tuning
 		d.object(e.value, e.path, tuningKeys, func(x entry) { d.tuningKey(x, fromDefaults, &t) })
-		defaults = defaults.over(t)
+		defaults = fitJitter(defaults.over(t))
 		d.check(defaults)
 	}
 	if e, ok := sections["notify"]; ok {

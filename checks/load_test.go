@@ -72,7 +72,11 @@ var invalidConfigs = []struct {
 		"testdata/invalid-utf8.yaml:12:16: not valid UTF-8; a config file is UTF-8 text",
 	}},
 	{rule: "jitter-interval", want: []string{
-		"testdata/invalid-jitter-interval.yaml:11:13: probes[0].jitter: jitter (10s) must be less than interval (10s)",
+		"testdata/invalid-jitter-interval.yaml:11:13: probes[0].jitter: jitter (10s, probe p) must be less than interval (10s, from defaults)",
+	}},
+	{rule: "jitter-origin", want: []string{
+		"testdata/invalid-jitter-origin.yaml:11:15: probes[0].interval: jitter (5s, from defaults) must be less than interval (5s, probe search)",
+		"testdata/invalid-jitter-origin.yaml:15:13: probes[1].jitter: jitter (2m, probe tracker) must be less than interval (1m, the built-in default)",
 	}},
 	{rule: "jitter-negative", want: []string{
 		"testdata/invalid-jitter-negative.yaml:3:11: defaults.jitter: must not be negative, got -1s",
@@ -541,6 +545,56 @@ probes:
 	cfg.Probes[0].Expect.Status[0] = 999
 	if DefaultStatus[0] != 200 {
 		t.Errorf("a probe's Expect.Status aliases DefaultStatus")
+	}
+}
+
+// TestLoadDefaultJitterFits: a jitter nobody wrote never makes a short
+// interval invalid; it shrinks to a tenth of the interval, while one that
+// is written stays as written.
+func TestLoadDefaultJitterFits(t *testing.T) {
+	tests := []struct {
+		name     string
+		defaults string   // the defaults: line, "" for none
+		probe    []string // the probe's own tuning keys
+		want     time.Duration
+	}{
+		{"interval 5s", "", []string{"interval: 5s"}, 500 * time.Millisecond},
+		{"interval 1s", "", []string{"interval: 1s"}, 100 * time.Millisecond},
+		{"interval 1ms", "", []string{"interval: 1ms"}, 100 * time.Microsecond},
+		{"interval 30s", "", []string{"interval: 30s"}, 3 * time.Second},
+		{"interval 1m", "", []string{"interval: 1m"}, DefaultJitter},
+		{"interval 1h", "", []string{"interval: 1h"}, DefaultJitter},
+		{"interval in defaults", "defaults: {interval: 2s}", nil, 200 * time.Millisecond},
+		{"defaults interval, probe interval", "defaults: {interval: 2s}", []string{"interval: 1m"}, DefaultJitter},
+		{"jitter written in defaults", "defaults: {jitter: 3s}", []string{"interval: 5s"}, 3 * time.Second},
+		{"jitter written on the probe", "", []string{"interval: 5s", "jitter: 4s"}, 4 * time.Second},
+		{"jitter 0 written", "defaults: {jitter: 0s}", []string{"interval: 1m"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version: 1\n" + tt.defaults + `
+consumers:
+  - {name: c, select: response.items}
+probes:
+  - name: p
+    request: {url: "http://127.0.0.1:8099/"}
+    consumer: c
+`
+			for _, kv := range tt.probe {
+				src += "    " + kv + "\n"
+			}
+			cfg, err := Parse("checks.yaml", []byte(src), "conf", noEnv)
+			if err != nil {
+				t.Fatalf("Parse:\n%s\nerror: %v", src, err)
+			}
+			p := cfg.Probes[0]
+			if p.Jitter != tt.want {
+				t.Errorf("Jitter = %s, want %s", p.Jitter, tt.want)
+			}
+			if p.Jitter >= p.Interval {
+				t.Errorf("Jitter %s is not less than Interval %s", p.Jitter, p.Interval)
+			}
+		})
 	}
 }
 

@@ -36,7 +36,7 @@ func TestLoadValidMCP(t *testing.T) {
 				AllowDestructive: true,
 			},
 			Interval:     30 * time.Second,
-			Jitter:       DefaultJitter,
+			Jitter:       3 * time.Second, // a tenth of the interval: no jitter is written
 			Timeout:      4 * time.Second,
 			MaxBodyBytes: 65536,
 			Retries:      Retries{MaxAttempts: 2, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: DefaultBudget},

@@ -106,7 +106,8 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		}
 	}
 
-	t := defaults.over(own)
+	t := fitJitter(defaults.over(own))
+	t.probe = p.Name
 	d.check(t)
 	p.Interval, p.Jitter, p.Timeout = t.interval.v, t.jitter.v, t.timeout.v
 	p.MaxBodyBytes = t.maxBodyBytes.v

@@ -140,6 +140,7 @@ var beyondSchema = map[string]string{
 	"duplicate-consumer":     "names must be unique across items",
 	"duplicate-probe":        "names must be unique across items",
 	"jitter-interval":        "compares jitter with interval",
+	"jitter-origin":          "compares jitter with interval",
 	"max-delay":              "compares max_delay with base_delay",
 	"select-compile":         "compiles expr",
 	"token-required":         "relates the listen address to the token",
