@@ -1,0 +1,88 @@
+package results
+
+import "strings"
+
+// minCodeRunes is as much of a rule quoted in a message as Shorten keeps:
+// enough to recognise which rule it was.
+const minCodeRunes = 12
+
+// Shorten fits msg on one line of at most n characters (runes), for a
+// table cell, a status page or an excerpt of a server's text. Runs of
+// whitespace, newlines included, fold to one space.
+//
+// A message reads from its context to what was observed: `step verify:
+// claim not confirmed within 10s (4 polls): `response.state == "refunded"`
+// was false: state: "paid"`, or `tools/call "get-weather": ... missing
+// properties: ["location"]": the server rejects the arguments`. The start
+// says where, the end says what was seen, and the rule text quoted between
+// backticks can be read in the config. So Shorten shortens that rule text
+// first, keeping the start of each rule, and only if that is not enough
+// cuts the middle of the message, keeping its first third and the rest of
+// its end. Each cut is marked with "…". Messages are stored whole; Shorten
+// is for showing them, or for a cap a message must respect.
+func Shorten(msg string, n int) string {
+	s := strings.Join(strings.Fields(msg), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return strings.Repeat("…", max(n, 0))
+	}
+	r = shortenCode(r, len(r)-n)
+	if len(r) <= n {
+		return string(r)
+	}
+	head := (n - 1) / 3
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// shortenCode shortens the spans of r quoted between backticks by up to
+// excess runes (the "…" each cut adds included), the longest first, each
+// down to minCodeRunes at the least; it returns r unchanged when no span
+// is longer than that.
+func shortenCode(r []rune, excess int) []rune {
+	type span struct{ start, end, keep int } // r[start:end] is inside the backticks
+	var spans []span
+	open := -1
+	for i, c := range r {
+		if c != '`' {
+			continue
+		}
+		if open < 0 {
+			open = i
+			continue
+		}
+		spans = append(spans, span{open + 1, i, i - open - 1})
+		open = -1
+	}
+	for excess > 0 {
+		longest := -1
+		for i, sp := range spans {
+			if sp.keep > minCodeRunes && (longest < 0 || sp.keep > spans[longest].keep) {
+				longest = i
+			}
+		}
+		if longest < 0 {
+			break
+		}
+		sp := &spans[longest]
+		if sp.keep == sp.end-sp.start {
+			excess++ // the first cut of a span adds its "…"
+		}
+		sp.keep--
+		excess--
+	}
+	out := make([]rune, 0, len(r))
+	last := 0
+	for _, sp := range spans {
+		if sp.keep == sp.end-sp.start {
+			continue
+		}
+		out = append(out, r[last:sp.start+sp.keep]...)
+		out = append(out, '…')
+		last = sp.end
+	}
+	return append(out, r[last:]...)
+}

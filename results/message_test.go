@@ -1,0 +1,111 @@
+package results
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Messages as the engine builds them: a verification's claim_mismatch
+// (runner/verify.go with consumers' Expression.Observed) and tool_input as
+// mcpsdk words it for the go-sdk's and the TypeScript SDK's refusals.
+const (
+	claimPaid = "step verify: claim not confirmed within 10s (11 polls): " +
+		"`response.state == \"refunded\"` was false: state: \"paid\""
+	claimLongRule = "step verify: claim not confirmed within 10s (4 polls): " +
+		"`response.state == \"refunded\" && response.refund_id == vars.refund_id && len(response.lines) > 0` " +
+		"was false: state: \"pending\""
+	claimLongValues = "step verify: claim not confirmed within 1m0s (60 polls): " +
+		"`response.refund_id == vars.refund_id` was false: " +
+		"refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""
+	toolInputGo = `tools/call "get-weather": JSON-RPC error -32602 "validating \"arguments\": validating root: ` +
+		`required: missing properties: [\"location\"]": the server rejects the arguments`
+	toolInputTS = `tools/call "get-weather": the result rejects the arguments: "MCP error -32602: Input validation ` +
+		`error: Invalid arguments for tool get-weather: [ { \"code\": \"invalid_type\", \"path\": [ \"location\" ], ` +
+		`\"message\": \"Required\" } ]"`
+)
+
+func TestShorten(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  string
+		n    int
+		want string
+	}{
+		{"short enough", "HTTP 503 after 3 attempts", 100, "HTTP 503 after 3 attempts"},
+		{"exactly n", "0123456789", 10, "0123456789"},
+		{"whitespace folds", "line one\n\tline  two ", 100, "line one line two"},
+		{"the rule gives way to the observation", claimPaid, 100,
+			"step verify: claim not confirmed within 10s (11 polls): `response.state =…` was false: state: \"paid\""},
+		{"a long rule is cut to what is needed", claimLongRule, 100,
+			"step verify: claim not confirmed within 10s (4 polls): `response.state…` was false: state: \"pending\""},
+		{"then the middle goes, the end stays", claimLongValues, 100,
+			"step verify: claim not confirmed …X8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""},
+		{"tool_input keeps the argument's name", toolInputGo, 100,
+			`tools/call "get-weather": JSON-RP…sing properties: [\"location\"]": the server rejects the arguments`},
+		{"without backticks, the middle", "abcdefghij klmnopqrst", 10, "abc…opqrst"},
+		{"characters, not bytes", "ééééééééééééééééééééé", 10, "ééé…éééééé"},
+		{"n of one", "abc", 1, "…"},
+		{"n of zero", "abc", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Shorten(tt.msg, tt.n); got != tt.want {
+				t.Errorf("Shorten(%q, %d)\n got %q\nwant %q", tt.msg, tt.n, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestShortenKeepsTheObservation: at the widths messages are shown in
+// (a table row, an excerpt), what was observed survives, the context at
+// the start too.
+func TestShortenKeepsTheObservation(t *testing.T) {
+	tests := []struct {
+		name        string
+		msg         string
+		keep        []string
+		widths      []int
+		ruleShorter bool // the rule text is cut, not the rest
+	}{
+		{"claim_mismatch", claimPaid, []string{"step verify:", `state: "paid"`}, []int{100, 90, 80}, true},
+		{"claim_mismatch, long rule", claimLongRule, []string{"step verify:", `state: "pending"`}, []int{100, 90}, true},
+		{"tool_input, go-sdk", toolInputGo, []string{"tools/call", `[\"location\"]`}, []int{100, 90}, false},
+		{"tool_input, TypeScript SDK", toolInputTS, []string{"tools/call", `[ \"location\" ]`}, []int{100, 90}, false},
+	}
+	for _, tt := range tests {
+		for _, n := range tt.widths {
+			got := Shorten(tt.msg, n)
+			if c := utf8.RuneCountInString(got); c > n {
+				t.Errorf("%s at %d: %d characters: %q", tt.name, n, c, got)
+			}
+			for _, k := range tt.keep {
+				if !strings.Contains(got, k) {
+					t.Errorf("%s at %d: %q lost %q", tt.name, n, got, k)
+				}
+			}
+			if tt.ruleShorter && !strings.Contains(got, "…` was false: ") {
+				t.Errorf("%s at %d: %q: want the rule text cut", tt.name, n, got)
+			}
+		}
+	}
+}
+
+func FuzzShorten(f *testing.F) {
+	for _, s := range []string{claimPaid, claimLongRule, toolInputGo, toolInputTS, "`a` `b", "```", "\xff`\xfe"} {
+		f.Add(s, 40)
+	}
+	f.Fuzz(func(t *testing.T, msg string, n int) {
+		n = n%300 + 1
+		if n < 1 {
+			n += 300
+		}
+		got := Shorten(msg, n)
+		if c := utf8.RuneCountInString(got); c > n {
+			t.Fatalf("Shorten(%q, %d) = %q: %d characters", msg, n, got, c)
+		}
+		if folded := strings.Join(strings.Fields(msg), " "); utf8.RuneCountInString(folded) <= n && got != folded {
+			t.Fatalf("Shorten(%q, %d) = %q, want it whole", msg, n, got)
+		}
+	})
+}
