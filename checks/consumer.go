@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -141,7 +142,7 @@ func (l *loader) consumerFile(file string, fileN ast.Node, path string) *consume
 	name := l.rel(file)
 	data, err := readSmallFile(name)
 	if err != nil {
-		l.d.errorf(fileN, "%s: cannot read consumer file %s: %s", path, name, err)
+		l.d.errorf(fileN, "%s: cannot read consumer file %s: %s%s", path, name, err, nearFile(file, name, err))
 		return nil
 	}
 	fd, body := parseYAML(name, data, l.errs, l.d.lookupEnv)
@@ -162,7 +163,7 @@ func (l *loader) consumerFile(file string, fileN ast.Node, path string) *consume
 func LoadConsumer(path string) (*consumers.Consumer, error) {
 	data, err := readSmallFile(path)
 	if err != nil {
-		return nil, ErrorList{{File: path, Message: "cannot read consumer file: " + err.Error()}}
+		return nil, ErrorList{{File: path, Message: "cannot read consumer file: " + err.Error() + nearFile(path, path, err)}}
 	}
 	errs := &ErrorList{}
 	d, body := parseYAML(path, data, errs, nil)
@@ -583,6 +584,27 @@ func readSmallFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", maxIncludeBytes)
 	}
 	return data, nil
+}
+
+// nearFile is the "did you mean" of a file that does not exist: the
+// closest name of a file in the same directory, written as the user wrote
+// the path (written, while name is where it was looked for).
+func nearFile(written, name string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	entries, _ := os.ReadDir(filepath.Dir(name))
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			files = append(files, e.Name())
+		}
+	}
+	s := Suggest(filepath.Base(name), files)
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(written), s))
 }
 
 // pathErr drops the path and operation from an *fs.PathError.

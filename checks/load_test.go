@@ -36,6 +36,10 @@ var invalidConfigs = []struct {
 	{rule: "consumer-file-missing", want: []string{
 		"testdata/invalid-consumer-file-missing.yaml:4:11: consumers[0].file: cannot read consumer file testdata/consumers/missing.yaml: no such file or directory",
 	}},
+	{rule: "consumer-file-typo", want: []string{
+		"testdata/invalid-consumer-file-typo.yaml:4:11: consumers[0].file: cannot read consumer file testdata/consumers/select_result.yaml: no such file or directory (did you mean consumers/select_results.yaml?)",
+		"testdata/invalid-consumer-file-typo.yaml:6:11: consumers[1].file: cannot read consumer file testdata/consumers/bad_select.yml: no such file or directory (did you mean consumers/bad-select.yaml?)",
+	}},
 	{rule: "consumer-name-mismatch", want: []string{
 		`testdata/invalid-consumer-name-mismatch.yaml:3:11: consumers[0].name: "results" does not match the name "select_results" in testdata/consumers/select_results.yaml`,
 	}},
@@ -95,7 +99,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-many.yaml:3:22: storage.retention: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got "forever"`,
 		"testdata/invalid-many.yaml:4:18: server.listen: 10.0.0.1:9321 is not a loopback address, so server.token is required (clients send it as a bearer token)",
 		`testdata/invalid-many.yaml:6:12: defaults.timeout: expected a duration in Go syntax such as 500ms, 30s or 1h30m, got "5 s"`,
-		"testdata/invalid-many.yaml:9:13: select rule (line 1, column 1): unknown name respons",
+		"testdata/invalid-many.yaml:9:13: select rule (line 1, column 1): unknown name respons (did you mean response?)",
 		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
 		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
@@ -222,7 +226,7 @@ var invalidConfigs = []struct {
 		"testdata/invalid-routes.yaml:20:24: notify.routes[6].slack.channel: channel needs token (a Slack bot token)",
 	}},
 	{rule: "select-compile", want: []string{
-		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons",
+		"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons (did you mean response?)",
 	}},
 	{rule: "slack-both", want: []string{
 		"testdata/invalid-slack-both.yaml:5:12: notify.slack.token: give either webhook_url, or token with channel, not both",
@@ -644,12 +648,14 @@ func TestLoadConsumer(t *testing.T) {
 		want []string
 	}{
 		{"testdata/consumers/bad-select.yaml", []string{
-			"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons"}},
+			"testdata/consumers/bad-select.yaml:6:32: select rule (line 3, column 30): unknown name respons (did you mean response?)"}},
 		{"testdata/consumers/no-name.yaml", []string{
 			"testdata/consumers/no-name.yaml:1:1: name is required",
 			`testdata/consumers/no-name.yaml:6:13: fixtures[0].expect: unknown outcome "maybe"; expected pass, contract_error or unavailable`}},
 		{"testdata/consumers/missing.yaml", []string{
 			"testdata/consumers/missing.yaml: cannot read consumer file: no such file or directory"}},
+		{"testdata/consumers/select_result.yaml", []string{
+			"testdata/consumers/select_result.yaml: cannot read consumer file: no such file or directory (did you mean testdata/consumers/select_results.yaml?)"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConsumer(tt.path)

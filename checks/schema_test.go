@@ -136,6 +136,7 @@ var beyondSchema = map[string]string{
 	"budget":                 "compares retries.budget with timeout",
 	"ca-file":                "reads the CA file",
 	"consumer-file-missing":  "reads the consumer file",
+	"consumer-file-typo":     "reads the consumer file",
 	"consumer-name-mismatch": "reads the consumer file",
 	"duplicate-consumer":     "names must be unique across items",
 	"duplicate-probe":        "names must be unique across items",

@@ -11,6 +11,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/toolpulse/toolpulse/consumers"
 )
 
 // This file decodes the YAML syntax tree by hand instead of unmarshalling
@@ -366,35 +368,6 @@ func (d *decoder) object(n ast.Node, path string, known []string, fn func(e entr
 	return present, true
 }
 
-// Suggest returns the known word closest to a misspelt one (at most two
-// edits away), or "" when none is close: the "did you mean" of config keys
-// and of probe names on the command line.
-func Suggest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if dist := editDistance(key, k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// Suggest is consumers.Suggest, the one "did you mean" of config keys,
+// probe names on the command line, rule names and consumer files.
+func Suggest(key string, known []string) string { return consumers.Suggest(key, known) }

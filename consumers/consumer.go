@@ -260,7 +260,9 @@ func compileRule(rule, text, prefix string) (*compiledRule, *RuleError) {
 	prefixRunes := len([]rune(prefix))
 	prog, err := expr.Compile(source, compileOptions()...)
 	if err != nil {
-		return nil, ruleError(rule, text, err, prefixRunes)
+		re := ruleError(rule, text, err, prefixRunes)
+		re.Message = hintUnknownName(re.Message, source)
+		return nil, re
 	}
 	if err := reservedName(prog.Node()); err != nil {
 		return nil, ruleError(rule, text, err.Bind(prog.Source()), prefixRunes)
