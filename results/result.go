@@ -32,9 +32,13 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 type Attempt struct {
 	Number int // 1-based position in the operation
 	// Try is the try of the retry loop the exchange belongs to, 1-based,
-	// counted per step in a multi-step run (a verification's polls go on
-	// counting); 0 (a row stored before tries were recorded) means Number.
+	// counted per call: per step in a multi-step run, and per poll of a
+	// verification, since a poll is a new question, not a retry. 0 (a row
+	// stored before tries were recorded) means Number.
 	Try int
+	// Poll is the poll of a verification (a step with until) the exchange
+	// belongs to, 1-based; 0 for a call that does not poll.
+	Poll int
 	// Method is what the exchange was: the JSON-RPC method of an MCP
 	// exchange ("initialize", "tools/call", "DELETE session"...); "" for an
 	// HTTP probe's attempt.
@@ -56,6 +60,20 @@ func (a Attempt) TryNumber() int {
 		return a.Try
 	}
 	return a.Number
+}
+
+// Verdict is how the exchange went, as a table shows it: its code, "ok",
+// or "fallback" for a server/discover that a server of the 2025 era
+// refused with a 4xx: the client then falls back to initialize, the normal
+// way with such servers (SPEC §10), not a failure.
+func (a Attempt) Verdict() string {
+	switch {
+	case a.Code != "":
+		return string(a.Code)
+	case a.Method == "server/discover" && a.HTTPStatus >= 400 && a.HTTPStatus < 500:
+		return "fallback"
+	}
+	return "ok"
 }
 
 // Shape is the structural shape of a JSON response body: its canonical text,
@@ -201,20 +219,31 @@ func (r *Result) Fail(e *Error) {
 	r.Outcome = e.Code.Outcome()
 }
 
-// AttemptCount is the number of tries the operation made (retries
-// included), not of exchanges: an MCP try makes several rows. A
-// multi-step run counts the tries of every step, a verification's polls
-// included.
+// AttemptCount is how many tries the run made of what it asked: 1, plus
+// one for every retry, the number of tries of a single probe. A retry is
+// another try of the same exchange after a transient failure: an MCP try
+// makes several rows but is one try, and the steps of a multi-step run and
+// the polls of a verification are questions of their own, not retries. So
+// a clean multi-step run is 1 whatever its steps and polls, and a run
+// whose count is above 1 was retried somewhere (SPEC §2's attempts > 1).
 func (r *Result) AttemptCount() int {
-	type try struct {
+	if len(r.Attempts) == 0 {
+		return 0
+	}
+	type call struct {
 		step string
-		n    int
+		poll int
 	}
-	seen := map[try]bool{}
+	tries := map[call]int{}
 	for _, a := range r.Attempts {
-		seen[try{a.Step, a.TryNumber()}] = true
+		c := call{a.Step, a.Poll}
+		tries[c] = max(tries[c], a.TryNumber())
 	}
-	return len(seen)
+	n := 1
+	for _, t := range tries {
+		n += t - 1
+	}
+	return n
 }
 
 // TimeLayout is how toolpulse writes instants: RFC 3339 in UTC with

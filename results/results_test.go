@@ -128,8 +128,12 @@ func TestEnvelopeGolden(t *testing.T) {
 			Kind: ProbeSteps, StartedAt: started, Duration: 2140 * time.Millisecond, Outcome: ContractError,
 			Error: NewError(CodeClaimMismatch, `step verify: claim false after 3 polls: state: "pending"`),
 			Step:  "verify",
-			Attempts: []Attempt{{Number: 1, Step: "refund"}, {Number: 2, Step: "verify"}, {Number: 3, Step: "verify"},
-				{Number: 4, Step: "verify"}, {Number: 5, Step: "cleanup"}},
+			// One refund, three polls (the first retried once), a clean-up:
+			// one retry, so 2 attempts.
+			Attempts: []Attempt{{Number: 1, Try: 1, Step: "refund"},
+				{Number: 2, Try: 1, Poll: 1, Step: "verify", Code: CodeTimeout}, {Number: 3, Try: 2, Poll: 1, Step: "verify"},
+				{Number: 4, Try: 1, Poll: 2, Step: "verify"}, {Number: 5, Try: 1, Poll: 3, Step: "verify"},
+				{Number: 6, Try: 1, Step: "cleanup"}},
 			HTTPStatus: 200,
 			Steps: []StepResult{
 				{Name: "refund", Outcome: Pass, Duration: 20 * time.Millisecond},
@@ -257,5 +261,59 @@ func TestEffectiveKind(t *testing.T) {
 	}
 	if _, err := ParseProbeKind("grpc"); err == nil || !strings.Contains(err.Error(), "want http, mcp or steps") {
 		t.Errorf("ParseProbeKind(grpc): got %v, want an error naming http and mcp", err)
+	}
+}
+
+// TestAttemptCount: a run's attempts are 1 plus its retries; the rows of
+// an MCP try, the steps of a run and the polls of a verification are not
+// retries.
+func TestAttemptCount(t *testing.T) {
+	tests := []struct {
+		name     string
+		attempts []Attempt
+		want     int
+	}{
+		{"no exchange", nil, 0},
+		{"one try", []Attempt{{Number: 1, Try: 1}}, 1},
+		{"three tries", []Attempt{{Number: 1, Try: 1}, {Number: 2, Try: 2}, {Number: 3, Try: 3}}, 3},
+		{"rows before tries were recorded", []Attempt{{Number: 1}, {Number: 2}}, 2},
+		{"an MCP try's rows", []Attempt{{Number: 1, Try: 1, Method: "initialize"}, {Number: 2, Try: 1, Method: "tools/call"}}, 1},
+		{"steps and polls, no retry", []Attempt{{Number: 1, Try: 1, Step: "refund"},
+			{Number: 2, Try: 1, Poll: 1, Step: "verify"}, {Number: 3, Try: 1, Poll: 2, Step: "verify"},
+			{Number: 4, Try: 1, Poll: 3, Step: "verify"}, {Number: 5, Try: 1, Poll: 4, Step: "verify"},
+			{Number: 6, Try: 1, Step: "revert"}}, 1},
+		{"a retried step and a retried poll", []Attempt{{Number: 1, Try: 1, Step: "refund"}, {Number: 2, Try: 2, Step: "refund"},
+			{Number: 3, Try: 1, Poll: 1, Step: "verify"}, {Number: 4, Try: 1, Poll: 2, Step: "verify"},
+			{Number: 5, Try: 2, Poll: 2, Step: "verify"}}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Result{Attempts: tt.attempts}
+			if got := r.AttemptCount(); got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAttemptVerdict: the expected server/discover refusal of a server of
+// the 2025 era reads as the fallback it is, not as "ok 400".
+func TestAttemptVerdict(t *testing.T) {
+	tests := []struct {
+		name string
+		a    Attempt
+		want string
+	}{
+		{"ok", Attempt{HTTPStatus: 200}, "ok"},
+		{"failed", Attempt{HTTPStatus: 503, Code: CodeServerError}, "server_error"},
+		{"discover refused", Attempt{Method: "server/discover", HTTPStatus: 400}, "fallback"},
+		{"discover answered", Attempt{Method: "server/discover", HTTPStatus: 200}, "ok"},
+		{"discover blamed", Attempt{Method: "server/discover", HTTPStatus: 503, Code: CodeServerError}, "server_error"},
+		{"another method's 400", Attempt{Method: "initialize", HTTPStatus: 400}, "ok"},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Verdict(); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -120,7 +120,7 @@ type attemptLoop struct {
 
 	deadline time.Time // the budget's end, by e.now
 	first    int       // the number of the run's attempts before this loop's
-	firstTry int       // the tries its step made before this loop (a verification's earlier polls)
+	poll     int       // the poll of a verification the loop asks for, from 1; 0 for a call that does not poll
 	attempts []results.Attempt
 	// last is how the last finished try ended, which its rows need not
 	// show alone: an MCP try's verdict sits on one of its exchanges.
@@ -248,7 +248,7 @@ func (l *attemptLoop) record(res attemptResult, wait time.Duration) {
 		blamed = len(rows) - 1
 	}
 	for i, row := range rows {
-		row.Number, row.Try, row.Step = l.first+len(l.attempts)+1, l.firstTry+l.number, l.step
+		row.Number, row.Try, row.Poll, row.Step = l.first+len(l.attempts)+1, l.number, l.poll, l.step
 		row.Code, row.Message, row.Wait = "", "", 0
 		if i == blamed {
 			row.Code, row.Message = res.code, res.message

@@ -35,7 +35,6 @@ type operation struct {
 	loop     *attemptLoop      // the loop in flight, for a panic's record; nil before one
 	attempts []results.Attempt // every finished loop's attempts, in order
 	steps    []results.StepResult
-	tries    map[string]int // by step: tries made so far, so a verification's polls number on
 	// stepShape and poll are the step in flight's last answer's shape and
 	// its verification, for its StepResult.
 	stepShape *results.Shape
@@ -74,7 +73,6 @@ func (op *operation) run(res *results.Result) {
 	defer cancel()
 	op.budget, op.deadline = budget, res.StartedAt.Add(op.p.RunBudget())
 	op.vars = newVars(res.OperationID)
-	op.tries = map[string]int{}
 
 	calls := plan(op.p)
 	failed := false
@@ -155,9 +153,10 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 	}
 	for {
 		op.loop = newAttemptLoop(op, q, c.name())
-		op.loop.firstTry = op.tries[c.name()]
+		if poll != nil {
+			op.loop.poll = poll.polls + 1
+		}
 		failure := op.loop.run(ex)
-		op.tries[c.name()] += op.loop.number
 		op.attempts = append(op.attempts, op.loop.attempts...)
 		last := op.loop.last
 		op.loop = nil

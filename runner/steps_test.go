@@ -25,6 +25,7 @@ type refundDesk struct {
 	lie          bool          // refunds claim success and change nothing
 	settle       time.Duration // how long a real refund takes to show
 	ordersStatus int           // GET /orders answers this instead (0: 200)
+	ordersFlaky  int           // GET /orders answers 503 this many times first
 	refundStatus int           // POST /refunds answers this instead (0: 201)
 	noToken      bool          // the token endpoint answers without one
 
@@ -72,6 +73,12 @@ func (d *refundDesk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"status": "success", "data": {"refund_id": "rf_31", "amount": 19.99}}`)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/orders/"):
 		d.orderPaths = append(d.orderPaths, r.URL.EscapedPath())
+		if d.ordersFlaky > 0 {
+			d.ordersFlaky--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error": "tracker busy"}`)
+			return
+		}
 		if d.ordersStatus != 0 {
 			w.WriteHeader(d.ordersStatus)
 			fmt.Fprint(w, `{"error": "tracker down"}`)
@@ -199,13 +206,15 @@ func TestStepsRealRefund(t *testing.T) {
 		}
 		if a.Step == "verify" {
 			polls++
-			if a.Try != polls {
-				t.Errorf("verify's poll %d is try %d; polls go on counting", polls, a.Try)
+			if a.Poll != polls || a.Try != 1 {
+				t.Errorf("verify's poll %d is poll %d try %d; want each poll its own call, tried once", polls, a.Poll, a.Try)
 			}
+		} else if a.Poll != 0 || a.Try != 1 {
+			t.Errorf("%s's attempt is poll %d try %d, want no poll, try 1", a.Step, a.Poll, a.Try)
 		}
 	}
-	if n := res.AttemptCount(); n != len(res.Attempts) {
-		t.Errorf("AttemptCount = %d, want %d: every step's tries, each poll one", n, len(res.Attempts))
+	if n := res.AttemptCount(); n != 1 {
+		t.Errorf("AttemptCount = %d, want 1: no exchange was retried (steps and polls are not retries)", n)
 	}
 	if d.refunds != 1 || len(d.keys) != 1 || d.keys[0] != res.OperationID {
 		t.Errorf("%d refunds, keys %v; want one, keyed by the operation id %s", d.refunds, d.keys, res.OperationID)
@@ -327,7 +336,35 @@ func TestStepsNeverRepeatARefundBlindly(t *testing.T) {
 			if d.refunds != tt.want {
 				t.Errorf("the provider got %d refund requests, want %d", d.refunds, tt.want)
 			}
+			if got := res.AttemptCount(); got != tt.want {
+				t.Errorf("AttemptCount = %d, want %d: the refund's tries, the token's one not a retry", got, tt.want)
+			}
 		})
+	}
+}
+
+// TestStepsPollRetriedIsRetry: a verification whose first poll met a
+// transient failure retries that poll; the run counts one retry, and each
+// poll numbers its own tries.
+func TestStepsPollRetriedIsRetry(t *testing.T) {
+	d := newRefundDesk()
+	d.settle = 150 * time.Millisecond
+	d.ordersFlaky = 1
+	res := runSteps(t, refundProbe(t, serveDesk(t, d), nil))
+	if res.Outcome != results.Pass {
+		t.Fatalf("run = %s %v, want a pass", res.Outcome, res.Error)
+	}
+	if got := res.AttemptCount(); got != 2 {
+		t.Errorf("AttemptCount = %d, want 2: one retry of the first poll", got)
+	}
+	var verify []string
+	for _, a := range res.Attempts {
+		if a.Step == "verify" {
+			verify = append(verify, fmt.Sprintf("poll %d try %d %s", a.Poll, a.Try, a.Code))
+		}
+	}
+	if len(verify) < 3 || verify[0] != "poll 1 try 1 server_error" || verify[1] != "poll 1 try 2 " || verify[2] != "poll 2 try 1 " {
+		t.Errorf("verify's attempts: %q; want poll 1 tried twice, then poll 2", verify)
 	}
 }
 

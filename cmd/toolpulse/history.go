@@ -219,9 +219,12 @@ type stepRowJSON struct {
 
 type attemptRowJSON struct {
 	Number int `json:"number"`
-	// Try is the try of the retry loop the row belongs to; Method the
+	// Try is the try of the retry loop the row belongs to, counted per
+	// call (per step, and per poll of a verification); Poll the poll of a
+	// verification, null for a call that does not poll; Method the
 	// JSON-RPC method of an MCP exchange, null for an HTTP attempt.
 	Try        int     `json:"try"`
+	Poll       *int    `json:"poll"`
 	Method     *string `json:"method"`
 	StartedAt  string  `json:"started_at"`
 	DurationMS int64   `json:"duration_ms"`
@@ -287,7 +290,7 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 	if withAttempts {
 		for _, a := range r.Attempts {
 			row.AttemptList = append(row.AttemptList, attemptRowJSON{
-				Number: a.Number, Try: a.TryNumber(), Method: optString(a.Method),
+				Number: a.Number, Try: a.TryNumber(), Poll: optInt(a.Poll), Method: optString(a.Method),
 				StartedAt: results.FormatTime(a.StartedAt), DurationMS: a.Duration.Milliseconds(),
 				HTTPStatus: optInt(a.HTTPStatus), Code: optString(string(a.Code)), Message: optString(a.Message),
 				WaitMS: a.Wait.Milliseconds(), Step: optString(a.Step),
@@ -386,11 +389,8 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 			statusText(r.HTTPStatus), message)
 		if withAttempts {
 			for _, a := range r.Attempts {
-				acode := "ok"
-				if a.Code != "" {
-					acode = string(a.Code)
-				}
-				detail := oneLine(a.Message, maxMessageRunes)
+				acode := a.Verdict()
+				detail := results.Shorten(a.Message, maxMessageRunes)
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
 				}
@@ -403,10 +403,17 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 }
 
 // attemptLabel names an attempt row in a table: "attempt 2" for an HTTP
-// probe's, "try 1 tools/call" for an exchange of an MCP session.
+// probe's, "try 1 tools/call" for an exchange of an MCP session, and
+// "poll 3 try 1" for a try of a verification's poll, so that a poll does
+// not read as a retry.
 func attemptLabel(a results.Attempt) string {
-	if a.Method == "" {
-		return fmt.Sprintf("attempt %d", a.Number)
+	switch {
+	case a.Method != "" && a.Poll > 0:
+		return fmt.Sprintf("poll %d try %d %s", a.Poll, a.TryNumber(), a.Method)
+	case a.Method != "":
+		return fmt.Sprintf("try %d %s", a.TryNumber(), a.Method)
+	case a.Poll > 0:
+		return fmt.Sprintf("poll %d try %d", a.Poll, a.TryNumber())
 	}
-	return fmt.Sprintf("try %d %s", a.TryNumber(), a.Method)
+	return fmt.Sprintf("attempt %d", a.Number)
 }

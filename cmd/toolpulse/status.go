@@ -476,7 +476,7 @@ func newRunView(now time.Time, r *results.Result) runView {
 		v.Selected = fmt.Sprintf("%d/%d", r.SelectedCount, r.ValidatedCount)
 	}
 	if r.Error != nil {
-		v.Code, v.Message = string(r.Error.Code), oneLine(r.Error.Message, maxMessageRunes)
+		v.Code, v.Message = string(r.Error.Code), results.Shorten(r.Error.Message, maxMessageRunes)
 	}
 	if r.Shape != nil {
 		v.Shape = r.Shape.Fingerprint
@@ -503,8 +503,11 @@ type failureView struct {
 type attemptView struct {
 	Number int
 	// Try and Method say which try an MCP exchange belongs to and what it
-	// was ("tools/call"); Method is "" for an HTTP attempt.
+	// was ("tools/call"); Method is "" for an HTTP attempt. Poll is the
+	// poll of a verification the attempt asked, 0 for a call that does
+	// not poll.
 	Try     int
+	Poll    int
 	Method  string
 	When    moment
 	Latency string
@@ -531,9 +534,13 @@ func newFailureView(now time.Time, r *results.Result) *failureView {
 }
 
 func newAttemptView(now time.Time, a results.Attempt) attemptView {
-	av := attemptView{Number: a.Number, Try: a.TryNumber(), Method: a.Method,
+	code := a.Verdict()
+	if code == "ok" {
+		code = "-"
+	}
+	av := attemptView{Number: a.Number, Try: a.TryNumber(), Poll: a.Poll, Method: a.Method,
 		When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
-		Status: statusText(a.HTTPStatus), Code: cmp.Or(string(a.Code), "-"), Message: a.Message, Step: a.Step}
+		Status: statusText(a.HTTPStatus), Code: code, Message: a.Message, Step: a.Step}
 	if a.Wait > 0 {
 		av.Wait = formatLatency(a.Wait)
 	}

@@ -32,12 +32,12 @@ func stepsTestRun(id string, at time.Time) results.Result {
 		Step: "verify", HTTPStatus: 200,
 		Consumer: results.ConsumerRef{Name: "c", Version: "1", RuleHash: "h"},
 		Attempts: []results.Attempt{
-			{Number: 1, StartedAt: at, Duration: ms(20), HTTPStatus: 201, Step: "refund"},
-			{Number: 2, StartedAt: at.Add(ms(30)), Duration: ms(8), HTTPStatus: 200, Step: "verify"},
-			{Number: 3, StartedAt: at.Add(ms(1040)), Duration: ms(9), HTTPStatus: 200, Step: "verify"},
-			{Number: 4, StartedAt: at.Add(ms(2050)), Duration: ms(7), HTTPStatus: 200, Step: "verify",
+			{Number: 1, Try: 1, StartedAt: at, Duration: ms(20), HTTPStatus: 201, Step: "refund"},
+			{Number: 2, Try: 1, Poll: 1, StartedAt: at.Add(ms(30)), Duration: ms(8), HTTPStatus: 200, Step: "verify"},
+			{Number: 3, Try: 1, Poll: 2, StartedAt: at.Add(ms(1040)), Duration: ms(9), HTTPStatus: 200, Step: "verify"},
+			{Number: 4, Try: 1, Poll: 3, StartedAt: at.Add(ms(2050)), Duration: ms(7), HTTPStatus: 200, Step: "verify",
 				Code: results.CodeClaimMismatch, Message: `claim false after 3 polls: state: "pending"`},
-			{Number: 5, StartedAt: at.Add(ms(2100)), Duration: ms(6), HTTPStatus: 204, Step: "cleanup"},
+			{Number: 5, Try: 1, StartedAt: at.Add(ms(2100)), Duration: ms(6), HTTPStatus: 204, Step: "cleanup"},
 		},
 		Steps: []results.StepResult{
 			{Name: "refund", Outcome: results.Pass, StartedAt: at, Duration: ms(20)},
@@ -75,8 +75,10 @@ func TestHistoryShowsSteps(t *testing.T) {
 	var row struct {
 		Kind        string  `json:"kind"`
 		Step        *string `json:"step"`
+		Attempts    int     `json:"attempts"`
 		AttemptList []struct {
 			Number int     `json:"number"`
+			Poll   *int    `json:"poll"`
 			Step   *string `json:"step"`
 		} `json:"attempt_list"`
 		Steps []struct {
@@ -96,6 +98,9 @@ func TestHistoryShowsSteps(t *testing.T) {
 	if len(row.AttemptList) != 5 || row.AttemptList[0].Step == nil || *row.AttemptList[0].Step != "refund" ||
 		row.AttemptList[4].Step == nil || *row.AttemptList[4].Step != "cleanup" {
 		t.Errorf("history attempt_list: %+v; want five rows from refund to cleanup", row.AttemptList)
+	}
+	if row.Attempts != 1 || row.AttemptList[0].Poll != nil || row.AttemptList[3].Poll == nil || *row.AttemptList[3].Poll != 3 {
+		t.Errorf("history: attempts %d, attempt_list %+v; want 1 attempt (polls are not retries), the 4th row poll 3", row.Attempts, row.AttemptList)
 	}
 	if len(row.Steps) != 3 || row.Steps[1].Step != "verify" || row.Steps[1].Code == nil ||
 		*row.Steps[1].Code != "claim_mismatch" || row.Steps[1].Polls != 3 || !row.Steps[2].Always {
@@ -134,6 +139,9 @@ func TestHistoryShowsSteps(t *testing.T) {
 	}
 	if !strings.Contains(cleanupLine, "cleanup") {
 		t.Errorf("history table: attempt 5 line %q lacks its step", cleanupLine)
+	}
+	if !strings.Contains(out, "poll 3 try 1") {
+		t.Errorf("history table does not label the third poll:\n%s", out)
 	}
 	_, out, _ = h.run("history", "--format", "csv", "--probe", "refund_order_31")
 	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()

@@ -26,7 +26,7 @@ const selectResult = `SELECT ` + resultColumns + `
 WHERE r.operation_id = ?`
 
 // attemptColumns are read by scanAttempt.
-const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, step`
+const attemptColumns = `number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step`
 
 const selectAttempts = `SELECT ` + attemptColumns + `
 FROM attempts WHERE operation_id = ? ORDER BY number`
@@ -150,10 +150,10 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 		status             sql.NullInt64
 		code, message      sql.NullString
 		method             sql.NullString
-		try                sql.NullInt64
+		try, poll          sql.NullInt64
 		step               sql.NullString
 	)
-	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS, &method, &try, &step)
+	dest := append(before, &a.Number, &started, &durationMS, &status, &code, &message, &waitMS, &method, &try, &poll, &step)
 	if err := row.Scan(dest...); err != nil {
 		return results.Attempt{}, err
 	}
@@ -171,6 +171,7 @@ func scanAttempt(row scanner, before ...any) (results.Attempt, error) {
 	// NULL (a row from before migration 0013, or recorded without one)
 	// is Try 0: the row is its own try.
 	a.Try = int(try.Int64)
+	a.Poll = int(poll.Int64)
 	return a, nil
 }
 

@@ -34,8 +34,8 @@ const insertResult = `INSERT INTO results (
 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
-    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, step
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertRunStep = `INSERT INTO run_steps (
     operation_id, position, step, outcome, code, message, started_at, duration_ms,
@@ -367,7 +367,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		_, err := tx.ExecContext(ctx, insertAttempt,
 			r.OperationID, a.Number, results.FormatTime(a.StartedAt), a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
-			nullString(a.Method), nullInt(a.Try), nullString(a.Step))
+			nullString(a.Method), nullInt(a.Try), nullInt(a.Poll), nullString(a.Step))
 		if err != nil {
 			return fmt.Errorf("attempt %d: %w", a.Number, err)
 		}
@@ -558,6 +558,8 @@ func validate(r *results.Result) error {
 			return fmt.Errorf("attempt %d: negative duration or wait", a.Number)
 		case a.Try < 0:
 			return fmt.Errorf("attempt %d: try %d, want 0 (the number) or more", a.Number, a.Try)
+		case a.Poll < 0:
+			return fmt.Errorf("attempt %d: poll %d, want 0 (no poll) or more", a.Number, a.Poll)
 		}
 	}
 	return nil

@@ -177,7 +177,7 @@ func TestRecordRoundTrip(t *testing.T) {
 				}
 			}
 			for _, a := range tt.atts {
-				for _, c := range []string{"method", "try", "step"} {
+				for _, c := range []string{"method", "try", "poll", "step"} {
 					if _, ok := a[c]; !ok {
 						a[c] = nil // an HTTP attempt without a try of its own
 					}
