@@ -103,6 +103,20 @@ var silentPatterns = []struct {
 		}
 		return fmt.Sprintf(`{"by_id":{%s},"total":%d}`, strings.Join(docs, ","), i)
 	}},
+	{"map keyed by ids of no known form, a field of the values that comes and goes", func(i int, rnd *rand.Rand) string {
+		var docs []string
+		for j := range 2 + rnd.IntN(3) {
+			author := ""
+			if j == 0 {
+				author = `,"author":"Ann"`
+			}
+			docs = append(docs, fmt.Sprintf(`"doc_%d":{"title":"t"%s}`, rnd.IntN(1e6), author))
+		}
+		if i >= 10 && i%3 == 0 {
+			docs = []string{fmt.Sprintf(`"doc_%d":{"title":"t"}`, rnd.IntN(1e6))}
+		}
+		return fmt.Sprintf(`{"by_id":{%s},"total":%d}`, strings.Join(docs, ","), i)
+	}},
 	{"date-keyed map", func(i int, _ *rand.Rand) string {
 		day := profileT0.AddDate(0, 0, i)
 		return fmt.Sprintf(`{"series":{"%s":{"runs":%d},"%s":{"runs":%d,"p95_ms":41.5}}}`,
@@ -352,18 +366,19 @@ func TestProfileStoredForm(t *testing.T) {
 // once drifts when it comes back, once, and is learned from then on.
 func TestProfileSilentPatternsPending(t *testing.T) {
 	want := map[string]string{
-		"pagination: next_cursor a string, null on the last page": "[10]",
-		"a search that sometimes finds nothing":                   "[]",
-		"a search that finds nothing at first":                    "[]",
-		"optional and nullable fields":                            "[]",
-		"id-keyed map, new keys every answer":                     "[]",
-		"map keyed by ids of no known form":                       "[]",
-		"date-keyed map":                                          "[]",
-		"lists of mixed objects":                                  "[]",
-		"numbers sometimes int, sometimes float":                  "[]",
-		"optional fields on list items":                           "[]",
-		"nested lists of objects with optional fields":            "[]",
-		"a field present in some elements of every answer":        "[]",
+		"pagination: next_cursor a string, null on the last page":                      "[10]",
+		"a search that sometimes finds nothing":                                        "[]",
+		"a search that finds nothing at first":                                         "[]",
+		"optional and nullable fields":                                                 "[]",
+		"id-keyed map, new keys every answer":                                          "[]",
+		"map keyed by ids of no known form":                                            "[]",
+		"date-keyed map":                                                               "[]",
+		"map keyed by ids of no known form, a field of the values that comes and goes": "[]",
+		"lists of mixed objects":                                                       "[]",
+		"numbers sometimes int, sometimes float":                                       "[]",
+		"optional fields on list items":                                                "[]",
+		"nested lists of objects with optional fields":                                 "[]",
+		"a field present in some elements of every answer":                             "[]",
 	}
 	for _, tt := range silentPatterns {
 		var p shape.Profile
@@ -414,5 +429,30 @@ func TestProfileKeyedMap(t *testing.T) {
 	}
 	if got := q.Learned().String(); got != "object{meta:object{author?:string,tags?:string,title:string}}" {
 		t.Errorf("optional named fields: learned %s", got)
+	}
+}
+
+// TestProfileKeyedMapKeepsOptionalFields: values of a map learned from
+// answers before the profile knew it was a map keep what those answers
+// showed: a field some of the values lacked stays optional.
+func TestProfileKeyedMapKeepsOptionalFields(t *testing.T) {
+	var p shape.Profile
+	doc := func(id int, author bool) string {
+		if author {
+			return fmt.Sprintf(`"doc_%d":{"title":"t","author":"Ann"}`, id)
+		}
+		return fmt.Sprintf(`"doc_%d":{"title":"t"}`, id)
+	}
+	var bodies []string
+	for i := range 6 {
+		// The first two answers have a value without an author; the
+		// next ones all have one.
+		bodies = append(bodies, `{"by_id":{`+doc(2*i, true)+`,`+doc(2*i+1, i >= 2)+`}}`)
+	}
+	bodies = append(bodies, `{"by_id":{`+doc(100, false)+`}}`)
+	for i, r := range observe(t, &p, profileT0, bodies) {
+		if r.Lines != nil {
+			t.Errorf("answer %d drifted: %q", i+1, r.Lines)
+		}
 	}
 }
