@@ -528,22 +528,15 @@ func label(method, tool string) string {
 	return method
 }
 
-// maxExcerpt bounds what a message quotes of the server's text.
-const maxExcerpt = 120
+// maxExcerpt bounds, in characters, what a message quotes of the server's
+// text.
+const maxExcerpt = 200
 
-// excerpt quotes the start of b, on one line.
+// excerpt quotes b on one line, shortened as results.Shorten does: a
+// server says what it rejects at the end ("missing properties:
+// [\"location\"]", a validation error's path), so the middle is cut.
 func excerpt(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "?")
-	cut := len(s) > maxExcerpt
-	if cut {
-		s = s[:maxExcerpt]
-		s = strings.ToValidUTF8(s, "")
-	}
-	q := fmt.Sprintf("%q", s)
-	if cut {
-		q += "…"
-	}
-	return q
+	return fmt.Sprintf("%q", results.Shorten(strings.ToValidUTF8(string(b), "?"), maxExcerpt))
 }
 
 // describeType names a Content-Type for a message.
