@@ -235,6 +235,10 @@ func memberRoot(m *ast.MemberNode) string {
 	}
 }
 
+// maxObservedRunes bounds what Observed says: half a verdict's message,
+// leaving room for the verification's own words around it.
+const maxObservedRunes = maxMessageBytes / 2
+
 // Observed says what in showed of a false expression: the first clause
 // of its && chain that is false, and the values that clause read, as
 // "`response.state == "refunded"` was false: state: "pending"". It is ""
@@ -264,7 +268,8 @@ func (x *Expression) Observed(in Input) string {
 		if len(saw) > 0 {
 			msg += ": " + strings.Join(saw, ", ")
 		}
-		return clip(msg, maxMessageBytes/2)
+		// A long clause gives way to the values, which are the point.
+		return results.Shorten(msg, maxObservedRunes)
 	}
 	return ""
 }

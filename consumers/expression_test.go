@@ -1,10 +1,12 @@
 package consumers
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -125,5 +127,22 @@ func TestExpressionObserved(t *testing.T) {
 	loop := mustExpression(t, "until", `all(response.items, .ok)`)
 	if got := loop.Observed(Input{Response: mustDecode(t, `{"items": [{"ok": false}]}`)}); got != "" {
 		t.Errorf("a loop is explained as %q; want nothing (it cannot run outside the budget)", got)
+	}
+}
+
+// TestExpressionObservedLongClause: a clause longer than what Observed may
+// say is cut, never the values it read.
+func TestExpressionObservedLongClause(t *testing.T) {
+	var states []string
+	for i := range 30 {
+		states = append(states, fmt.Sprintf("%q", fmt.Sprintf("refund_state_%02d", i)))
+	}
+	x := mustExpression(t, "until", "response.state in ["+strings.Join(states, ", ")+"] && response.refund_id != nil")
+	got := x.Observed(Input{Response: mustDecode(t, `{"state": "paid", "refund_id": null}`)})
+	if !strings.HasPrefix(got, "`response.state in [\"refund_state_00\"") || !strings.HasSuffix(got, "…` was false: state: \"paid\"") {
+		t.Errorf("Observed = %q, want the clause's start and all it read", got)
+	}
+	if n := utf8.RuneCountInString(got); n > maxObservedRunes {
+		t.Errorf("Observed says %d characters, want at most %d", n, maxObservedRunes)
 	}
 }
