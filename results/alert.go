@@ -1,6 +1,12 @@
 package results
 
-import "time"
+import (
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Drift is a change of a probe's response shape: the run's fingerprint
 // differs from the probe's dominant fingerprint of the previous 24 hours
@@ -102,6 +108,22 @@ type Alert struct {
 	Duration    time.Duration
 	HTTPStatus  int // 0 when no response arrived
 	Consumer    ConsumerRef
+	// Target names what the run called, for the reader who must go and
+	// look: "POST https://search.example.com/v1/search" (see HTTPTarget),
+	// "tool search at https://mcp.example.com/mcp" (see ToolTarget), with
+	// "step NAME: " before it for the deciding step of a steps probe. It
+	// never holds a query, userinfo or header. "" when unknown.
+	Target string
+	// ResponseExcerpt is the start of the body the run received, at most
+	// ExcerptRunes characters cut from the stored response sample, which
+	// is already scrubbed of every known secret: what a 503 said ("index
+	// rebuilding"). Set for a run that did not pass and got a body; ""
+	// otherwise.
+	ResponseExcerpt string
+	// Resolving marks a shape_drift alert whose run also resolved the
+	// probe's failure: the resolved alert of the same run is recorded,
+	// and so delivered, before it.
+	Resolving bool
 	// FailingSince is when the current failure began: set on firing,
 	// reminder, update and resolved alerts (resolved says how long it
 	// lasted).
@@ -139,7 +161,64 @@ func NewAlert(kind AlertKind, r *Result, now time.Time) Alert {
 	if r.Error != nil {
 		a.Code, a.Message = r.Error.Code, r.Error.Message
 	}
+	if r.Outcome != Pass {
+		a.ResponseExcerpt = Excerpt(r.ResponseSample)
+	}
+	if r.MCP != nil {
+		a.Target = ToolTarget(r.MCP.Tool, r.MCP.Server)
+	}
 	return a
+}
+
+// ExcerptRunes caps Alert.ResponseExcerpt: the first lines of an error page
+// or a JSON error, enough to say why, not the body itself.
+const ExcerptRunes = 500
+
+// Excerpt returns the start of body as an alert shows it: surrounding
+// whitespace trimmed, at most ExcerptRunes characters, the last an
+// ellipsis when it had to cut. body must already be redacted: a cut made
+// before redaction could keep the start of a secret.
+func Excerpt(body string) string {
+	body = strings.TrimSpace(body)
+	if utf8.RuneCountInString(body) <= ExcerptRunes {
+		return body
+	}
+	n := 0
+	for i := range body {
+		if n == ExcerptRunes-1 {
+			return strings.TrimRightFunc(body[:i], unicode.IsSpace) + "…"
+		}
+		n++
+	}
+	return body
+}
+
+// HTTPTarget names an HTTP call as alerts show it: the method, then the
+// URL's scheme, host and path, "POST https://search.example.com/v1/search".
+// It leaves out the userinfo, query and fragment, which may carry secrets.
+// method "" reads as GET; "" when rawURL does not parse or has no host.
+func HTTPTarget(method, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if method == "" {
+		method = "GET"
+	}
+	return method + " " + u.Scheme + "://" + u.Host + u.Path
+}
+
+// ToolTarget names an MCP tool call as alerts and the status page show it:
+// "tool search at https://mcp.example.com/mcp", server as MCPServer writes
+// it (no credentials, no query); "tool search" without a server.
+func ToolTarget(tool, server string) string {
+	if tool == "" {
+		return ""
+	}
+	if server == "" {
+		return "tool " + tool
+	}
+	return "tool " + tool + " at " + server
 }
 
 // Mode is how a probe fails: its outcome and code.

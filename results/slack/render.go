@@ -22,9 +22,10 @@ type Message struct {
 	Blocks []goslack.Block `json:"blocks"`
 }
 
-// Render returns the payload for a: a header, a section of fields, the
-// run's message in a code block, the shape diff for a drift, and a context
-// line with the operation id, consumer@version and rule hash. It is a pure
+// Render returns the payload for a: a header, a section of fields (what
+// was called among them), the run's message and the start of the body it
+// received in code blocks, the shape diff for a drift, and a context line
+// with the operation id, consumer@version and rule hash. It is a pure
 // function of a: it neither redacts nor links (the Notifier does both), so
 // a golden file pins the exact layout.
 func Render(a results.Alert) Message { return render(a, "") }
@@ -41,6 +42,9 @@ func render(a results.Alert, baseURL string) Message {
 	blocks = append(blocks, &goslack.SectionBlock{Type: goslack.MBTSection, Fields: fields(a)})
 	if a.Message != "" {
 		blocks = append(blocks, section(codeBlock("*Message*\n", []string{a.Message}, maxSectionText)))
+	}
+	if a.ResponseExcerpt != "" {
+		blocks = append(blocks, section(excerptText(a.ResponseExcerpt)))
 	}
 	if a.Kind == results.AlertDrift && a.Drift != nil {
 		blocks = append(blocks, section(diffText(a.Drift)))
@@ -100,8 +104,12 @@ func descriptionText(title, description string) string {
 	return codeBlock(title, []string{description}, maxSectionText)
 }
 
-// definitionDrift reports whether a announces a change of an MCP tool's
-// definition rather than of the response's shape.
+// excerptText is the section with the start of the body a failed run
+// received, capped at results.ExcerptRunes whatever the store held.
+func excerptText(excerpt string) string {
+	return codeBlock("*Response body* (start)\n", []string{results.Excerpt(excerpt)}, maxSectionText)
+}
+
 // driftSubject is what a shape_drift alert says changed: "PROBE response
 // shape changed", "PROBE step STEP response shape changed" for a step of a
 // steps probe (each step has a baseline of its own), or "PROBE tool
@@ -116,6 +124,8 @@ func driftSubject(a results.Alert) string {
 	return a.Probe + " response shape changed"
 }
 
+// definitionDrift reports whether a announces a change of an MCP tool's
+// definition rather than of the response's shape.
 func definitionDrift(a results.Alert) bool {
 	return a.Kind == results.AlertDrift && a.Drift != nil && a.Drift.Kind == results.DriftDefinition
 }
@@ -160,15 +170,23 @@ func intro(a results.Alert) string {
 		}
 		return "Passing again."
 	case results.AlertDrift:
-		if definitionDrift(a) {
-			return "The MCP server changed the tool's definition (its description, input or output schema, or annotations) " +
-				"since the probe's previous run: agents that call the tool now read what is below. " +
-				"The run's outcome shows whether the probe's call still works."
+		if a.Resolving {
+			return driftIntro(a) + " This run passed and resolved the probe's failure (the resolved message came first)."
 		}
-		return "The response shape shows what the probe's learned baseline never showed (this change is announced once). " +
-			"The run's outcome below shows whether the consumer still copes."
+		return driftIntro(a)
 	}
 	return ""
+}
+
+// driftIntro says what a shape_drift alert announces.
+func driftIntro(a results.Alert) string {
+	if definitionDrift(a) {
+		return "The MCP server changed the tool's definition (its description, input or output schema, or annotations) " +
+			"since the probe's previous run: agents that call the tool now read what is below. " +
+			"The run's outcome shows whether the probe's call still works."
+	}
+	return "The response shape shows what the probe's learned baseline never showed (this change is announced once). " +
+		"The run's outcome below shows whether the consumer still copes."
 }
 
 func fields(a results.Alert) []*goslack.TextBlockObject {
@@ -194,8 +212,21 @@ func fields(a results.Alert) []*goslack.TextBlockObject {
 	if a.Kind == results.AlertUpdate && a.Previous != (results.Mode{}) {
 		add("Was", code(a.Previous.String()))
 	}
-	if d := failingFor(a); d > 0 && (a.Kind == results.AlertFiring || a.Kind == results.AlertReminder || a.Kind == results.AlertUpdate) {
-		add("Failing for", humanDuration(d))
+	if a.Target != "" {
+		add("Called", code(a.Target))
+	}
+	switch a.Kind {
+	case results.AlertFiring:
+		// How long a failure has lasted means nothing on its first alert
+		// (with failure_threshold 1 it is the run's own latency); when it
+		// began does.
+		if !a.FailingSince.IsZero() {
+			add("Failing since", slackDate(a.FailingSince))
+		}
+	case results.AlertReminder, results.AlertUpdate:
+		if d := failingFor(a); d > 0 {
+			add("Failing for", humanDuration(d))
+		}
 	}
 	if definitionDrift(a) {
 		add("Previous definition", code(a.Drift.Baseline))
@@ -307,10 +338,8 @@ func contextBlock(a results.Alert, baseURL string) *goslack.ContextBlock {
 		add("rule " + code(a.Consumer.RuleHash))
 	}
 	if !a.CreatedAt.IsZero() {
-		// Slack shows the reader's local time; the fallback is UTC. Worth it
-		// because the outbox may deliver an alert long after the run.
-		add(fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>",
-			a.CreatedAt.Unix(), results.FormatTime(a.CreatedAt)))
+		// The outbox may deliver an alert long after the run.
+		add(slackDate(a.CreatedAt))
 	}
 	if len(a.Labels) > 0 {
 		add("labels " + code(labelText(a.Labels)))
@@ -319,6 +348,12 @@ func contextBlock(a results.Alert, baseURL string) *goslack.ContextBlock {
 		add("<" + esc(link) + "|probe page>")
 	}
 	return goslack.NewContextBlock("", els...)
+}
+
+// slackDate writes t so that Slack shows it in the reader's local time,
+// with t in UTC as the fallback for clients that cannot.
+func slackDate(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>", t.Unix(), results.FormatTime(t))
 }
 
 // labelText is a probe's labels as "team=search, tier=gold", sorted.
@@ -382,6 +417,9 @@ func fallback(a results.Alert) string {
 			}
 		}
 		s += "; this run: " + what
+		if a.Resolving {
+			s += ", which resolved the failure"
+		}
 	default:
 		s = fmt.Sprintf("%s %s %s: %s", emoji(a), a.Probe, a.Kind, what)
 	}

@@ -250,6 +250,11 @@ func TestSendPostsRedactedPayload(t *testing.T) {
 	a := drift()
 	a.Message = "auth failed for Bearer tok3n-S3CRET-value, password p&ss<word>99"
 	a.Drift.Diff = []string{seedDiffLine, "headers.x-echo: added (tok3n-S3CRET-value p&ss<word>99)"}
+	// A provider that echoes the request in its error body, and a secret
+	// in a URL's path: the body excerpt and the call's name are scrubbed
+	// like the message.
+	a.ResponseExcerpt = "<pre>Authorization: Bearer tok3n-S3CRET-value\nX-Pass: p&ss<word>99</pre>"
+	a.Target = "GET https://api.example.com/v1/tok3n-S3CRET-value/search"
 	orig := a.Drift.Diff[1]
 
 	for _, bot := range []bool{false, true} {
@@ -282,6 +287,7 @@ func TestSendPostsRedactedPayload(t *testing.T) {
 			}
 		}
 		for _, want := range []string{"Bearer &lt;redacted&gt;", "added (&lt;redacted&gt; &lt;redacted&gt;)",
+			"Authorization: Bearer &lt;redacted&gt;\\nX-Pass: &lt;redacted&gt;&lt;/pre&gt;", "/v1/&lt;redacted&gt;/search",
 			seedCurrent, "/probes/external_search|probe page>"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("bot=%v: the payload lacks %q:\n%s", bot, want, text)

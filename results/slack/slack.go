@@ -145,6 +145,8 @@ func (n *Notifier) redactAlert(a results.Alert) results.Alert {
 	a.OperationID = n.redact(a.OperationID)
 	a.Code = results.Code(n.redact(string(a.Code)))
 	a.Message = n.redact(a.Message)
+	a.Target = n.redact(a.Target)
+	a.ResponseExcerpt = n.redact(a.ResponseExcerpt)
 	a.Consumer.Name = n.redact(a.Consumer.Name)
 	a.Consumer.Version = n.redact(a.Consumer.Version)
 	a.Consumer.RuleHash = n.redact(a.Consumer.RuleHash)
