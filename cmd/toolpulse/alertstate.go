@@ -89,7 +89,7 @@ type alertView struct {
 func newAlertView(now time.Time, pa probeAlert) *alertView {
 	v := &alertView{Firing: pa.Firing, Since: momentAt(now, pa.FailingSince), Notified: momentAt(now, pa.LastNotifiedAt)}
 	if m := pa.LastMessage; m != nil {
-		v.Kind, v.Delivery, v.Error = string(m.Kind), m.Delivery, oneLine(m.LastError, maxMessageRunes)
+		v.Kind, v.Delivery, v.Error = string(m.Kind), m.Delivery, results.Shorten(m.LastError, maxMessageRunes)
 	}
 	if !v.Firing && v.Kind == "" {
 		return nil // nothing to say

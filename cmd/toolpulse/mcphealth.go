@@ -46,7 +46,7 @@ func (h toolHealth) Health(ctx context.Context) ([]mcpsdk.ToolHealth, error) {
 			th.Healthy = r.Outcome == results.Pass
 			th.LastRunAt = results.FormatTime(r.StartedAt)
 			if r.Error != nil {
-				th.Message = oneLine(r.Error.Message, maxMessageRunes)
+				th.Message = results.Shorten(r.Error.Message, maxMessageRunes)
 			}
 		}
 		if st, ok := states[p.Name]; ok {

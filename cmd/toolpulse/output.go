@@ -31,6 +31,8 @@ func printResults(w io.Writer, format string, all []results.Result) error {
 }
 
 // maxMessageRunes keeps a table row on one screen line in most terminals.
+// A longer message is shortened by results.Shorten, which keeps what was
+// observed at its end.
 const maxMessageRunes = 100
 
 func printTable(w io.Writer, all []results.Result) error {
@@ -81,7 +83,7 @@ func codeAndMessage(r *results.Result) (code, message string) {
 	if r.Error != nil {
 		code, message = string(r.Error.Code), r.Error.Message
 	}
-	return code, oneLine(message, maxMessageRunes)
+	return code, results.Shorten(message, maxMessageRunes)
 }
 
 // mcpToolText is how a table names an MCP probe's tool: the tool at its
@@ -118,7 +120,8 @@ func formatLatency(d time.Duration) string {
 }
 
 // oneLine folds whitespace runs (newlines included) to single spaces and
-// cuts s to n runes, so one result is one table row.
+// cuts s to n runes, so one row of text is one table row. A run's message
+// is shortened by results.Shorten instead, which keeps its end.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= n {
