@@ -31,7 +31,7 @@ func longMessageResults(at time.Time) []results.Result {
 	return []results.Result{
 		{OperationID: "op-claim", Probe: "refund_order_31", StartedAt: at, Duration: 40 * time.Millisecond,
 			Outcome: results.ContractError, HTTPStatus: 200, Kind: results.ProbeSteps, Step: "verify",
-			Error: results.NewError(results.CodeClaimMismatch, "%s", claimMessage),
+			Error:    results.NewError(results.CodeClaimMismatch, "%s", claimMessage),
 			Attempts: []results.Attempt{{Number: 1, StartedAt: at, Duration: 40 * time.Millisecond, HTTPStatus: 200, Step: "verify"}}},
 		{OperationID: "op-input", Probe: "weather_tool", StartedAt: at.Add(time.Second), Duration: 12 * time.Millisecond,
 			Outcome: results.ContractError, HTTPStatus: 200, Kind: results.ProbeMCP,
