@@ -3,8 +3,12 @@ package results
 import "strings"
 
 // minCodeRunes is as much of a rule quoted in a message as Shorten keeps:
-// enough to recognise which rule it was.
-const minCodeRunes = 12
+// enough to recognise which rule it was; minAsideRunes as much of an aside
+// after an observation.
+const (
+	minCodeRunes  = 12
+	minAsideRunes = 16
+)
 
 // Shorten fits msg on one line of at most n characters (runes), for a
 // table cell, a status page or an excerpt of a server's text. Runs of
@@ -16,9 +20,11 @@ const minCodeRunes = 12
 // properties: ["location"]": the server rejects the arguments`. The start
 // says where, the end says what was seen, and the rule text quoted between
 // backticks can be read in the config. So Shorten shortens that rule text
-// first, keeping the start of each rule, and only if that is not enough
-// cuts the middle of the message, keeping its first third and the rest of
-// its end. Each cut is marked with "…". Messages are stored whole; Shorten
+// first, keeping the start of each rule, then an aside in parentheses that
+// ends a message after a rule's observation (`...was false: priority is
+// string (item {"id": ...})`), keeping its start, and only if that is not
+// enough cuts the middle of the message, keeping its first third and the
+// rest of its end. Each cut is marked with "…". Messages are stored whole; Shorten
 // is for showing them, or for a cap a message must respect.
 func Shorten(msg string, n int) string {
 	s := strings.Join(strings.Fields(msg), " ")
@@ -30,6 +36,10 @@ func Shorten(msg string, n int) string {
 		return strings.Repeat("…", max(n, 0))
 	}
 	r = shortenCode(r, len(r)-n)
+	if len(r) <= n {
+		return string(r)
+	}
+	r = shortenAside(r, len(r)-n)
 	if len(r) <= n {
 		return string(r)
 	}
@@ -85,4 +95,34 @@ func shortenCode(r []rune, excess int) []rune {
 		last = sp.end
 	}
 	return append(out, r[last:]...)
+}
+
+// shortenAside shortens, by up to excess runes, the parenthesised aside
+// that ends r when it follows a span quoted between backticks: the item a
+// validate rule was false on, say, which matters less than what the rule
+// saw in it. The aside keeps its start, at least minAsideRunes of it.
+func shortenAside(r []rune, excess int) []rune {
+	if len(r) == 0 || r[len(r)-1] != ')' {
+		return r
+	}
+	depth, open := 0, -1
+	for i := len(r) - 1; i >= 0 && open < 0; i-- {
+		switch r[i] {
+		case ')':
+			depth++
+		case '(':
+			if depth--; depth == 0 {
+				open = i
+			}
+		}
+	}
+	if open < 1 || r[open-1] != ' ' || strings.Count(string(r[:open]), "`") < 2 {
+		return r
+	}
+	inside := len(r) - 1 - (open + 1)
+	keep := max(inside-excess-1, minAsideRunes)
+	if keep >= inside {
+		return r
+	}
+	return append(r[:open+1+keep:open+1+keep], '…', ')')
 }

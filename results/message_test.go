@@ -20,6 +20,10 @@ const (
 		"refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""
 	toolInputGo = `tools/call "get-weather": JSON-RPC error -32602 "validating \"arguments\": validating root: ` +
 		`required: missing properties: [\"location\"]": the server rejects the arguments`
+	invalidItem = "item 0 failed validate: `type(.priority) == \"int\"` was false: priority is string " +
+		"(item {\"id\":\"doc_1\",\"priority\":\"high\",\"title\":\"Release notes\"})"
+	unexpectedStatus = `tools/call "get-weather": HTTP 422 Unprocessable Entity ("request rejected by the gateway: ` +
+		`invalid value for \"units\": want one of [\"celsius\",\"fahrenheit\"]")`
 	toolInputTS = `tools/call "get-weather": the result rejects the arguments: "MCP error -32602: Input validation ` +
 		`error: Invalid arguments for tool get-weather: [ { \"code\": \"invalid_type\", \"path\": [ \"location\" ], ` +
 		`\"message\": \"Required\" } ]"`
@@ -43,6 +47,10 @@ func TestShorten(t *testing.T) {
 			"step verify: claim not confirmed …X8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""},
 		{"tool_input keeps the argument's name", toolInputGo, 100,
 			`tools/call "get-weather": JSON-RP…sing properties: [\"location\"]": the server rejects the arguments`},
+		{"an item gives way to what the rule saw in it", invalidItem, 100,
+			"item 0 failed validate: `type(.priori…` was false: priority is string (item {\"id\":\"doc_1\",\"priorit…)"},
+		{"a server's words in parentheses are not an aside", unexpectedStatus, 100,
+			`tools/call "get-weather": HTTP 42…id value for \"units\": want one of [\"celsius\",\"fahrenheit\"]")`},
 		{"without backticks, the middle", "abcdefghij klmnopqrst", 10, "abc…opqrst"},
 		{"characters, not bytes", "ééééééééééééééééééééé", 10, "ééé…éééééé"},
 		{"n of one", "abc", 1, "…"},
@@ -72,6 +80,7 @@ func TestShortenKeepsTheObservation(t *testing.T) {
 		{"claim_mismatch, long rule", claimLongRule, []string{"step verify:", `state: "pending"`}, []int{100, 90}, true},
 		{"tool_input, go-sdk", toolInputGo, []string{"tools/call", `[\"location\"]`}, []int{100, 90}, false},
 		{"tool_input, TypeScript SDK", toolInputTS, []string{"tools/call", `[ \"location\" ]`}, []int{100, 90}, false},
+		{"invalid_item", invalidItem, []string{"item 0 failed validate:", "was false: priority is string (item"}, []int{100, 80}, false},
 	}
 	for _, tt := range tests {
 		for _, n := range tt.widths {
@@ -92,7 +101,8 @@ func TestShortenKeepsTheObservation(t *testing.T) {
 }
 
 func FuzzShorten(f *testing.F) {
-	for _, s := range []string{claimPaid, claimLongRule, toolInputGo, toolInputTS, "`a` `b", "```", "\xff`\xfe"} {
+	for _, s := range []string{claimPaid, claimLongRule, toolInputGo, toolInputTS, invalidItem, unexpectedStatus,
+		"`a` `b", "```", "\xff`\xfe", "`a` (b)", "`a` (()", "`a` )"} {
 		f.Add(s, 40)
 	}
 	f.Fuzz(func(t *testing.T, msg string, n int) {
