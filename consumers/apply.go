@@ -132,7 +132,7 @@ func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, v
 		if !valid {
 			if why := c.explainInvalid(st); why != "" {
 				v.Err = results.NewError(results.CodeInvalidItem,
-					"item %d failed validate: %s (item %s)", i, clip(why, maxMessageBytes/2), preview(item))
+					"item %d failed validate: %s (item %s)", i, results.Shorten(why, maxMessageBytes/2), preview(item))
 			} else {
 				v.Err = results.NewError(results.CodeInvalidItem,
 					"item %d failed validate: %s", i, preview(item))

@@ -129,6 +129,15 @@ var seedCases = []applyCase{
 		code: results.CodeEmptySelection, msg: "no items"},
 }
 
+// longList is a list literal longer than what a message may quote of a rule.
+var longList = func() string {
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%q", fmt.Sprintf("doc_%02d", i+10))
+	}
+	return strings.Join(ids, ", ")
+}()
+
 // codeCases reach every code Apply can produce.
 var codeCases = []applyCase{
 	{name: "integer score passes", body: `{"results":[{"id":"a","score":1}]}`, min: 1, selected: 1, validated: 1},
@@ -151,6 +160,9 @@ var codeCases = []applyCase{
 	{name: "invalid_item: a missing field", validate: `.id != nil && .fresh == true`,
 		body: `{"results":[{"id":"a","score":1}]}`, min: 1, code: results.CodeInvalidItem, selected: 1,
 		msg: "item 0 failed validate: `.fresh == true` was false: fresh is missing (item "},
+	{name: "invalid_item: a long clause gives way to what it read", validate: `.id in [` + longList + `]`,
+		body: `{"results":[{"id":"doc_9","score":1}]}`, min: 1, code: results.CodeInvalidItem, selected: 1,
+		msg: "…` was false: id is string \"doc_9\" (item "},
 	{name: "invalid_item: a rule with a loop is quoted whole", validate: `all(.tags, # != "")`,
 		body: `{"results":[{"id":"a","score":1,"tags":[""]}]}`, min: 1, code: results.CodeInvalidItem, selected: 1,
 		msg: `item 0 failed validate: {"id":"a","score":1,"tags":[""]}`},
