@@ -206,7 +206,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
-		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Observer: d.observer, Wake: d.deliv.Wake,
+		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: ProbeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
 		Silences: deps.Silences,
 	})

@@ -28,6 +28,10 @@ type RecorderOptions struct {
 	// Labels are each probe's labels, by probe name: they choose its route
 	// and travel with its alerts. nil: no probe has labels.
 	Labels map[string]map[string]string
+	// Targets are what each probe calls, by probe name: its alerts name
+	// it (see ProbeTargets). nil: an MCP probe's alerts name the tool and
+	// server its run reports, others none.
+	Targets map[string]ProbeTarget
 	// Observer is told of every recorded run, drift event, store failure
 	// and dropped run; nil: none.
 	Observer Observer
@@ -85,11 +89,13 @@ type Recorder struct {
 	definitions definitionCache
 	queue       *writeQueue
 
-	mu      sync.RWMutex // guards notify, labels, deliver and states
+	mu      sync.RWMutex // guards notify, labels, targets, deliver and states
 	notify  checks.Notify
 	labels  map[string]map[string]string // by probe: routes and silences match them
+	targets map[string]ProbeTarget       // by probe: what its alerts say it called
 	deliver bool
 	states  map[string]results.AlertState
+	redact  func(string) string
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
@@ -120,6 +126,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		wake:     opts.Wake,
 		notify:   notify,
 		labels:   opts.Labels,
+		targets:  opts.Targets,
 		deliver:  opts.Deliver,
 		observer: observerOr(opts.Observer),
 		states:   map[string]results.AlertState{},
@@ -145,6 +152,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
+	rc.redact = redact
 	rc.queue = newWriteQueue(opts.WriteQueue, rc.recordNow, rc.recorded, rc.logger, rc.observer, clock, random, redact)
 	return rc
 }
@@ -180,12 +188,12 @@ func (rc *Recorder) SetNotify(n checks.Notify, deliver bool) {
 
 // SetConfig is SetNotify with cfg's notify section, which also takes the
 // labels of cfg's probes, so that a reload that changes a probe's labels
-// moves its next alerts to the route they now match.
+// moves its next alerts to the route they now match, and what they call.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
-	labels := ProbeLabels(cfg)
+	labels, targets := ProbeLabels(cfg), ProbeTargets(cfg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.notify, rc.labels, rc.deliver = cfg.Notify, labels, deliver
+	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -255,12 +263,23 @@ func (rc *Recorder) recorded(r *results.Result, d Decision) {
 // fails, recordNow returns the error and the probe's alert state does not
 // advance, so that the next run decides again instead of believing an
 // alert went out. Calls for the same probe are serialized.
+//
+// The run's alerts are recorded, and so delivered, in this order. A run
+// that fails and drifts sends its drift events first and the failure's
+// alert (firing, update, reminder) after: the change is the cause, the
+// failure its impact. A run that passes, drifts and resolves the failure
+// sends the resolved alert first, since the incident on-call is working
+// is over, then its drift events, marked Resolving so that they say they
+// came with the run that resolved it rather than read as a new problem.
+// Each alert names what the run called (ProbeTarget), scrubbed of known
+// secrets.
 func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision, error) {
 	defer rc.lockProbe(r.Probe)()
 
 	rc.mu.RLock()
 	route := rc.notify.Route(rc.labels[r.Probe])
 	labels, deliver, all := rc.labels[r.Probe], rc.deliver, rc.notify
+	target := rc.targets[r.Probe]
 	st, known := rc.states[r.Probe]
 	rc.mu.RUnlock()
 	now := rc.now()
@@ -269,6 +288,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 
 	var rec results.RunRecord
 	var d Decision
+	// drifted are the run's shape_drift alerts, ordered with the
+	// failure's below (see recordNow).
+	var drifted []results.Alert
 	judged, err := rc.detectDrift(ctx, r, now, &d)
 	if err != nil {
 		rc.logger.Error("drift detection failed; recording the run without a drift event",
@@ -283,7 +305,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			if silenced {
 				a.State, a.LastError = results.DeliverySkipped, SilencedError
 			}
-			rec.Alerts = append(rec.Alerts, a)
+			drifted = append(drifted, a)
 		}
 	}
 	stepped, stepErr := rc.detectStepDrifts(ctx, r, now)
@@ -300,7 +322,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			if silenced {
 				a.State, a.LastError = results.DeliverySkipped, SilencedError
 			}
-			rec.Alerts = append(rec.Alerts, a)
+			drifted = append(drifted, a)
 		}
 	}
 	defined, defErr := rc.detectDefinitionDrift(ctx, r, now)
@@ -317,7 +339,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			if silenced {
 				a.State, a.LastError = results.DeliverySkipped, SilencedError
 			}
-			rec.Alerts = append(rec.Alerts, a)
+			drifted = append(drifted, a)
 		}
 	}
 	next, alerts := decide(notify, st, r, now, silenced)
@@ -334,7 +356,19 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	if moved := movedFiring(notify, st, next, alerts, to, r, now, silenced); moved != nil {
 		alerts = append(alerts, *moved)
 	}
-	rec.Alerts = append(rec.Alerts, alerts...)
+	if slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.Kind == results.AlertResolved }) {
+		for i := range drifted {
+			drifted[i].Resolving = true
+		}
+		rec.Alerts = append(alerts, drifted...)
+	} else {
+		rec.Alerts = append(drifted, alerts...)
+	}
+	for i := range rec.Alerts {
+		if t := target.of(r, rec.Alerts[i].Drift); t != "" {
+			rec.Alerts[i].Target = rc.redact(t)
+		}
+	}
 	rec.Alerts, next.Receivers = address(rec.Alerts, to, labels, now)
 	if !next.Firing {
 		next.Receivers = nil

@@ -31,8 +31,10 @@ func (p postable) ending(now time.Time) postable {
 // probe, outcome and code (and fingerprint and drift_kind, response or
 // definition, for a drift), which win over a probe label of the same name
 // so that routes can rely on them. Annotations: summary, message,
-// operation_id, link when set, and for a drift its baseline and diff (and
-// the old and new description when a tool's changed).
+// operation_id, link when set, target (what the run called) and
+// response_excerpt (the start of a failed run's body) when known, and for a
+// drift its baseline and diff (and the old and new description when a
+// tool's changed, and resolving when the run also resolved the failure).
 func (n *Notifier) postable(a results.Alert) postable {
 	labels := make(map[string]string, len(a.Labels)+5)
 	for k, v := range a.Labels {
@@ -53,6 +55,12 @@ func (n *Notifier) postable(a results.Alert) postable {
 	if a.OperationID != "" {
 		ann["operation_id"] = n.redact(a.OperationID)
 	}
+	if a.Target != "" {
+		ann["target"] = n.redact(a.Target)
+	}
+	if a.ResponseExcerpt != "" {
+		ann["response_excerpt"] = n.redact(results.Excerpt(a.ResponseExcerpt))
+	}
 	link := probeLink(n.baseURL, a.Probe)
 	if link != "" {
 		ann["link"] = link
@@ -64,6 +72,9 @@ func (n *Notifier) postable(a results.Alert) postable {
 			labels["drift_kind"] = string(a.Drift.KindOrResponse())
 			ann["baseline"] = n.redact(a.Drift.Baseline)
 			ann["diff"] = n.redact(strings.Join(a.Drift.Diff, "\n"))
+			if a.Resolving {
+				ann["resolving"] = "true"
+			}
 			if a.Drift.Before != "" || a.Drift.After != "" {
 				ann["description_before"] = n.redact(a.Drift.Before)
 				ann["description_after"] = n.redact(a.Drift.After)

@@ -32,7 +32,9 @@ func firing() results.Alert {
 		CreatedAt: t0, OperationID: "0d4a1580-3661-4f31-b618-3146960a9498",
 		Outcome: results.ContractError, Code: "unsupported_results_container",
 		Message: "results is map", Attempts: 1, HTTPStatus: 200,
-		FailingSince: t0.Add(-90 * time.Second),
+		FailingSince:    t0.Add(-90 * time.Second),
+		Target:          "POST http://127.0.0.1:8099/search",
+		ResponseExcerpt: `{"results":{"items":[{"id":"doc_784"}]}}`,
 	}
 }
 
@@ -416,6 +418,8 @@ func TestSecretNeverPosted(t *testing.T) {
 	a := firing()
 	a.Message = "upstream said " + amPassword
 	a.Labels = map[string]string{"k": amPassword}
+	a.Target = "GET https://api.example.com/" + amPassword + "/search"
+	a.ResponseExcerpt = "<pre>Authorization: Basic " + amPassword + "</pre>"
 	if _, _, err := n.Send(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}

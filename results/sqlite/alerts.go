@@ -64,7 +64,7 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
-    a.previous_mode, a.modes, a.receiver, a.labels,
+    a.previous_mode, a.modes, a.receiver, a.labels, a.target, a.response_excerpt, a.resolving,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -200,11 +200,12 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		dKind, dBefore, dAfter                sql.NullString
 		dStep                                 sql.NullString
 		previous, modes, receiver, labels     sql.NullString
+		target, excerpt                       sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
-		&previous, &modes, &receiver, &labels,
+		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -224,6 +225,7 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	a.Receiver = receiver.String
+	a.Target, a.ResponseExcerpt = target.String, excerpt.String
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}

@@ -79,8 +79,9 @@ ON CONFLICT (probe) DO UPDATE SET
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
-    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
+    target, response_excerpt, resolving
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
 func (s *Store) Record(ctx context.Context, r results.Result) error {
@@ -235,7 +236,8 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
-			previous, modes, nullString(a.Receiver), labels)
+			previous, modes, nullString(a.Receiver), labels,
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving)
 		if err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}

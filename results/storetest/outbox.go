@@ -390,3 +390,45 @@ func outboxFiring(t *testing.T, impl Impl) {
 		t.Errorf("FiringAlerts of a receiver never told: %v, %v; want none", got, err)
 	}
 }
+
+// outboxContext: what an alert tells on-call beyond the run's verdict
+// (what was called, the start of the body, whether a drift came with the
+// resolving run) is read back as the outbox will deliver it; an alert
+// without them reads back without them.
+func outboxContext(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	firing := alertRun("op-firing", results.AlertFiring, 0, results.DeliveryPending)
+	firing.Alerts[0].Target = "POST https://search.example.com/v1/search"
+	firing.Alerts[0].ResponseExcerpt = "index rebuilding, retry in 120s"
+	recordRun(t, s, firing)
+
+	rec := driftRun("op-drift")
+	rec.AlertState = nil
+	rec.Alerts = rec.Alerts[1:] // the shape_drift alone
+	rec.Alerts[0].Resolving = true
+	recordRun(t, s, rec)
+	plain := alertRun("op-plain", results.AlertReminder, time.Minute, results.DeliveryPending)
+	recordRun(t, s, plain)
+
+	due, err := s.DueAlerts(ctx, firing.Result.StartedAt.Add(time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type context struct {
+		Target, Excerpt string
+		Resolving       bool
+	}
+	got := map[string]context{}
+	for _, a := range due {
+		got[a.OperationID] = context{a.Target, a.ResponseExcerpt, a.Resolving}
+	}
+	want := map[string]context{
+		"op-firing": {"POST https://search.example.com/v1/search", "index rebuilding, retry in 120s", false},
+		"op-drift":  {rec.Alerts[0].Target, rec.Alerts[0].ResponseExcerpt, true},
+		"op-plain":  {"", "", false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+}

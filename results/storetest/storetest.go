@@ -139,6 +139,7 @@ var behaviours = []behaviour{
 	{"Outbox/latest alert of each probe", outboxLatest},
 	{"Outbox/receiver and labels read back", outboxReceivers},
 	{"Outbox/what each receiver was last told is firing", outboxFiring},
+	{"Outbox/target, body excerpt and resolving read back", outboxContext},
 	// Drift.
 	{"DominantShape/counts and window", dominantShape},
 	{"DominantShape/since in another zone", dominantShapeZone},

@@ -32,8 +32,19 @@ type Payload struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Link is the probe's page on toolpulse's status page; omitted when
 	// server.public_url is not set.
-	Link  string `json:"link,omitempty"`
-	Drift *Drift `json:"drift,omitempty"` // shape_drift only
+	Link string `json:"link,omitempty"`
+	// Target is what the run called: "POST https://host/path" or "tool
+	// NAME at https://host/path", never a query, userinfo or header;
+	// omitted when unknown.
+	Target string `json:"target,omitempty"`
+	// ResponseExcerpt is the start of the body a failed run received (at
+	// most 500 characters, secrets scrubbed); omitted when the run passed
+	// or got no body.
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
+	// Resolving is true on a shape_drift alert whose run also resolved
+	// the probe's failure; that run's resolved alert is posted before it.
+	Resolving bool   `json:"resolving,omitempty"`
+	Drift     *Drift `json:"drift,omitempty"` // shape_drift only
 }
 
 // Drift is the change a shape_drift alert announces: of the response's
@@ -68,6 +79,10 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 		StartedAt:   a.FailingSince.UTC(),
 		CreatedAt:   a.CreatedAt.UTC(),
 		Link:        probeLink(n.baseURL, a.Probe),
+		Target:      n.redact(a.Target),
+		Resolving:   a.Resolving,
+		// Cut again: the outbox may hold an excerpt a release cut longer.
+		ResponseExcerpt: n.redact(results.Excerpt(a.ResponseExcerpt)),
 	}
 	if a.FailingSince.IsZero() {
 		p.StartedAt = p.CreatedAt

@@ -38,7 +38,9 @@ func firing() results.Alert {
 		CreatedAt: t0, OperationID: "0d4a1580-3661-4f31-b618-3146960a9498",
 		Outcome: results.ContractError, Code: "unsupported_results_container",
 		Message: "results is map <b>&</b>", Attempts: 1, HTTPStatus: 200,
-		FailingSince: t0.Add(-90 * time.Second),
+		FailingSince:    t0.Add(-90 * time.Second),
+		Target:          "POST http://127.0.0.1:8099/search",
+		ResponseExcerpt: `{"results":{"items":[{"id":"doc_784"}]}}`,
 	}
 }
 
@@ -168,8 +170,10 @@ func TestBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	resolving := drift()
+	resolving.Outcome, resolving.Code, resolving.Message, resolving.Resolving = results.Pass, "", "", true
 	for name, a := range map[string]results.Alert{"firing": firing(), "resolved": resolved(), "shape_drift": drift(),
-		"definition_drift": definitionDrift()} {
+		"definition_drift": definitionDrift(), "shape_drift_resolving": resolving} {
 		t.Run(name, func(t *testing.T) {
 			body, err := n.Body(a)
 			if err != nil {
@@ -334,6 +338,8 @@ func TestSecretNeverShown(t *testing.T) {
 	a.Message = "upstream said " + secret + " at " + cfg.URL
 	a.Labels = map[string]string{"k": hookToken}
 	a.Drift.Diff = append(a.Drift.Diff, "results."+secret+": string")
+	a.Target = "GET https://api.example.com/" + hookToken + "/search"
+	a.ResponseExcerpt = "<pre>X-Hook-Secret: " + secret + "</pre>"
 	_, _, err = n.Send(context.Background(), a)
 	if err == nil {
 		t.Fatal("Send accepted a 400")
