@@ -20,6 +20,8 @@ const (
 		"refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""
 	toolInputGo = `tools/call "get-weather": JSON-RPC error -32602 "validating \"arguments\": validating root: ` +
 		`required: missing properties: [\"location\"]": the server rejects the arguments`
+	claimWant = "step verify: claim not confirmed within 10s (4 polls): state: \"pending\" " +
+		"(want `response.state == \"refunded\" && response.refund_id == vars.refund_id`)"
 	invalidItem = "item 0 failed validate: `type(.priority) == \"int\"` was false: priority is string " +
 		"(item {\"id\":\"doc_1\",\"priority\":\"high\",\"title\":\"Release notes\"})"
 	unexpectedStatus = `tools/call "get-weather": HTTP 422 Unprocessable Entity ("request rejected by the gateway: ` +
@@ -45,6 +47,8 @@ func TestShorten(t *testing.T) {
 			"step verify: claim not confirmed within 10s (4 polls): `response.state…` was false: state: \"pending\""},
 		{"then the middle goes, the end stays", claimLongValues, 100,
 			"step verify: claim not confirmed …X8T2V4B6N8P0R2S4\", vars.refund_id: \"rf_01J9ZQ7M3KX8T2V4B6N8P0R2S5\""},
+		{"a rule quoted after the observation gives way too", claimWant, 100,
+			"step verify: claim not confirmed within 10s (4 polls): state: \"pending\" (want `response.state == …`)"},
 		{"tool_input keeps the argument's name", toolInputGo, 100,
 			`tools/call "get-weather": JSON-RP…sing properties: [\"location\"]": the server rejects the arguments`},
 		{"an item gives way to what the rule saw in it", invalidItem, 100,
@@ -77,6 +81,7 @@ func TestShortenKeepsTheObservation(t *testing.T) {
 		ruleShorter bool // the rule text is cut, not the rest
 	}{
 		{"claim_mismatch", claimPaid, []string{"step verify:", `state: "paid"`}, []int{100, 90, 80}, true},
+		{"claim_mismatch, rule last", claimWant, []string{"step verify:", `state: "pending" (want`}, []int{100, 80, 60}, false},
 		{"claim_mismatch, long rule", claimLongRule, []string{"step verify:", `state: "pending"`}, []int{100, 90}, true},
 		{"tool_input, go-sdk", toolInputGo, []string{"tools/call", `[\"location\"]`}, []int{100, 90}, false},
 		{"tool_input, TypeScript SDK", toolInputTS, []string{"tools/call", `[ \"location\" ]`}, []int{100, 90}, false},
@@ -101,7 +106,7 @@ func TestShortenKeepsTheObservation(t *testing.T) {
 }
 
 func FuzzShorten(f *testing.F) {
-	for _, s := range []string{claimPaid, claimLongRule, toolInputGo, toolInputTS, invalidItem, unexpectedStatus,
+	for _, s := range []string{claimPaid, claimLongRule, claimWant, toolInputGo, toolInputTS, invalidItem, unexpectedStatus,
 		"`a` `b", "```", "\xff`\xfe", "`a` (b)", "`a` (()", "`a` )"} {
 		f.Add(s, 40)
 	}
