@@ -68,8 +68,10 @@ type Mutation struct {
 	Name string
 	Kind MutationKind
 	// Path is the SPEC §5 path of what changed, as shape.Diff writes it
-	// ("results[].score"; "$" for the root); for unwrap_object it is the
-	// object that became a list, for add_field the object that gained a key.
+	// ("results[].score"; "$" for the root; "facets.*.count" below a map,
+	// whose values are one path as a list's elements are); for
+	// unwrap_object it is the object that became a list, for add_field the
+	// object that gained a key.
 	Path string
 	// Field is the object key the mutation is about ("score"). A mutation
 	// of a list or a list's elements is about the last key on its path
@@ -82,6 +84,7 @@ type Mutation struct {
 	Response any
 
 	from, to string // retype: the kinds; rename_key: the new key in to
+	holder   string // remove_field, rename_key: the path of the object losing the key
 	// unread is the key on the way to Path that the rule demonstrably never
 	// reads (see Mutations), or "" when it may read all of them.
 	unread string
@@ -93,7 +96,11 @@ type Mutation struct {
 //
 // Mutations work on paths, as shape diffs do: a mutation at results[].score
 // changes every element of the list results, so it reads like a provider's
-// contract change and its shape diff is one line (two for rename_key). Where a path holds
+// contract change and its shape diff is one line (two for rename_key). An
+// object that shape.Of takes for a map (its keys are data: ids, hashes,
+// dates) is one path too: facets.*.count changes the count of every value
+// of facets, and its keys get no key-level mutations of their own (one key
+// more or less is a map's data, not its contract). Where a path holds
 // several kinds (number|string), a retype changes the values of its kind.
 // wrap_list applies to every list, unwrap_object to every object with a
 // list field (once per such field), retype to every scalar (number->string,
@@ -140,7 +147,7 @@ func eachMutation(base any, reads FieldSet, yield func(Mutation) bool) {
 func eachMutationWithin(base any, reads FieldSet, work int, yield func(Mutation) bool) {
 	b := posBuilder{budget: maxBaseValues}
 	root := &pathNode{path: "$"}
-	b.add(root, base, 1)
+	b.add(root, []any{base}, 1)
 	if b.budget < 0 {
 		return
 	}
@@ -195,11 +202,11 @@ func kindOf(v any) kindSet {
 	return 0
 }
 
-// step is one step of a path: into the key of an object or into every
-// element of a list.
+// step is one step of a path: into the key of an object, into every
+// element of a list, or into every value of a map.
 type step struct {
-	key  string
-	elem bool
+	key        string
+	elem, vals bool
 }
 
 // pathNode is one path of the base with every value found there merged,
@@ -209,68 +216,107 @@ type pathNode struct {
 	field string // the last key on the path, "" when none
 	steps []step // from the root
 
-	// holder is the object position whose key this is; nil for the root
-	// and for list elements.
+	// holder is the object position whose key this is; nil for the root,
+	// for list elements and for map values.
 	holder *pathNode
 
 	kinds    kindSet
 	nonEmpty bool // some list here has elements
+	empty    bool // some list here has none
+	objects  int  // the objects here
+	present  int  // the objects of holder that have this key
+	isMap    bool // the objects here are a map: their values are vals
 	children map[string]*pathNode
 	keys     []string // sorted keys of children, set by finish
 	elem     *pathNode
-	unread   string // see Mutation.unread
+	vals     *pathNode // the values of a map, path "p.*"
+	unread   string    // see Mutation.unread
 }
 
 type posBuilder struct {
 	budget int
 }
 
-func (b *posBuilder) add(p *pathNode, v any, depth int) {
-	b.budget--
-	if b.budget < 0 {
-		return
+// add merges vs, every value found at p, into p. It takes the values of a
+// position all at once because whether its objects are a map is decided
+// on all of them together, as shape.Of decides it on the objects its
+// position merges.
+func (b *posBuilder) add(p *pathNode, vs []any, depth int) {
+	var elems []any
+	var objs []map[string]any
+	for _, v := range vs {
+		b.budget--
+		if b.budget < 0 {
+			return
+		}
+		switch t := v.(type) {
+		case []any:
+			if depth > shape.MaxDepth {
+				continue
+			}
+			p.kinds |= kList
+			if len(t) == 0 {
+				p.empty = true
+				continue
+			}
+			p.nonEmpty = true
+			elems = append(elems, t...)
+		case map[string]any:
+			if depth > shape.MaxDepth {
+				continue
+			}
+			p.kinds |= kObject
+			objs = append(objs, t)
+		default:
+			p.kinds |= kindOf(v)
+		}
 	}
-	switch t := v.(type) {
-	case []any:
-		if depth > shape.MaxDepth {
-			return
-		}
-		p.kinds |= kList
-		if len(t) == 0 {
-			return
-		}
-		p.nonEmpty = true
+	if len(elems) > 0 {
 		if p.elem == nil {
 			p.elem = &pathNode{path: p.path + "[]", field: p.field, steps: appendStep(p.steps, step{elem: true})}
 		}
-		for _, e := range t {
-			b.add(p.elem, e, depth+1)
-			if b.budget < 0 {
-				return
+		b.add(p.elem, elems, depth+1)
+	}
+	if len(objs) == 0 || b.budget < 0 {
+		return
+	}
+	p.objects += len(objs)
+	if p.isMap = isMap(objs); p.isMap {
+		var vals []any
+		for _, o := range objs {
+			for _, v := range o {
+				vals = append(vals, v)
 			}
 		}
-	case map[string]any:
-		if depth > shape.MaxDepth {
+		p.vals = &pathNode{path: mapPath(p.path), field: p.field, steps: appendStep(p.steps, step{vals: true})}
+		b.add(p.vals, vals, depth+1)
+		return
+	}
+	byKey := map[string][]any{}
+	for _, o := range objs {
+		for k, v := range o {
+			byKey[k] = append(byKey[k], v)
+		}
+	}
+	p.children = make(map[string]*pathNode, len(byKey))
+	for k, vs := range byKey {
+		p.children[k] = &pathNode{path: keyPath(p.path, k), field: k, steps: appendStep(p.steps, step{key: k}), holder: p, present: len(vs)}
+		b.add(p.children[k], vs, depth+1)
+		if b.budget < 0 {
 			return
 		}
-		p.kinds |= kObject
-		if p.children == nil {
-			p.children = make(map[string]*pathNode, len(t))
-		}
-		for k, e := range t {
-			c := p.children[k]
-			if c == nil {
-				c = &pathNode{path: keyPath(p.path, k), field: k, steps: appendStep(p.steps, step{key: k}), holder: p}
-				p.children[k] = c
-			}
-			b.add(c, e, depth+1)
-			if b.budget < 0 {
-				return
-			}
-		}
-	default:
-		p.kinds |= kindOf(v)
 	}
+}
+
+// isMap reports whether the objects found at one position are a map, as
+// shape.Of judges the objects it merges into one position: it owns the
+// rule (see shape's Maps).
+func isMap(objs []map[string]any) bool {
+	l := make([]any, len(objs))
+	for i, o := range objs {
+		l[i] = o
+	}
+	return strings.HasPrefix(shape.Of(l).Summary(), "list<map<")
 }
 
 // appendStep returns steps with s appended, never sharing the result's
@@ -298,16 +344,19 @@ func (p *pathNode) finish(reads FieldSet) {
 		}
 		c.finish(reads)
 	}
-	if p.elem != nil {
-		p.elem.unread = p.unread
-		p.elem.finish(reads)
+	for _, c := range []*pathNode{p.elem, p.vals} {
+		if c != nil {
+			c.unread = p.unread
+			c.finish(reads)
+		}
 	}
 }
 
-// firstObject returns the first position in walk order holding an object,
-// or nil.
+// firstObject returns the first position in walk order holding an object
+// of named fields, or nil. A map is passed over: a key added to it is one
+// more entry of its data, and a value unlike the others makes it no map.
 func (p *pathNode) firstObject() *pathNode {
-	if p.kinds&kObject != 0 {
+	if p.kinds&kObject != 0 && !p.isMap {
 		return p
 	}
 	for _, k := range p.keys {
@@ -315,8 +364,13 @@ func (p *pathNode) firstObject() *pathNode {
 			return o
 		}
 	}
-	if p.elem != nil {
-		return p.elem.firstObject()
+	for _, c := range []*pathNode{p.elem, p.vals} {
+		if c == nil {
+			continue
+		}
+		if o := c.firstObject(); o != nil {
+			return o
+		}
 	}
 	return nil
 }
@@ -339,8 +393,10 @@ func (g *generator) walk(p *pathNode) {
 		}
 		g.walk(p.children[k])
 	}
-	if p.elem != nil && !g.stopped {
-		g.walk(p.elem)
+	for _, c := range []*pathNode{p.elem, p.vals} {
+		if c != nil && !g.stopped {
+			g.walk(c)
+		}
 	}
 }
 
@@ -368,7 +424,9 @@ func (g *generator) at(p *pathNode) {
 	// survive as a harmless unread_field.
 	keyed := p.holder != nil && p.unread == ""
 	if keyed {
-		g.try(mut(MutRemoveField, p.path), p.holder.steps, g.removeKey(p.field))
+		m := mut(MutRemoveField, p.path)
+		m.holder = p.holder.path
+		g.try(m, p.holder.steps, g.removeKey(p.field))
 	}
 	if p.kinds&kNumber != 0 {
 		m := mut(MutRetype, p.path+" number->string")
@@ -402,7 +460,7 @@ func (g *generator) at(p *pathNode) {
 		}
 		if to := renamed(p.field); to != "" && p.holder.children[to] == nil {
 			m := mut(MutRenameKey, p.path+" to "+shape.Key(to))
-			m.to = to
+			m.to, m.holder = to, p.holder.path
 			g.try(m, p.holder.steps, g.renameKey(p.field, to))
 		}
 	}
@@ -453,6 +511,27 @@ func (g *generator) apply(v any, steps []step, change func(any) (any, bool)) (an
 		return change(v)
 	}
 	s, rest := steps[0], steps[1:]
+	if s.vals {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v, false
+		}
+		var out map[string]any
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			nv, changed := g.apply(m[k], rest, change)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = g.copyMap(m, 0)
+			}
+			out[k] = nv
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	}
 	if s.elem {
 		l, ok := v.([]any)
 		if !ok {
@@ -675,6 +754,10 @@ func camelToSnake(key string) string {
 	}
 	return b.String()
 }
+
+// mapPath is the path of the values of the map at path, written as
+// shape.Diff writes it: "facets.*", "$.*" at the root.
+func mapPath(path string) string { return path + ".*" }
 
 // keyPath is the path of key below path, written as shape.Diff writes it.
 func keyPath(path, key string) string {

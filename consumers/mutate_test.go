@@ -58,6 +58,74 @@ func TestMutationsSeed000Golden(t *testing.T) {
 	checkGolden(t, "testdata/mutate/seed000.golden", b.Bytes())
 }
 
+// facetsBody has a map: facets' keys are ids (hex), so shape writes its
+// values as facets.* and mutations name them so too.
+const facetsBody = `{"results":[{"id":"doc_784","score":0.93}],"facets":{"f3a9c1":{"label":"docs","count":12},"77b0e2":{"label":"api","count":3}}}`
+
+// TestMutationsFacetsGolden: a map's values are one path, facets.*, as in
+// a shape diff; no mutation names one of its keys, and each change is
+// made once, to every value.
+func TestMutationsFacetsGolden(t *testing.T) {
+	base := mustDecode(t, facetsBody)
+	if got := shape.Of(base).String(); !strings.Contains(got, "facets:map<") {
+		t.Fatalf("shape %s: facets is not a map; the test needs one", got)
+	}
+	ms := Mutations(base, FieldSet{})
+	var b bytes.Buffer
+	for _, m := range ms {
+		fmt.Fprintln(&b, m.Name)
+		if strings.Contains(m.Name, "f3a9c1") || strings.Contains(m.Name, "77b0e2") {
+			t.Errorf("%q names a key of the map", m.Name)
+		}
+	}
+	checkGolden(t, "testdata/mutate/facets.golden", b.Bytes())
+
+	m, ok := findMutation(ms, "retype facets.*.count number->string")
+	if !ok {
+		t.Fatalf("no retype facets.*.count number->string in %q", mutationNames(ms))
+	}
+	if m.Path != "facets.*.count" || m.Field != "count" {
+		t.Errorf("path %q field %q, want facets.*.count and count", m.Path, m.Field)
+	}
+	want := `{"facets":{"77b0e2":{"count":"3","label":"api"},"f3a9c1":{"count":"12","label":"docs"}},"results":[{"id":"doc_784","score":0.93}]}`
+	if got := jsonText(t, m.Response); got != want {
+		t.Errorf("response:\ngot  %s\nwant %s", got, want)
+	}
+	if got, want := shape.Diff(shape.Of(base), shape.Of(m.Response)), []string{"facets.*.count: number -> string"}; !slices.Equal(got, want) {
+		t.Errorf("diff = %q, want %q", got, want)
+	}
+}
+
+// TestMutationsWideMap: an object of many keys whose values share one
+// shape is a map however its keys read, so 600 keys are one path and a
+// handful of mutations, not 6,000 that differ only by key.
+func TestMutationsWideMap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 600 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%03d":{"n":1}`, i)
+	}
+	b.WriteString("}")
+	got := mutationNames(Mutations(mustDecode(t, b.String()), FieldSet{}))
+	want := []string{
+		"retype $ object->null",
+		"retype $.* object->null",
+		"add_field $.*", // the first object of named fields: the map's values
+		"remove_field $.*.n",
+		"retype $.*.n number->string",
+		"retype $.*.n number->bool",
+		"retype $.*.n number->null",
+		"nest_field $.*.n",
+		"rename_key $.*.n to N",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("names =\n%q\nwant\n%q", got, want)
+	}
+}
+
 func TestMutationsResponses(t *testing.T) {
 	const mixed = `{"results":[{"id":"a","score":1},{"id":"b","score":"0.5"},{"id":"c"}]}`
 	const rootList = `[{"a":1},{"a":2.5,"b":[]}]`
@@ -207,6 +275,9 @@ var mutationBases = []string{
 	`[{"a":1},{"a":2.5,"b":[]},[1,[2]],"s",null]`,
 	`{"a.b":[{"x y":1,"é":"s","":null,"q\"":true,"tab\there":[{}]}]}`,
 	`{"userId":1,"user_name":"x","ID":2,"_x":3,"123":4}`,
+	facetsBody,
+	`{"2026-10-26":[{"n":1}],"2026-10-27":[]}`,
+	`[{"f3a9c1":1,"77b0e2":null},{"a1b2c3":2.5}]`,
 	`"text"`, `0`, `null`, `[]`, `{}`, `[[]]`, `[{}]`,
 }
 
@@ -273,16 +344,15 @@ func TestMutationsNamesUniqueAndStable(t *testing.T) {
 }
 
 func TestMutationsCap(t *testing.T) {
-	// Ten mutations a key: four at kNNN, six at kNNN.n.
+	// Ten mutations a key: four at kNNN, six at kNNN.n. The last key's
+	// value is a string, so the root's values differ in kind and it is an
+	// object of 601 fields, not a map (see TestMutationsWideMap).
 	var b strings.Builder
 	b.WriteString("{")
 	for i := range 600 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"k%03d":{"n":1}`, i)
+		fmt.Fprintf(&b, `"k%03d":{"n":1},`, i)
 	}
-	b.WriteString("}")
+	b.WriteString(`"zz":"not like the others"}`)
 	ms := Mutations(mustDecode(t, b.String()), FieldSet{})
 	if got, want := len(ms), MaxMutations; got != want {
 		t.Fatalf("len = %d, want %d", got, want)
@@ -605,6 +675,118 @@ func TestMutationTestUnreadFields(t *testing.T) {
 	}
 	if r.Failed() {
 		t.Errorf("Failed() = true with only harmless survivors")
+	}
+}
+
+// TestMutationTestShownByPassingBase: a survivor that turns a base into
+// what another passing base already shows at the same path is the
+// consumer's contract, not a blind spot; a failing base shows nothing.
+func TestMutationTestShownByPassingBase(t *testing.T) {
+	cursor := mustCompile(t, Source{Name: "cursor",
+		Select: `type(response.next_cursor) in ["string", "nil"] ? response.results : fail("bad_cursor", "next_cursor is " + type(response.next_cursor))`})
+	withCursor := MutationBase{Name: "more pages", MinResults: 1,
+		Response: mustDecode(t, `{"results":[{"id":"a"}],"next_cursor":"c2"}`)}
+	lastPage := MutationBase{Name: "last page", MinResults: 1,
+		Response: mustDecode(t, `{"results":[{"id":"a"}],"next_cursor":null}`)}
+	badCursor := MutationBase{Name: "bad cursor", MinResults: 1,
+		Response: mustDecode(t, `{"results":[{"id":"a"}],"next_cursor":null,"x":1}`)}
+
+	// Alone, the cursor base's null is a blind spot: nothing shows the
+	// rule means to accept it.
+	r := cursor.MutationTest([]MutationBase{withCursor})
+	if got := survivor(t, r, "retype next_cursor string->null"); got.Class != BlindSpot {
+		t.Errorf("one base: class %s, want blind_spot", got.Class)
+	}
+
+	r = cursor.MutationTest([]MutationBase{withCursor, lastPage})
+	s := survivor(t, r, "retype next_cursor string->null")
+	if s.Class != ByDesign || s.Base != "more pages" {
+		t.Errorf("class %s on %q, want by_design on more pages", s.Class, s.Base)
+	}
+	want := `next_cursor turned from string into null and the rule still passes, by design: the passing base "last page" already shows that at next_cursor`
+	if s.Why != want {
+		t.Errorf("why:\ngot  %s\nwant %s", s.Why, want)
+	}
+	if want := []string{"next_cursor: string -> null"}; !slices.Equal(s.Diff, want) {
+		t.Errorf("diff = %q, want %q", s.Diff, want)
+	}
+	for _, b := range r.BlindSpots() {
+		if b.Mutation.Path == "next_cursor" && b.Mutation.Kind == MutRetype && b.Mutation.to == "null" {
+			t.Errorf("still a blind spot: %q [%s]", b.Mutation.Name, b.Base)
+		}
+	}
+	// The retype to a number no base shows is killed, as before.
+	if _, ok := survivorClasses(r)["retype next_cursor string->number"]; ok {
+		t.Errorf("retype next_cursor string->number survived")
+	}
+
+	// A base the rule does not pass shows nothing.
+	strict := mustCompile(t, Source{Name: "strict",
+		Select: `"x" in response ? fail("unexpected_x", "x") : type(response.next_cursor) in ["string", "nil"] ? response.results : fail("bad_cursor", "no")`})
+	r = strict.MutationTest([]MutationBase{withCursor, badCursor})
+	if got := survivor(t, r, "retype next_cursor string->null"); got.Class != BlindSpot {
+		t.Errorf("with a failing base: class %s, want blind_spot", got.Class)
+	}
+
+	// Seed 000's two layouts: each base shows what wrap_list and
+	// unwrap_object make of the other.
+	list := MutationBase{Name: "original list layout", Response: mustDecode(t, seed000Body), MinResults: 1}
+	items := MutationBase{Name: "new items layout", MinResults: 1,
+		Response: mustDecode(t, `{"results":{"items":[{"id":"doc_784","title":"API migration guide","score":0.93}]},"next_cursor":null}`)}
+	r = selectResultsConsumer(t).MutationTest([]MutationBase{list, items})
+	for _, tc := range []struct{ name, base, shownBy string }{
+		{"wrap_list results", "original list layout", "new items layout"},
+		{"unwrap_object results to results.items", "new items layout", "original list layout"},
+	} {
+		var found bool
+		for _, s := range r.Survivors {
+			if s.Mutation.Name != tc.name || s.Base != tc.base {
+				continue
+			}
+			found = true
+			if s.Class != ByDesign || !strings.HasSuffix(s.Why, fmt.Sprintf("by design: the passing base %q already shows that at results", tc.shownBy)) {
+				t.Errorf("%s [%s]: class %s, why %q", tc.name, tc.base, s.Class, s.Why)
+			}
+		}
+		if !found {
+			t.Errorf("%s [%s] did not survive", tc.name, tc.base)
+		}
+	}
+	if r.Failed() {
+		t.Errorf("Failed() = true; blind spots %v", r.BlindSpots())
+	}
+}
+
+// TestMutationTestShowsEachKind: what each kind of mutation makes, and a
+// base that shows it.
+func TestMutationTestShowsEachKind(t *testing.T) {
+	const base = `{"results":[{"id":"a","title":"t","tags":["x"],"score":1}],"page":{"ns":[1]}}`
+	for _, tc := range []struct {
+		mutation, other string
+	}{
+		{"retype results[].score number->string", `{"results":[{"score":"1"}]}`},
+		{"retype results[].score number->null", `{"results":[{"score":1},{"score":null}]}`},
+		{"remove_field results[].title", `{"results":[{"id":"b"}]}`},
+		{"remove_field results[].title", `{"results":[{"id":"b","title":"u"},{"id":"c"}]}`},
+		{"rename_key results[].title to Title", `{"results":[{"Title":"u"}]}`},
+		{"empty_list results[].tags", `{"results":[{"tags":[]}]}`},
+		{"non_object_items results", `{"results":["a"]}`},
+		{"wrap_list results[].tags", `{"results":[{"tags":{"items":["x"]}}]}`},
+		{"unwrap_object page to page.ns", `{"page":[2]}`},
+		{"nest_field results[].score", `{"results":[{"score":{"value":1}}]}`},
+	} {
+		m, ok := findMutation(Mutations(mustDecode(t, base), FieldSet{}), tc.mutation)
+		if !ok {
+			t.Errorf("%s: no such mutation of the base", tc.mutation)
+			continue
+		}
+		shown := shownBases([]MutationBase{{Name: "base", Response: mustDecode(t, base)}, {Name: "other", Response: mustDecode(t, tc.other)}})
+		if got := shownBy(shown, m); got != "other" {
+			t.Errorf("%s: shown by %q, want other (%s)", tc.mutation, got, tc.other)
+		}
+		if got := shownBy(shown[:1], m); got != "" {
+			t.Errorf("%s: the base alone shows it (%q)", tc.mutation, got)
+		}
 	}
 }
 

@@ -32,8 +32,12 @@ type SurvivorClass string
 const (
 	// PositiveControl is add_field: it must survive.
 	PositiveControl SurvivorClass = "positive_control"
-	// ByDesign is empty_list under min_results 0: an empty answer is valid
-	// by the probe's own contract (seed 003).
+	// ByDesign is a change the consumer's own contract allows: empty_list
+	// under min_results 0, where an empty answer is valid by the probe's
+	// own contract (seed 003), or a change into a shape that a passing base
+	// already shows at that path (a fixture with next_cursor: null makes
+	// retype next_cursor string->null one): the consumer accepts it on
+	// purpose, and says so with that base.
 	ByDesign SurvivorClass = "by_design"
 	// UnreadField is a change below a key the rule demonstrably never
 	// reads (see Mutations): harmless to it.
@@ -108,12 +112,13 @@ func (r MutationReport) BlindSpots() []Survivor {
 // A survivor is classified in this order: add_field is a PositiveControl;
 // empty_list under MinResults 0 is ByDesign; a mutation below a key the rule
 // demonstrably never reads is UnreadField (see Mutations: the key may be
-// the mutation's Field or one on the way to it); everything else is a
-// BlindSpot. A mutation with no key on its path ("$", "$[]") is never
-// UnreadField: wrapping, emptying or retyping the whole answer always
-// matters. A list-level mutation is about the last key of its path, so
-// wrapping a tags list the rule skips is harmless, while wrapping the list
-// the rule selects is a blind spot.
+// the mutation's Field or one on the way to it); a mutation into what a
+// passing base (this one or another) already shows at its path is
+// ByDesign (see shows); everything else is a BlindSpot. A mutation with no
+// key on its path ("$", "$[]") is never UnreadField: wrapping, emptying or
+// retyping the whole answer always matters. A list-level mutation is about
+// the last key of its path, so wrapping a tags list the rule skips is
+// harmless, while wrapping the list the rule selects is a blind spot.
 func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 	r := MutationReport{Skipped: map[string]string{}}
 	if c != nil {
@@ -121,15 +126,17 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 	}
 	reads := c.ReadFields()
 	acceptance := c.Acceptance()
+	var passing []MutationBase
 	for _, b := range bases {
-		in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers, Result: b.Result, Tool: b.Tool}
-		if in.Status == 0 {
-			in.Status = 200
-		}
-		if v := c.Apply(in, b.MinResults); v.Err != nil {
+		if v := c.Apply(b.input(), b.MinResults); v.Err != nil {
 			r.Skipped[b.Name] = fmt.Sprintf("it does not pass: %s: %s", v.Err.Code, v.Err.Message)
 			continue
 		}
+		passing = append(passing, b)
+	}
+	var shown []shownBase // built once something survives
+	for _, b := range passing {
+		in := b.input()
 		r.Bases = append(r.Bases, b.Name)
 		var baseShape shape.Shape // only needed once something survives
 		eachMutation(b.Response, reads, func(m Mutation) bool {
@@ -149,11 +156,14 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 			if baseShape.String() == "" {
 				baseShape = shape.Of(b.Response)
 			}
-			class := classify(m, b.MinResults)
+			if shown == nil {
+				shown = shownBases(passing)
+			}
+			class, by := classify(m, b.MinResults, shownBy(shown, m))
 			s := Survivor{
 				Base: b.Name, Mutation: m, Class: class,
 				Diff:     shape.Diff(baseShape, shape.Of(m.Response)),
-				Why:      why(m, class),
+				Why:      why(m, class, by),
 				Accepted: acceptance(m),
 			}
 			s.Mutation.Response = nil
@@ -164,21 +174,123 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 	return r
 }
 
-func classify(m Mutation, minResults int) SurvivorClass {
+// input is what the consumer sees of the base.
+func (b MutationBase) input() Input {
+	in := Input{Response: b.Response, Status: b.Status, Headers: b.Headers, Result: b.Result, Tool: b.Tool}
+	if in.Status == 0 {
+		in.Status = 200
+	}
+	return in
+}
+
+// classify sorts a survivor; shownBy is the passing base that already
+// shows what the mutation makes, or "". It returns shownBy when that base
+// is why the survivor is ByDesign, "" otherwise.
+func classify(m Mutation, minResults int, shownBy string) (SurvivorClass, string) {
 	switch {
 	case m.Kind == MutAddField:
-		return PositiveControl
+		return PositiveControl, ""
 	case m.Kind == MutEmptyList && minResults <= 0:
-		return ByDesign
+		return ByDesign, ""
 	case m.unread != "":
-		return UnreadField
+		return UnreadField, ""
+	case shownBy != "":
+		return ByDesign, shownBy
 	}
-	return BlindSpot
+	return BlindSpot, ""
+}
+
+// shownBase is a passing base with its positions by path.
+type shownBase struct {
+	name string
+	at   map[string]*pathNode
+}
+
+func shownBases(bases []MutationBase) []shownBase {
+	out := make([]shownBase, 0, len(bases))
+	for _, b := range bases {
+		pb := posBuilder{budget: maxBaseValues}
+		root := &pathNode{path: "$"}
+		pb.add(root, []any{b.Response}, 1)
+		if pb.budget < 0 {
+			continue // too big to tell: shows nothing
+		}
+		sb := shownBase{name: b.Name, at: map[string]*pathNode{}}
+		var index func(p *pathNode)
+		index = func(p *pathNode) {
+			sb.at[p.path] = p
+			for _, c := range p.children {
+				index(c)
+			}
+			for _, c := range []*pathNode{p.elem, p.vals} {
+				if c != nil {
+					index(c)
+				}
+			}
+		}
+		index(root)
+		out = append(out, sb)
+	}
+	return out
+}
+
+// shownBy returns the name of the first base that shows, at m's path,
+// what m makes of it, or "" when none does.
+func shownBy(bases []shownBase, m Mutation) string {
+	for _, b := range bases {
+		if shows(b.at, m) {
+			return b.name
+		}
+	}
+	return ""
+}
+
+// shows reports whether a base, by its positions, already has at m's path
+// the shape m turns it into: the kind a retype makes, an object lacking
+// the key remove_field drops (or holding the new name of rename_key), an
+// empty list, string items, a list where an object was, or the
+// {"items": ...} and {"value": ...} objects of wrap_list and nest_field.
+func shows(at map[string]*pathNode, m Mutation) bool {
+	n := at[m.Path]
+	lacks := func() bool { // some object holding the key lacks it
+		h := at[m.holder]
+		return h != nil && h.objects > 0 && (n == nil || n.present < h.objects)
+	}
+	switch m.Kind {
+	case MutRetype:
+		return n != nil && n.kinds&kindNamed(m.to) != 0
+	case MutRemoveField:
+		return lacks()
+	case MutRenameKey:
+		h := at[m.holder]
+		return lacks() && h.children[m.to] != nil
+	case MutEmptyList:
+		return n != nil && n.empty
+	case MutNonObjectItems:
+		return n != nil && n.elem != nil && n.elem.kinds&kString != 0
+	case MutUnwrapObject:
+		return n != nil && n.kinds&kList != 0
+	case MutWrapList:
+		return n != nil && n.children[wrapKey] != nil && n.children[wrapKey].kinds&kList != 0
+	case MutNestField:
+		return n != nil && n.children[nestKey] != nil
+	}
+	return false
+}
+
+// kindNamed is the kind a retype's to names.
+func kindNamed(name string) kindSet {
+	for _, kn := range kindNames {
+		if kn.name == name {
+			return kn.k
+		}
+	}
+	return 0
 }
 
 // why is the Survivor's sentence: what changed, then why that matters or
-// does not.
-func why(m Mutation, class SurvivorClass) string {
+// does not; shownBy is the passing base that shows the change, or "".
+func why(m Mutation, class SurvivorClass, shownBy string) string {
 	field := subject(m)
 	var what, risk string
 	switch m.Kind {
@@ -219,10 +331,12 @@ func why(m Mutation, class SurvivorClass) string {
 		what = fmt.Sprintf("%s changed (%s)", m.Path, m.Kind)
 		risk = "it never checks this part of the contract"
 	}
-	switch class {
-	case ByDesign:
+	switch {
+	case class == ByDesign && shownBy != "":
+		return fmt.Sprintf("%s and the rule still passes, by design: the passing base %q already shows that at %s", what, shownBy, m.Path)
+	case class == ByDesign:
 		return what + " and the rule still passes, as min_results 0 allows: an empty answer is valid by the probe's own contract"
-	case UnreadField:
+	case class == UnreadField:
 		return fmt.Sprintf("%s and the rule still passes: harmless, the rule never reads %s", what, m.unread)
 	}
 	return what + " and the rule still passes: " + risk
@@ -270,9 +384,9 @@ func (c *Consumer) Acceptance() func(Mutation) string {
 // for one consumer; multi-step probes are mutation-tested step by step
 // this way (SPEC §11).
 func SurvivorOf(baseName string, base any, m Mutation, minResults int) Survivor {
-	class := classify(m, minResults)
+	class, _ := classify(m, minResults, "")
 	s := Survivor{Base: baseName, Mutation: m, Class: class,
-		Diff: shape.Diff(shape.Of(base), shape.Of(m.Response)), Why: why(m, class)}
+		Diff: shape.Diff(shape.Of(base), shape.Of(m.Response)), Why: why(m, class, "")}
 	s.Mutation.Response = nil
 	return s
 }
