@@ -3,7 +3,9 @@ package consumers
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,13 +147,88 @@ func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, v
 	switch {
 	case minResults <= 0:
 	case v.Validated == 0:
-		v.Err = results.NewError(results.CodeEmptySelection,
-			"select returned no items; at least %d expected", minResults)
+		// An invalid item ends the run as invalid_item, so nothing
+		// validated means select returned an empty list.
+		v.Err = c.emptySelection(st.env.Response, minResults)
 	case v.Validated < minResults:
 		v.Err = results.NewError(results.CodeTooFewResults,
 			"%d validated items; at least %d expected", v.Validated, minResults)
 	}
 	return v
+}
+
+// emptySelection is the empty_selection error. An empty selection alone
+// does not say whether the provider answered nothing or the rule filtered
+// everything out, so the message adds how many items the answer's lists
+// held where the rules read (at most two of them, found through objects
+// only): "select returned no items, though the answer's results had 12;
+// at least 1 expected", or "select returned no items: the answer's
+// results had 0; ...". A rule whose reads are unknown, or an answer
+// without a list where it reads, gets the bare sentence.
+func (c *Consumer) emptySelection(response any, minResults int) *results.Error {
+	lists := answerLists(response, c.ReadFields(), "", 0, nil)
+	if len(lists) == 0 {
+		return results.NewError(results.CodeEmptySelection, "select returned no items; at least %d expected", minResults)
+	}
+	parts := make([]string, len(lists))
+	some := false
+	for i, l := range lists {
+		some = some || l.n > 0
+		switch {
+		case l.path == "" && l.n == 1:
+			parts[i] = "the answer had 1 item"
+		case l.path == "":
+			parts[i] = fmt.Sprintf("the answer had %d items", l.n)
+		default:
+			parts[i] = fmt.Sprintf("the answer's %s had %d", l.path, l.n)
+		}
+	}
+	sep := ": "
+	if some {
+		sep = ", though "
+	}
+	return results.NewError(results.CodeEmptySelection, "select returned no items%s%s; at least %d expected",
+		sep, strings.Join(parts, " and "), minResults)
+}
+
+// listAt is a list in an answer and how many items it held.
+type listAt struct {
+	path string // "results.items"; "" for the answer itself
+	n    int
+}
+
+// maxListsShown and maxListDepth bound what emptySelection looks for.
+const (
+	maxListsShown = 2
+	maxListDepth  = 3
+)
+
+// answerLists appends to out the lists in v at paths made of the member
+// names the rules read, in name order, v itself first when it is one.
+func answerLists(v any, reads FieldSet, path string, depth int, out []listAt) []listAt {
+	if len(out) >= maxListsShown {
+		return out
+	}
+	switch v := v.(type) {
+	case []any:
+		return append(out, listAt{path: path, n: len(v)})
+	case map[string]any:
+		if !reads.Known || depth >= maxListDepth {
+			return out
+		}
+		for _, name := range slices.Sorted(maps.Keys(reads.Names)) {
+			child, ok := v[name]
+			if !ok {
+				continue
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			out = answerLists(child, reads, p, depth+1, out)
+		}
+	}
+	return out
 }
 
 // validateItem runs the validate rule on one item; a nil error with false

@@ -119,14 +119,16 @@ var seedCases = []applyCase{
 	{name: "boolean score", fixture: "boolean score", body: `{"results":[{"id":"doc_784","score":true}]}`, min: 1,
 		code: results.CodeRuleError, msg: "bool >= float64"},
 	{name: "empty but valid list, min_results 1", fixture: "empty but valid list", body: `{"results":[],"next_cursor":null}`, min: 1,
-		code: results.CodeEmptySelection, msg: "select returned no items; at least 1 expected"},
+		code: results.CodeEmptySelection, msg: "select returned no items: the answer's results had 0; at least 1 expected"},
 	// The positive control: "never trust an empty list" must not break the
 	// legitimate empty answer.
 	{name: "empty but valid list, min_results 0", body: `{"results":[],"next_cursor":null}`, min: 0},
 	{name: "results object without items", fixture: "results object without items", body: `{"results":{"hits":[]}}`, min: 1,
 		code: "unsupported_results_container", msg: "results is map"},
 	{name: "scores below the threshold", fixture: "scores below the threshold", body: `{"results":[{"id":"doc_1","score":0.5}]}`, min: 1,
-		code: results.CodeEmptySelection, msg: "no items"},
+		code: results.CodeEmptySelection, msg: "select returned no items, though the answer's results had 1; at least 1 expected"},
+	{name: "wrapped items all below the threshold", body: `{"results":{"items":[{"id":"a","score":0.1},{"id":"b","score":0.2}]}}`, min: 1,
+		code: results.CodeEmptySelection, msg: "select returned no items, though the answer's results.items had 2; at least 1 expected"},
 }
 
 // longList is a list literal longer than what a message may quote of a rule.
@@ -140,6 +142,12 @@ var longList = func() string {
 
 // codeCases reach every code Apply can produce.
 var codeCases = []applyCase{
+	{name: "empty_selection: a list answer filtered out", select_: `response | filter(.score > 0.5)`, body: `[{"score":0.1}]`, min: 1,
+		code: results.CodeEmptySelection, msg: "select returned no items, though the answer had 1 item; at least 1 expected"},
+	{name: "empty_selection: an empty list answer", select_: `response`, body: `[]`, min: 2,
+		code: results.CodeEmptySelection, msg: "select returned no items: the answer had 0 items; at least 2 expected"},
+	{name: "empty_selection: reads unknown", select_: `keys(response) | filter(# == "zz")`, body: `{"a":[1]}`, min: 1,
+		code: results.CodeEmptySelection, msg: "select returned no items; at least 1 expected"},
 	{name: "integer score passes", body: `{"results":[{"id":"a","score":1}]}`, min: 1, selected: 1, validated: 1},
 	{name: "selection_not_list: map", select_: `response.results`, body: `{"results":{"a":1}}`, min: 1,
 		code: results.CodeSelectionNotList, msg: "select returned map, want a list"},

@@ -800,7 +800,7 @@ func TestMutationTestSkipsFailingBases(t *testing.T) {
 	if want := []string{"list layout"}; !slices.Equal(r.Bases, want) {
 		t.Errorf("Bases = %q, want %q", r.Bases, want)
 	}
-	if got, want := r.Skipped["empty"], "it does not pass: empty_selection: select returned no items; at least 1 expected"; got != want {
+	if got, want := r.Skipped["empty"], "it does not pass: empty_selection: select returned no items: the answer's results had 0; at least 1 expected"; got != want {
 		t.Errorf("Skipped[empty] = %q, want %q", got, want)
 	}
 	if got := r.Skipped["string score"]; !strings.HasPrefix(got, "it does not pass: rule_error: ") {
