@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -375,10 +374,7 @@ func errorText(err error) string {
 	return truncate(msg)
 }
 
-// truncate bounds a message, cutting on a rune boundary.
-func truncate(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
-}
+// truncate bounds a message built from an error's or a rule's text as
+// every shortened message is (results.Shorten): the start says where, the
+// end what was seen, so the middle goes.
+func truncate(s string) string { return results.Shorten(s, maxMessage) }
