@@ -245,7 +245,9 @@ func writeMutationTable(w io.Writer, m *mutationReport) int {
 		switch {
 		case s.Accepted != "":
 			fmt.Fprintf(w, "                accepted: %s\n", s.Accepted)
-		case s.Class == consumers.BlindSpot:
+		case s.Class == consumers.BlindSpot, s.Class == consumers.ByDesign:
+			// A blind spot says why it matters; a change by design says
+			// what allows it: min_results 0, or the fixture that shows it.
 			fmt.Fprintf(w, "                %s\n", s.Why)
 		}
 	}
