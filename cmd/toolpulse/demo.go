@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -41,45 +43,42 @@ type demoAct struct {
 // and reverts on every run (examples/provider's orders).
 const demoRefundOrder = 12
 
+// demoWidth is how wide the demo's terminal output may be: every line it
+// prints fits in it (the Slack stand-in wraps to it, the stats table is a
+// selection of columns that fits).
+const demoWidth = 120
+
 var demoActs = []demoAct{
-	{title: "The provider is healthy: every probe selects and validates results, and toolpulse learns the\n" +
-		"   response shape (its first 5 answers establish the baseline). search_docs_mcp calls the MCP tool\n" +
-		"   search_docs on the provider's MCP server (/mcp), one fresh session per run: initialize,\n" +
-		"   tools/list, tools/call, close. Only a run that says something new is printed; the others are\n" +
-		"   counted."},
-	{title: "The provider wraps its results in {\"items\": [...]} (the seed-000 drill) and the tracker is\n" +
-		"   overloaded. HTTP is still 200 and the JSON is valid, yet the list-only consumer can no longer\n" +
-		"   use the answer: contract_error, a shape_drift alert with the path diff, and a firing alert.\n" +
-		"   The two-layout consumer reads the same answer and keeps passing: each consumer is one\n" +
-		"   caller's own parsing, and only the one that cannot use the new layout fails. Both report the\n" +
-		"   drift, one alert for the change, until two answers of the new shape taught it to the baseline:\n" +
-		"   from then on it is learned, and the drift marker stops. The tracker answers 503: unavailable after\n" +
-		"   retries that honour Retry-After.", drifted: true, down: true},
-	{title: "The tracker recovers: a resolved message says how long it was failing. The list-only consumer\n" +
-		"   still fails, and is reminded of (repeat_interval is short in the demo).", drifted: true},
-	{title: "The MCP server ships the next release of search_docs. Its answer now lists the pages as\n" +
-		"   \"documents\", not \"results\", and its outputSchema says so: the answer is valid by the server's\n" +
-		"   own schema, yet the agent's consumer can no longer use it: contract_error (missing_results) and\n" +
-		"   a shape_drift alert for the response. The tool's description changed too: it now tells agents\n" +
-		"   to send the user's API key to another site, the way a compromised server re-instructs the agents\n" +
-		"   that call it. toolpulse compares the tool's definition on every run: a definition drift alert\n" +
-		"   shows the old and the new description.", drifted: true, mcpDrifted: true},
-	{title: "The refund service starts to lie cleanly (seed 002): it still answers a well-formed success with\n" +
-		"   a refund id for order 12, and never refunds it. No check of the answer can see that: the\n" +
-		"   refund step's consumer passes it. refund_order_12 is a multi-step probe: it refunds, then\n" +
-		"   polls the order until it shows that refund, then reverts it in an always step. The order stays\n" +
-		"   paid: contract_error claim_mismatch at step verify, with what it saw (state: \"paid\"), and an\n" +
-		"   alert. A verification whose endpoint failed would be unavailable instead: \"could not check\"\n" +
-		"   is never \"the claim was false\".", drifted: true, mcpDrifted: true, lying: true},
+	{title: "The provider is healthy: every probe passes, and toolpulse learns each response's shape from its first\n" +
+		"   answers. search_docs_mcp calls the MCP tool search_docs (/mcp), one fresh session per run. Only a run\n" +
+		"   that says something new is printed; the others are counted."},
+	{title: "The provider wraps its results in {\"items\": [...]} (seed 000): HTTP 200, valid JSON. The list-only\n" +
+		"   consumer turns contract_error and alerts; the two-layout consumer reads the same answer and keeps passing.\n" +
+		"   Both report the drift, alerted once; when two answers have taught the new shape to the baseline, the\n" +
+		"   drift marker stops. The tracker is overloaded: unavailable after retries that honour Retry-After.",
+		drifted: true, down: true},
+	{title: "The tracker recovers: a resolved message says how long it was failing. The list-only consumer still\n" +
+		"   fails; one reminder follows in the next act, when repeat_interval (two and a half acts here) has passed.",
+		drifted: true},
+	{title: "The MCP server ships the next release of search_docs: its answer lists \"documents\", not \"results\", as\n" +
+		"   its own outputSchema says, yet the agent's consumer turns contract_error (missing_results), with a\n" +
+		"   shape_drift alert. The new description tells agents to send the user's API key to another site, as a\n" +
+		"   compromised server would: a definition drift alert shows the old and the new description.",
+		drifted: true, mcpDrifted: true},
+	{title: "The refund service starts to lie cleanly (seed 002): a well-formed success for order 12's refund, which\n" +
+		"   never happens. The refund step's consumer passes it; refund_order_12 then polls the order, which stays\n" +
+		"   paid: contract_error (claim_mismatch) at step verify, with what it saw (state: \"paid\"), and an alert.",
+		drifted: true, mcpDrifted: true, lying: true},
 }
 
 // Run starts the bundled example provider and a stand-in for Slack on
 // loopback, writes the example config next to a fresh database, and runs the
 // real daemon while the provider drifts, so a user sees pass, drift,
 // contract_error, unavailable and the alerts, for HTTP endpoints and an MCP
-// tool, without any network access.
+// tool, without any network access. The terminal gets the story, within
+// demoWidth columns; the daemon's log goes to a file the demo names.
 func (d *demoCmd) Run(e *env, root *cli) error {
-	// The narration, the daemon's log and the Slack stand-in all print as
+	// The narration, the run lines and the Slack stand-in all print as
 	// things happen; one lock keeps their lines whole.
 	out := &lockedWriter{w: e.stdout}
 	dir := d.Dir
@@ -92,6 +91,14 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	if err := writeDemoFiles(dir); err != nil {
 		return softwareError(err)
 	}
+	logPath := filepath.Join(dir, "toolpulse-demo.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return softwareError(err)
+	}
+	defer logFile.Close()
+	// The daemon's log and the Slack messages in full share the file.
+	logOut := &lockedWriter{w: logFile}
 
 	p := provider.New()
 	orders := provider.NewOrders()
@@ -106,12 +113,14 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	slackNote := "the real Slack (SLACK_WEBHOOK_URL)"
 	if !hasSlack || slackURL == "" {
 		var stopSlack func()
-		slackURL, stopSlack, err = serveLoopback(slackprinter.New(out))
+		slackURL, stopSlack, err = serveLoopback(bothHandlers(
+			slackprinter.NewWithOptions(out, slackprinter.Options{Width: demoWidth, Brief: true}),
+			slackprinter.New(logOut)))
 		if err != nil {
 			return softwareError(err)
 		}
 		defer stopSlack()
-		slackNote = "a local stand-in for Slack that prints each message below"
+		slackNote = "a local stand-in for Slack: each message below in brief, in full in the log"
 	}
 
 	lookup := func(k string) (string, bool) {
@@ -122,6 +131,11 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 			return slackURL, true
 		case "DEMO_INTERVAL":
 			return d.Interval.String(), true
+		case "DEMO_REPEAT_INTERVAL":
+			// Two and a half acts: the list-only consumer, failing from act 2
+			// to the end, is reminded once, and no later failure lasts long
+			// enough to be.
+			return (d.Phase * 5 / 2).String(), true
 		}
 		return e.lookupEnv(k)
 	}
@@ -130,7 +144,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		return &exitError{code: exitConfig, err: err}
 	}
 
-	log := newDemoLog(out)
+	log := newDemoLog(logOut, out)
 	s, err := newStack(e.ctx, cfg, log.Logger(), stackOptions{grace: 2 * time.Second})
 	if err != nil {
 		return softwareError(err)
@@ -146,8 +160,11 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 		return softwareError(err)
 	}
 	defer stopStatus()
-	fmt.Fprintf(out, "toolpulse demo\n  provider: %s (examples/provider)\n  alerts:   %s\n  config:   %s\n  status:   %s/ (open it while the demo runs)\n",
-		providerURL, slackNote, cfg.Path, statusURL)
+	fmt.Fprintf(out, "toolpulse demo: %d acts of %s while a bundled provider drifts (about %s)\n",
+		len(demoActs), d.Phase, d.Phase*time.Duration(len(demoActs)))
+	fmt.Fprintf(out, "  provider: %s (examples/provider)\n  alerts:   %s\n  status:   %s/ (open it while the demo runs)\n",
+		providerURL, slackNote, statusURL)
+	fmt.Fprintf(out, "  config:   %s\n  log:      %s (the daemon's log)\n", cfg.Path, logPath)
 
 	ctx, stop := context.WithCancel(e.ctx)
 	defer stop()
@@ -189,18 +206,22 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return softwareError(err)
 	}
-	latest, err := latestRuns(readCtx, store)
-	if err != nil {
+	fmt.Fprintf(out, "\nWhat happened, per probe (toolpulse stats, which has more columns):\n\n")
+	if err := writeDemoStats(out, stats); err != nil {
 		return softwareError(err)
 	}
-	fmt.Fprintf(out, "\nWhat happened, per probe (toolpulse stats):\n\n")
-	if err := writeStatsTable(out, stats, latest, false); err != nil {
-		return softwareError(err)
+	// Relative to dir, the queries fit the terminal however long the
+	// temporary directory's name is.
+	dbArg := db
+	if rel, err := filepath.Rel(dir, db); err == nil && filepath.IsLocal(rel) {
+		dbArg = rel
 	}
 	fmt.Fprintf(out, "\nEvery run, drift and alert is in %s. Try:\n\n", db)
-	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", db)
-	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, kind, baseline, current, diff FROM drifts;\"\n", db)
-	fmt.Fprintf(out, "\nNext: write a check of your own, README section \"Your first check in ten minutes\".\n")
+	fmt.Fprintf(out, "  cd %s\n", dir)
+	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT probe, outcome, code, count(*) FROM results GROUP BY 1, 2, 3;\"\n", dbArg)
+	fmt.Fprintf(out, "  sqlite3 -readonly %s \"SELECT detected_at, probe, kind, baseline, current, diff FROM drifts;\"\n", dbArg)
+	fmt.Fprintf(out, "\nThe daemon's log, with every Slack message in full: %s\n", logPath)
+	fmt.Fprintf(out, "Next: write a check of your own, README section \"Your first check in ten minutes\".\n")
 
 	if d.Serve && e.ctx.Err() == nil {
 		url, stop, err := serveLoopback(newServer(serverDeps{
@@ -216,6 +237,59 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 	return nil
 }
+
+// writeDemoStats prints the columns of `toolpulse stats` that tell the
+// demo's story, narrow enough for demoWidth: the full table, with its
+// latency percentiles, retried passes, MCP tool and timestamps, is wider.
+func writeDemoStats(w io.Writer, stats []sqlite.ProbeStats) error {
+	pct := func(n, of int) string { return fmt.Sprintf("%.1f%%", 100*rate(n, of)) }
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "PROBE\tRUNS\tPASS\tCONTRACT\tUNAVAIL\tP95\tDRIFTS\tLAST\n")
+	for i := range stats {
+		p := &stats[i]
+		last := string(p.LastOutcome)
+		if p.LastCode != "" {
+			last += " (" + string(p.LastCode) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Probe, p.Runs, pct(p.Pass, p.Runs),
+			pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), formatLatency(p.P95), p.DriftEvents, last)
+	}
+	return tw.Flush()
+}
+
+// bothHandlers serves each request to every one of hs, answering with
+// what the first answered.
+func bothHandlers(hs ...http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for i, h := range hs {
+			req := r.Clone(r.Context())
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			if i == 0 {
+				h.ServeHTTP(w, req)
+				continue
+			}
+			h.ServeHTTP(&discardResponse{}, req)
+		}
+	})
+}
+
+// discardResponse is a response nobody reads.
+type discardResponse struct{ header http.Header }
+
+func (d *discardResponse) Header() http.Header {
+	if d.header == nil {
+		d.header = http.Header{}
+	}
+	return d.header
+}
+
+func (*discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (*discardResponse) WriteHeader(int)             {}
 
 // lockedWriter serialises writes to w.
 type lockedWriter struct {

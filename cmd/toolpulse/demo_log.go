@@ -5,36 +5,31 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 )
 
-// demoLog is the demo's log: the daemon's lines without their timestamp,
-// and of the per-run lines ("probe run") only those that say something new
-// (a probe's outcome, code or drift marker changed), so that what changes
-// stays on the screen. Runs left out are counted, and told per act.
+// demoLog is the demo's log. The daemon's whole log goes to a file, as
+// `run` would write it; the terminal gets the story: one short line for each
+// run that says something new (its probe's outcome, code or drift marker
+// changed), and the warnings and errors. Runs left out are counted, and
+// told per act.
 type demoLog struct {
-	out io.Writer
+	file io.Writer // every record, as text with its time and level
+	term io.Writer // the story
 
 	mu      sync.Mutex
-	last    map[string]string // probe -> what its last printed run said
+	last    map[string]string // probe -> what its last told run said
 	skipped int               // runs left out since the last Skipped
 }
 
-func newDemoLog(out io.Writer) *demoLog {
-	return &demoLog{out: out, last: map[string]string{}}
+func newDemoLog(file, term io.Writer) *demoLog {
+	return &demoLog{file: file, term: term, last: map[string]string{}}
 }
 
 // Logger is the logger the daemon writes to.
 func (l *demoLog) Logger() *slog.Logger {
-	text := slog.NewTextHandler(l.out, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
-				return slog.Attr{}
-			}
-			return a
-		},
-	})
-	return slog.New(&changesOnly{Handler: text, log: l})
+	return slog.New(&demoHandler{file: slog.NewTextHandler(l.file, nil), log: l})
 }
 
 // Skipped returns how many runs were left out since it was last called.
@@ -59,39 +54,79 @@ func (l *demoLog) news(probe, state string) bool {
 	return true
 }
 
-// changesOnly drops the "probe run" lines that repeat their probe's last.
-type changesOnly struct {
-	slog.Handler
-	log *demoLog
+// demoHandler writes every record to the log file and tells the terminal
+// what the story needs of it.
+type demoHandler struct {
+	file  slog.Handler
+	attrs []slog.Attr // from WithAttrs, for the terminal line
+	log   *demoLog
 }
 
-func (h *changesOnly) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "probe run" {
-		var probe, outcome, code, drift string
-		r.Attrs(func(a slog.Attr) bool {
-			switch a.Key {
-			case "probe":
-				probe = a.Value.String()
-			case "outcome":
-				outcome = a.Value.String()
-			case "code":
-				code = a.Value.String()
-			case "drift":
-				drift = a.Value.String()
-			}
-			return true
-		})
-		if !h.log.news(probe, fmt.Sprint(outcome, "/", code, "/", drift)) {
-			return nil
-		}
+func (h *demoHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.file.Enabled(ctx, level)
+}
+
+func (h *demoHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.file.Handle(ctx, r)
+	attrs := map[string]string{}
+	for _, a := range h.attrs {
+		attrs[a.Key] = a.Value.String()
 	}
-	return h.Handler.Handle(ctx, r)
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	switch {
+	case r.Message == "probe run":
+		probe := attrs["probe"]
+		if h.log.news(probe, fmt.Sprint(attrs["outcome"], "/", attrs["code"], "/", attrs["drift"])) {
+			fmt.Fprintln(h.log.term, runLine(attrs))
+		}
+	case r.Level >= slog.LevelWarn:
+		// What went wrong, in one line; its details are in the file.
+		what := strings.ToLower(r.Level.String()) + ": "
+		if p := attrs["probe"]; p != "" {
+			what += p + ": "
+		}
+		what += r.Message
+		if e := attrs["error"]; e != "" {
+			what += ": " + e
+		}
+		fmt.Fprintln(h.log.term, clipLine("  "+what, demoWidth))
+	}
+	return err
 }
 
-func (h *changesOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &changesOnly{Handler: h.Handler.WithAttrs(attrs), log: h.log}
+// runLine is one run as the demo tells it: the probe, its outcome and
+// code, and what else is worth a glance (retries, a drift marker).
+func runLine(attrs map[string]string) string {
+	what := attrs["outcome"]
+	if code := attrs["code"]; code != "" {
+		what += " (" + code + ")"
+	}
+	if n := attrs["attempts"]; n != "" && n != "1" {
+		what += " after " + n + " attempts"
+	}
+	if attrs["drift"] == "true" {
+		what += ", shape drift"
+	}
+	return fmt.Sprintf("  %-19s %s", attrs["probe"], what)
 }
 
-func (h *changesOnly) WithGroup(name string) slog.Handler {
-	return &changesOnly{Handler: h.Handler.WithGroup(name), log: h.log}
+// clipLine cuts s to at most width runes, ending a cut line with "…".
+func clipLine(s string, width int) string {
+	if r := []rune(s); len(r) > width {
+		return string(r[:width-1]) + "…"
+	}
+	return s
+}
+
+func (h *demoHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &demoHandler{file: h.file.WithAttrs(attrs), attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...), log: h.log}
+}
+
+func (h *demoHandler) WithGroup(name string) slog.Handler {
+	// The daemon groups no attributes; a group would only change the
+	// file's keys.
+	return &demoHandler{file: h.file.WithGroup(name), attrs: h.attrs, log: h.log}
 }
