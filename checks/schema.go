@@ -30,7 +30,7 @@ func Schema() ([]byte, error) {
 	integer := func(min int64) map[string]any { return intSchema(&min, nil) }
 	tuning := map[string]any{
 		"interval":       durationSchema("how often the probe runs", true),
-		"jitter":         durationSchema("the first run starts at a random offset in [0, jitter)", false),
+		"jitter":         durationSchema("the first run starts at a random offset in [0, jitter); unset everywhere, it is 5s or a tenth of the interval, whichever is smaller", false),
 		"timeout":        durationSchema("per attempt, including reading the body", true),
 		"max_body_bytes": withDoc(integer(1), "largest response body read"),
 		"retries": b.object("retries", retriesKeys, nil, map[string]any{
