@@ -126,9 +126,13 @@ type Mutation struct {
 // record them, so their change could not be shown. The work of all
 // mutations of one base is bounded too (a body of several megabytes may get
 // fewer mutations than MaxMutations).
+//
+// Mutations judges maps by one answer, base, as shape.Of does; MutationTest
+// also treats as maps the objects a shape profile learned are keyed (see
+// MutationBase.Profile).
 func Mutations(base any, reads FieldSet) []Mutation {
 	var out []Mutation
-	eachMutation(base, reads, func(m Mutation) bool {
+	eachMutation(base, reads, nil, func(m Mutation) bool {
 		out = append(out, m)
 		return true
 	})
@@ -138,17 +142,17 @@ func Mutations(base any, reads FieldSet) []Mutation {
 // eachMutation calls yield with each mutation of base in order until yield
 // returns false or MaxMutations have been yielded. MutationTest uses it
 // rather than Mutations so that one mutated response is alive at a time.
-func eachMutation(base any, reads FieldSet, yield func(Mutation) bool) {
-	eachMutationWithin(base, reads, mutationWork, yield)
+// The objects at the positions profile learned are keyed are maps (see
+// positions); profile may be nil.
+func eachMutation(base any, reads FieldSet, profile *shape.Profile, yield func(Mutation) bool) {
+	eachMutationWithin(base, reads, profile, mutationWork, yield)
 }
 
 // eachMutationWithin is eachMutation with a work budget of its own, so that
 // a test can show that running out of work keeps a prefix of the order.
-func eachMutationWithin(base any, reads FieldSet, work int, yield func(Mutation) bool) {
-	b := posBuilder{budget: maxBaseValues}
-	root := &pathNode{path: "$"}
-	b.add(root, []any{base}, 1)
-	if b.budget < 0 {
+func eachMutationWithin(base any, reads FieldSet, profile *shape.Profile, work int, yield func(Mutation) bool) {
+	root := positions(base, profile)
+	if root == nil {
 		return
 	}
 	root.finish(reads)
@@ -234,7 +238,23 @@ type pathNode struct {
 }
 
 type posBuilder struct {
-	budget int
+	budget  int
+	profile *shape.Profile // may be nil
+}
+
+// positions returns the positions of base, its root first, or nil when
+// base has too many values to look at. An object position is a map when
+// shape.Of would call its objects one, or when profile (which may be nil)
+// learned it is keyed: drift judges an answer by its profile's Canonical
+// shape, and mutations name paths as its diff lines do.
+func positions(base any, profile *shape.Profile) *pathNode {
+	b := posBuilder{budget: maxBaseValues, profile: profile}
+	root := &pathNode{path: "$"}
+	b.add(root, []any{base}, 1)
+	if b.budget < 0 {
+		return nil
+	}
+	return root
 }
 
 // add merges vs, every value found at p, into p. It takes the values of a
@@ -281,7 +301,7 @@ func (b *posBuilder) add(p *pathNode, vs []any, depth int) {
 		return
 	}
 	p.objects += len(objs)
-	if p.isMap = isMap(objs); p.isMap {
+	if p.isMap = isMap(objs) || b.keyed(p, objs); p.isMap {
 		var vals []any
 		for _, o := range objs {
 			for _, v := range o {
@@ -317,6 +337,47 @@ func isMap(objs []map[string]any) bool {
 		l[i] = o
 	}
 	return strings.HasPrefix(shape.Of(l).Summary(), "list<map<")
+}
+
+// Keys of the sketch keyed builds.
+const (
+	sketchKey   = "toolpulse_key" // names, not data: no map with them
+	sketchOther = "toolpulse_other"
+	sketchMap   = "0" // data: an object of it alone is a map
+)
+
+// keyed reports whether b's profile learned that the objects at p, which
+// have keys, are a map (see shape's Keyed maps). The profile is asked
+// through Canonical, the way drift asks it: a sketch holding an object of
+// one named key at p's steps (a list at each list step, a one-key map at
+// each map step, an object of named keys beside each step's key, so that
+// only the object at p can be told a map) is written as a map by
+// Canonical exactly when p is a keyed position, and then its fingerprint
+// changes. The positions above p are maps where the profile says so: they
+// were decided first.
+func (b *posBuilder) keyed(p *pathNode, objs []map[string]any) bool {
+	if b.profile == nil || !slices.ContainsFunc(objs, func(o map[string]any) bool { return len(o) > 0 }) {
+		return false
+	}
+	var v any = map[string]any{sketchKey: nil}
+	for i := len(p.steps) - 1; i >= 0; i-- {
+		switch s := p.steps[i]; {
+		case s.elem:
+			v = []any{v}
+		case s.vals:
+			v = map[string]any{sketchMap: v}
+		default:
+			// A lone key that reads as data ("42") would make the object
+			// a map; named keys beside it (null fits any values) keep it
+			// an object, as the profile knows it. Two, in case s.key is
+			// one of them.
+			o := map[string]any{sketchKey: nil, sketchOther: nil}
+			o[s.key] = v
+			v = o
+		}
+	}
+	s := shape.Of(v)
+	return b.profile.Canonical(s).Fingerprint() != s.Fingerprint()
 }
 
 // appendStep returns steps with s appended, never sharing the result's

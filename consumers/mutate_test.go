@@ -372,7 +372,7 @@ func TestMutationsWorkBudget(t *testing.T) {
 	full := mutationNames(Mutations(base, FieldSet{}))
 	for _, work := range []int{0, 1, 10, 100, 1000} {
 		var got []string
-		eachMutationWithin(base, FieldSet{}, work, func(m Mutation) bool {
+		eachMutationWithin(base, FieldSet{}, nil, work, func(m Mutation) bool {
 			got = append(got, m.Name)
 			return true
 		})
@@ -780,7 +780,7 @@ func TestMutationTestShowsEachKind(t *testing.T) {
 			t.Errorf("%s: no such mutation of the base", tc.mutation)
 			continue
 		}
-		shown := shownBases([]MutationBase{{Name: "base", Response: mustDecode(t, base)}, {Name: "other", Response: mustDecode(t, tc.other)}})
+		shown := NewMutator([]MutationBase{{Name: "base", Response: mustDecode(t, base)}, {Name: "other", Response: mustDecode(t, tc.other)}}).shownBases()
 		if got := shownBy(shown, m); got != "other" {
 			t.Errorf("%s: shown by %q, want other (%s)", tc.mutation, got, tc.other)
 		}

@@ -3,6 +3,7 @@ package consumers
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/toolpulse/toolpulse/results/shape"
 )
@@ -23,6 +24,13 @@ type MutationBase struct {
 	// item), so that a rule reading result sees the mutation that a rule
 	// reading response sees. nil leaves Result unchanged.
 	ResultWith func(response any) map[string]any
+	// Profile, when set, is the learned shape profile of the probe the
+	// response was recorded from: the objects at the positions it learned
+	// are keyed (see shape's Keyed maps) are maps, as drift judges the
+	// probe's answers, so mutation paths and diffs read facets.*.count
+	// where drift writes facets.*. When nil, the profile learned from all
+	// the passing bases, in order, stands in for it (see NewMutator).
+	Profile *shape.Profile
 }
 
 // SurvivorClass says whether a surviving mutation is a problem.
@@ -119,6 +127,11 @@ func (r MutationReport) BlindSpots() []Survivor {
 // retyping the whole answer always matters. A list-level mutation is about
 // the last key of its path, so wrapping a tags list the rule skips is
 // harmless, while wrapping the list the rule selects is a blind spot.
+//
+// Maps are judged as drift judges them: besides the objects shape.Of calls
+// maps, the objects a base's Profile (or the profile learned from the
+// passing bases: see NewMutator) learned are keyed are maps, so that ids
+// like src_001 that change from base to base are one path, facets.*.
 func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 	r := MutationReport{Skipped: map[string]string{}}
 	if c != nil {
@@ -134,12 +147,12 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 		}
 		passing = append(passing, b)
 	}
-	var shown []shownBase // built once something survives
+	mu := NewMutator(passing)
 	for _, b := range passing {
 		in := b.input()
 		r.Bases = append(r.Bases, b.Name)
 		var baseShape shape.Shape // only needed once something survives
-		eachMutation(b.Response, reads, func(m Mutation) bool {
+		mu.Each(b, reads, func(m Mutation) bool {
 			r.Total++
 			in.Response = m.Response
 			if b.ResultWith != nil {
@@ -154,24 +167,87 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 				return true
 			}
 			if baseShape.String() == "" {
-				baseShape = shape.Of(b.Response)
+				baseShape = mu.shapeOf(b, b.Response)
 			}
-			if shown == nil {
-				shown = shownBases(passing)
-			}
-			class, by := classify(m, b.MinResults, shownBy(shown, m))
-			s := Survivor{
-				Base: b.Name, Mutation: m, Class: class,
-				Diff:     shape.Diff(baseShape, shape.Of(m.Response)),
-				Why:      why(m, class, by),
-				Accepted: acceptance(m),
-			}
-			s.Mutation.Response = nil
+			s := mu.survivor(b, baseShape, m)
+			s.Accepted = acceptance(m)
 			r.Survivors = append(r.Survivors, s)
 			return true
 		})
 	}
 	return r
+}
+
+// Mutator mutates the passing bases of one consumer, or of one step of a
+// multi-step probe, and describes the mutations that still pass, each
+// judged against all those bases: what one of them already shows is by
+// design, and the positions a shape profile learns are keyed are maps.
+type Mutator struct {
+	passing []MutationBase
+	learned *shape.Profile
+	shown   []shownBase // built once something survives
+}
+
+// learnedEpoch is when the first base counts as answered for the learned
+// profile; the next ones follow a second apart, well within
+// shape.ProfileWindow, so that the profile forgets none of them.
+var learnedEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// NewMutator prepares passing, the bases that pass, in order. It learns a
+// shape profile from all of them, as the daemon learns a probe's answers
+// one after another, so that objects whose keys change from base to base
+// while their values keep one shape (src_001 in one, src_007 and src_042
+// in another) are maps, as drift would judge them. A base with a Profile
+// of its own is judged by that one instead.
+func NewMutator(passing []MutationBase) *Mutator {
+	mu := &Mutator{passing: passing, learned: &shape.Profile{}}
+	at := learnedEpoch
+	for _, b := range passing {
+		mu.learned.Learn(shape.Of(b.Response), at)
+		at = at.Add(time.Second)
+	}
+	return mu
+}
+
+// profile is the profile b is judged by.
+func (mu *Mutator) profile(b MutationBase) *shape.Profile {
+	if b.Profile != nil {
+		return b.Profile
+	}
+	return mu.learned
+}
+
+// shapeOf is the shape of v, a response of b or one of its mutations, as
+// drift would record it: with the keyed positions of b's profile written
+// as maps.
+func (mu *Mutator) shapeOf(b MutationBase, v any) shape.Shape {
+	return mu.profile(b).Canonical(shape.Of(v))
+}
+
+// Each calls yield with each mutation of b, one of the passing bases, in
+// the order of Mutations, until yield returns false; the positions b's
+// profile learned are keyed are maps.
+func (mu *Mutator) Each(b MutationBase, reads FieldSet, yield func(Mutation) bool) {
+	eachMutation(b.Response, reads, mu.profile(b), yield)
+}
+
+// Survivor describes mutation m of b (one of the passing bases, with its
+// MinResults) that still passed, classified and explained as MutationTest
+// does: a change into what a passing base already shows is ByDesign. Its
+// Accepted is left for the caller, who knows the accept_mutations.
+func (mu *Mutator) Survivor(b MutationBase, m Mutation) Survivor {
+	return mu.survivor(b, mu.shapeOf(b, b.Response), m)
+}
+
+func (mu *Mutator) survivor(b MutationBase, baseShape shape.Shape, m Mutation) Survivor {
+	if mu.shown == nil {
+		mu.shown = mu.shownBases()
+	}
+	class, by := classify(m, b.MinResults, shownBy(mu.shown, m))
+	s := Survivor{Base: b.Name, Mutation: m, Class: class,
+		Diff: shape.Diff(baseShape, mu.shapeOf(b, m.Response)), Why: why(m, class, by)}
+	s.Mutation.Response = nil
+	return s
 }
 
 // input is what the consumer sees of the base.
@@ -206,13 +282,13 @@ type shownBase struct {
 	at   map[string]*pathNode
 }
 
-func shownBases(bases []MutationBase) []shownBase {
-	out := make([]shownBase, 0, len(bases))
-	for _, b := range bases {
-		pb := posBuilder{budget: maxBaseValues}
-		root := &pathNode{path: "$"}
-		pb.add(root, []any{b.Response}, 1)
-		if pb.budget < 0 {
+// shownBases indexes the positions of the passing bases, each judged by
+// its profile, so that their paths are those of the mutations.
+func (mu *Mutator) shownBases() []shownBase {
+	out := make([]shownBase, 0, len(mu.passing))
+	for _, b := range mu.passing {
+		root := positions(b.Response, mu.profile(b))
+		if root == nil {
 			continue // too big to tell: shows nothing
 		}
 		sb := shownBase{name: b.Name, at: map[string]*pathNode{}}
@@ -381,12 +457,10 @@ func (c *Consumer) Acceptance() func(Mutation) string {
 
 // SurvivorOf describes mutation m of base (named baseName) that a whole
 // probe still passed on, classified and explained as MutationTest does
-// for one consumer; multi-step probes are mutation-tested step by step
-// this way (SPEC §11).
+// for one consumer with that base alone. A multi-step probe's steps are
+// mutation-tested with a Mutator of all the step's passing answers (SPEC
+// §11), so that what another of them shows is by design.
 func SurvivorOf(baseName string, base any, m Mutation, minResults int) Survivor {
-	class, _ := classify(m, minResults, "")
-	s := Survivor{Base: baseName, Mutation: m, Class: class,
-		Diff: shape.Diff(shape.Of(base), shape.Of(m.Response)), Why: why(m, class, "")}
-	s.Mutation.Response = nil
-	return s
+	b := MutationBase{Name: baseName, Response: base, MinResults: minResults}
+	return NewMutator([]MutationBase{b}).Survivor(b, m)
 }
