@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +14,8 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/shape"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner"
 )
 
@@ -214,7 +217,9 @@ func expectStatus(probes []*checks.Probe) []int {
 
 // recordedBases reads each probe's latest passing response from the
 // database, as a mutation base named "db: <probe>" judged under the
-// probe's own min_results.
+// probe's own min_results and by the probe's learned shape profile, so
+// that the objects drift judges maps (ids like src_001 it learned across
+// answers) are mutated as one path, named as drift lines name it.
 func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.MutationBase, error) {
 	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
@@ -242,9 +247,32 @@ func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.
 			fmt.Fprintf(e.stderr, "toolpulse: the recorded response of %s does not decode (%v); skipped\n", p.Name, err)
 			continue
 		}
+		if b.Profile, err = storedProfile(e, store, p.Name); err != nil {
+			return nil, err
+		}
 		out[p.Name] = b
 	}
 	return out, nil
+}
+
+// storedProfile is probe's learned shape profile, or nil when it has none
+// (never ran, or reset since). One that does not read is left out, as the
+// daemon leaves it out, with a word on stderr: the mutations then judge
+// maps by the bases alone.
+func storedProfile(e *env, store *sqlite.Store, probe string) (*shape.Profile, error) {
+	sp, found, err := store.ShapeProfile(e.ctx, probe)
+	if err != nil {
+		return nil, softwareError(err)
+	}
+	if !found || sp.Data == "" {
+		return nil, nil
+	}
+	p := &shape.Profile{}
+	if err := json.Unmarshal([]byte(sp.Data), p); err != nil {
+		fmt.Fprintf(e.stderr, "toolpulse: the stored shape profile of %s does not read (%v); its maps are judged by the answers alone\n", probe, err)
+		return nil, nil
+	}
+	return p, nil
 }
 
 // recordedBase is p's recorded answer body as a mutation base: the
