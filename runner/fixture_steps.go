@@ -95,66 +95,110 @@ func (e *Executor) runCanned(p *checks.Probe, answers map[string][]consumers.Fix
 	return res
 }
 
-// MutateProbeFixture mutation-tests multi-step probe p on fixture f, which
-// should pass: the answer of each step that a rule of the step reads (its
-// consumer, until or captures) is mutated in turn, as `toolpulse test
+// MutateProbeFixture mutation-tests multi-step probe p on fixture f
+// alone: MutateProbeFixtures with that one fixture.
+func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) consumers.MutationReport {
+	return e.MutateProbeFixtures(p, []checks.ProbeFixture{f})
+}
+
+// MutateProbeFixtures mutation-tests multi-step probe p on its fixtures,
+// those that pass: the answer of each step that a rule of the step reads
+// (its consumer, until or captures) is mutated in turn, as `toolpulse test
 // --mutate` mutates a consumer's fixture, and the whole probe runs on it.
 // A mutation the probe still passes on is a survivor: a contract change of
 // that step's answer the probe as a whole would miss, unless the step's
-// consumer accepts it (accept_mutations).
-func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) consumers.MutationReport {
+// consumer accepts it (accept_mutations), or it is by design: the step's
+// answer in a passing fixture (this one or another) already shows what
+// the mutation makes. A step's passing answers are judged together, as a
+// consumer's passing fixtures are (consumers.Mutator): objects whose keys
+// change from one to the next are maps, and mutations name their values
+// as one path. A fixture that does not pass is skipped, and says why.
+func (e *Executor) MutateProbeFixtures(p *checks.Probe, fixtures []checks.ProbeFixture) consumers.MutationReport {
 	r := consumers.MutationReport{Consumer: p.Name, Skipped: map[string]string{}}
-	if v := e.JudgeProbeFixture(p, f); v.Outcome != results.Pass {
-		r.Skipped[f.Name] = "it does not pass: " + string(v.Code()) + ": " + v.Error.Message
-		return r
+	var passing []checks.ProbeFixture
+	for _, f := range fixtures {
+		if v := e.JudgeProbeFixture(p, f); v.Outcome != results.Pass {
+			r.Skipped[f.Name] = "it does not pass: " + string(v.Code()) + ": " + v.Error.Message
+			continue
+		}
+		passing = append(passing, f)
 	}
+	// bases[i][j] is step i's answer in passing fixture j, when it has one
+	// a rule reads; mutators[i] judges them together.
+	bases := make([][]*consumers.MutationBase, len(p.Steps))
+	mutators := make([]*consumers.Mutator, len(p.Steps))
 	for i := range p.Steps {
 		s := &p.Steps[i]
-		answers := f.Answers[s.Name]
-		reads, read := stepReads(s)
-		if len(answers) == 0 || !read {
+		if _, read := stepReads(s); !read {
 			continue
 		}
-		last := len(answers) - 1
-		base, _, err := FixtureResponse(answers[last])
-		if err != nil {
-			continue
-		}
-		name := f.Name + ": step " + s.Name
-		r.Bases = append(r.Bases, name)
 		minResults := 0
 		if s.Consumer != nil {
 			minResults = s.Expect.MinResults
 		}
-		// The step's consumer acknowledges what its rules mean to let
-		// through, for the probe as for itself.
-		acceptance := s.Consumer.Acceptance()
-		for _, m := range consumers.Mutations(base, reads) {
-			r.Total++
-			mutated := answers[last]
-			if mutated.Result != nil {
-				mutated.Result = mcpsdk.ResultWith(mutated.Result, m.Response)
-			} else {
-				mutated.Response = m.Response
-			}
-			canned := make(map[string][]consumers.Fixture, len(f.Answers))
-			for k, v := range f.Answers {
-				canned[k] = v
-			}
-			canned[s.Name] = append(append([]consumers.Fixture(nil), answers[:last]...), mutated)
-			if res := e.runCanned(p, canned); res.Outcome != results.Pass {
-				r.Killed++
-				if m.Kind == consumers.MutAddField && acceptance(m) == "" {
-					r.KilledControls = append(r.KilledControls, name+": "+m.Name)
-				}
+		bases[i] = make([]*consumers.MutationBase, len(passing))
+		var all []consumers.MutationBase
+		for j, f := range passing {
+			answers := f.Answers[s.Name]
+			if len(answers) == 0 {
 				continue
 			}
-			sv := consumers.SurvivorOf(name, base, m, minResults)
-			sv.Accepted = acceptance(m)
-			r.Survivors = append(r.Survivors, sv)
+			response, _, err := FixtureResponse(answers[len(answers)-1])
+			if err != nil {
+				continue
+			}
+			b := consumers.MutationBase{Name: f.Name + ": step " + s.Name, Response: response, MinResults: minResults}
+			bases[i][j] = &b
+			all = append(all, b)
+		}
+		mutators[i] = consumers.NewMutator(all)
+	}
+	for j, f := range passing {
+		for i := range p.Steps {
+			if bases[i] == nil || bases[i][j] == nil {
+				continue
+			}
+			e.mutateStep(p, f, &p.Steps[i], *bases[i][j], mutators[i], &r)
 		}
 	}
 	return r
+}
+
+// mutateStep mutates base, the last answer of step s in passing fixture f,
+// runs the whole probe on each mutation and adds what it finds to r.
+func (e *Executor) mutateStep(p *checks.Probe, f checks.ProbeFixture, s *checks.Step, base consumers.MutationBase, mu *consumers.Mutator, r *consumers.MutationReport) {
+	answers := f.Answers[s.Name]
+	last := len(answers) - 1
+	reads, _ := stepReads(s)
+	r.Bases = append(r.Bases, base.Name)
+	// The step's consumer acknowledges what its rules mean to let
+	// through, for the probe as for itself.
+	acceptance := s.Consumer.Acceptance()
+	mu.Each(base, reads, func(m consumers.Mutation) bool {
+		r.Total++
+		mutated := answers[last]
+		if mutated.Result != nil {
+			mutated.Result = mcpsdk.ResultWith(mutated.Result, m.Response)
+		} else {
+			mutated.Response = m.Response
+		}
+		canned := make(map[string][]consumers.Fixture, len(f.Answers))
+		for k, v := range f.Answers {
+			canned[k] = v
+		}
+		canned[s.Name] = append(append([]consumers.Fixture(nil), answers[:last]...), mutated)
+		if res := e.runCanned(p, canned); res.Outcome != results.Pass {
+			r.Killed++
+			if m.Kind == consumers.MutAddField && acceptance(m) == "" {
+				r.KilledControls = append(r.KilledControls, base.Name+": "+m.Name)
+			}
+			return true
+		}
+		sv := mu.Survivor(base, m)
+		sv.Accepted = acceptance(m)
+		r.Survivors = append(r.Survivors, sv)
+		return true
+	})
 }
 
 // stepReads is what s's rules may read of its answer; read is false when
