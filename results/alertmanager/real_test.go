@@ -195,6 +195,9 @@ func TestRealAlertmanager(t *testing.T) {
 		"message":      "results is map",
 		"operation_id": f.OperationID,
 		"link":         "https://toolpulse.example.com/probes/external_search",
+		// What was called, and what the failed run's body said.
+		"target":           f.Target,
+		"response_excerpt": f.ResponseExcerpt,
 	}
 	if fmt.Sprint(got.Annotations) != fmt.Sprint(wantAnn) {
 		t.Errorf("annotations = %v, want %v", got.Annotations, wantAnn)
