@@ -346,45 +346,19 @@ func isMap(objs []map[string]any) bool {
 	return strings.HasPrefix(shape.Of(l).Summary(), "list<map<")
 }
 
-// Keys of the sketch keyed builds.
-const (
-	sketchKey   = "toolpulse_key" // names, not data: no map with them
-	sketchOther = "toolpulse_other"
-	sketchMap   = "0" // data: an object of it alone is a map
-)
-
 // keyed reports whether b's profile learned that the objects at p, which
-// have keys, are a map (see shape's Keyed maps). The profile is asked
-// through Canonical, the way drift asks it: a sketch holding an object of
-// one named key at p's steps (a list at each list step, a one-key map at
-// each map step, an object of named keys beside each step's key, so that
-// only the object at p can be told a map) is written as a map by
-// Canonical exactly when p is a keyed position, and then its fingerprint
-// changes. The positions above p are maps where the profile says so: they
-// were decided first.
+// have keys, are a map (see shape's Keyed maps), as drift judges them. The
+// positions above p are maps where the profile says so: they were decided
+// first, so p's steps are the profile's.
 func (b *posBuilder) keyed(p *pathNode, objs []map[string]any) bool {
 	if b.profile == nil || !slices.ContainsFunc(objs, func(o map[string]any) bool { return len(o) > 0 }) {
 		return false
 	}
-	var v any = map[string]any{sketchKey: nil}
-	for i := len(p.steps) - 1; i >= 0; i-- {
-		switch s := p.steps[i]; {
-		case s.elem:
-			v = []any{v}
-		case s.vals:
-			v = map[string]any{sketchMap: v}
-		default:
-			// A lone key that reads as data ("42") would make the object
-			// a map; named keys beside it (null fits any values) keep it
-			// an object, as the profile knows it. Two, in case s.key is
-			// one of them.
-			o := map[string]any{sketchKey: nil, sketchOther: nil}
-			o[s.key] = v
-			v = o
-		}
+	path := make([]shape.Step, len(p.steps))
+	for i, s := range p.steps {
+		path[i] = shape.Step{Key: s.key, Elem: s.elem, Values: s.vals}
 	}
-	s := shape.Of(v)
-	return b.profile.Canonical(s).String() != s.String()
+	return b.profile.KeyedAt(path)
 }
 
 // appendStep returns steps with s appended, never sharing the result's

@@ -142,6 +142,40 @@ func keyedToMap(s *node) *node {
 	return &node{kinds: s.kinds&^kindObject | kindMap, elem: s.elem, val: val}
 }
 
+// Step is one step from a position of a shape down to another: a key of
+// an object, the elements of a list (Elem), or the values of a map
+// (Values).
+type Step struct {
+	Key          string
+	Elem, Values bool
+}
+
+// KeyedAt reports whether p learned that the objects at the position path
+// leads to, from the root, are a map: their keys are data (see Keyed
+// maps). A position above it that p learned is keyed is reached by a
+// Values step, as Canonical writes it.
+func (p *Profile) KeyedAt(path []Step) bool {
+	n := p.root
+	for _, s := range path {
+		if n == nil {
+			return false
+		}
+		switch {
+		case s.Elem:
+			n = n.elem
+		case s.Values:
+			n = n.val
+		default:
+			f := n.fields[s.Key]
+			if f == nil {
+				return false
+			}
+			n = f.node
+		}
+	}
+	return n != nil && n.keyed
+}
+
 // Canonical returns s as p judges it: with the objects at keyed positions
 // written as maps, so that their fingerprint does not change with their
 // keys. It is s itself when p has no keyed position s reaches.

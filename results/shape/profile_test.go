@@ -413,6 +413,10 @@ func TestProfileKeyedMap(t *testing.T) {
 	if got, want := a.String(), "object{by_id:map<object{score:number}>}"; got != want || a.Fingerprint() != b.Fingerprint() {
 		t.Errorf("Canonical: %s and %s, want both %s", a, b, want)
 	}
+	if !p.KeyedAt([]shape.Step{{Key: "by_id"}}) || p.KeyedAt(nil) || p.KeyedAt([]shape.Step{{Key: "nope"}}) ||
+		p.KeyedAt([]shape.Step{{Key: "by_id"}, {Values: true}}) {
+		t.Error("KeyedAt: want by_id keyed, and neither the root, an unknown key nor by_id's values")
+	}
 	plain := shape.Of(decode(t, []byte(`{"id":"x"}`)))
 	if got := p.Canonical(plain); got.String() != plain.String() {
 		t.Errorf("Canonical changed a shape with no keyed position: %s", got)
