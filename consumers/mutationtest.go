@@ -454,13 +454,3 @@ func (c *Consumer) Acceptance() func(Mutation) string {
 		return accepted[string(m.Kind)]
 	}
 }
-
-// SurvivorOf describes mutation m of base (named baseName) that a whole
-// probe still passed on, classified and explained as MutationTest does
-// for one consumer with that base alone. A multi-step probe's steps are
-// mutation-tested with a Mutator of all the step's passing answers (SPEC
-// §11), so that what another of them shows is by design.
-func SurvivorOf(baseName string, base any, m Mutation, minResults int) Survivor {
-	b := MutationBase{Name: baseName, Response: base, MinResults: minResults}
-	return NewMutator([]MutationBase{b}).Survivor(b, m)
-}

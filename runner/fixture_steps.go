@@ -95,12 +95,6 @@ func (e *Executor) runCanned(p *checks.Probe, answers map[string][]consumers.Fix
 	return res
 }
 
-// MutateProbeFixture mutation-tests multi-step probe p on fixture f
-// alone: MutateProbeFixtures with that one fixture.
-func (e *Executor) MutateProbeFixture(p *checks.Probe, f checks.ProbeFixture) consumers.MutationReport {
-	return e.MutateProbeFixtures(p, []checks.ProbeFixture{f})
-}
-
 // MutateProbeFixtures mutation-tests multi-step probe p on its fixtures,
 // those that pass: the answer of each step that a rule of the step reads
 // (its consumer, until or captures) is mutated in turn, as `toolpulse test

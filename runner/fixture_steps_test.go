@@ -60,7 +60,7 @@ func TestMutateProbeFixturesShownByAnother(t *testing.T) {
 	e := NewExecutor(Options{})
 	const base, name = "more pages: step list", "retype next_cursor string->null"
 
-	alone := e.MutateProbeFixture(p, p.Fixtures[0])
+	alone := e.MutateProbeFixtures(p, []checks.ProbeFixture{p.Fixtures[0]})
 	if s := findSurvivor(alone, base, name); s == nil || s.Class != consumers.BlindSpot {
 		t.Fatalf("alone: %s = %+v, want a blind spot", name, s)
 	}

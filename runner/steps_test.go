@@ -482,7 +482,7 @@ func TestJudgeProbeFixture(t *testing.T) {
 // whole probe judged; what it still passes on is reported by step.
 func TestMutateProbeFixture(t *testing.T) {
 	p := refundProbe(t, "http://127.0.0.1:9", withFixtures)
-	r := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[0])
+	r := NewExecutor(Options{}).MutateProbeFixtures(p, []checks.ProbeFixture{p.Fixtures[0]})
 	want := []string{"real refund: step token", "real refund: step refund", "real refund: step verify"}
 	if strings.Join(r.Bases, ",") != strings.Join(want, ",") {
 		t.Errorf("bases %v, want %v (cleanup reads nothing)", r.Bases, want)
@@ -503,7 +503,7 @@ func TestMutateProbeFixture(t *testing.T) {
 	if !survived["real refund: step token / retype access_token string->number"] {
 		t.Errorf("survivors %v; want the retyped token among them", survived)
 	}
-	if bad := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[1]); len(bad.Skipped) != 1 {
+	if bad := NewExecutor(Options{}).MutateProbeFixtures(p, []checks.ProbeFixture{p.Fixtures[1]}); len(bad.Skipped) != 1 {
 		t.Errorf("a fixture that does not pass was mutated: %+v", bad)
 	}
 }
@@ -570,7 +570,7 @@ func TestMutateProbeFixtureAccepts(t *testing.T) {
 			"        consumer: token_issued\n        capture: {access_token: {rule: response.access_token, secret: true}}", 1)
 		return withFixtures(y)
 	})
-	r := NewExecutor(Options{}).MutateProbeFixture(p, p.Fixtures[0])
+	r := NewExecutor(Options{}).MutateProbeFixtures(p, []checks.ProbeFixture{p.Fixtures[0]})
 	var retype, nest *consumers.Survivor
 	for i, s := range r.Survivors {
 		switch s.Mutation.Name {
