@@ -9,7 +9,7 @@ import (
 // Parse reads canonical text as written by String and returns its shape, so
 // that Parse(s.String()) equals s. It accepts only canonical text: any other
 // spelling of a shape (spaces, unsorted keys or kinds, needless quotes,
-// nesting deeper than MaxDepth) is an error, so a text Parse accepts is its
+// nesting deeper than MaxDepth, a key longer than MaxKeyBytes) is an error, so a text Parse accepts is its
 // own String and hashes to the same fingerprint. Parse never panics; its
 // errors give the byte offset of the problem.
 func Parse(canonical string) (Shape, error) {
@@ -210,6 +210,10 @@ func (p *parser) key() (string, error) {
 				p.pos = start
 				return "", p.errorf("unterminated quoted key")
 			}
+			if len(b) > MaxKeyBytes {
+				p.pos = start
+				return "", p.errorf("key longer than %d bytes", MaxKeyBytes)
+			}
 			c := p.s[p.pos]
 			switch c {
 			case '"':
@@ -265,6 +269,10 @@ func (p *parser) key() (string, error) {
 	}
 	if p.pos == start {
 		return "", p.errorf("expected a key")
+	}
+	if p.pos-start > MaxKeyBytes {
+		p.pos = start
+		return "", p.errorf("key longer than %d bytes", MaxKeyBytes)
 	}
 	return p.s[start:p.pos], nil
 }

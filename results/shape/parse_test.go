@@ -33,6 +33,8 @@ func TestParseValid(t *testing.T) {
 		{"keys that look like syntax", `object{"...":null,"...1":null,"list<empty>":null,null:null}`, "object(4 keys)"},
 		{"truncated object", "object{" + keys(shape.MaxKeys) + ",...44}", "object(300 keys)"},
 		{"MaxKeys keys, not truncated", "object{" + keys(shape.MaxKeys) + "}", "object(256 keys)"},
+		{"key of MaxKeyBytes", "object{" + strings.Repeat("k", shape.MaxKeyBytes) + ":null}", "object(1 keys)"},
+		{"cut key", `object{"` + strings.Repeat("k", shape.MaxKeyBytes-20) + `...#0123456789abcdef":null}`, "object(1 keys)"},
 		{"MaxDepth levels", strings.Repeat("list<", shape.MaxDepth) + "..." + strings.Repeat(">", shape.MaxDepth), strings.Repeat("list<", shape.MaxDepth) + "..." + strings.Repeat(">", shape.MaxDepth)},
 	}
 	for _, tt := range tests {
@@ -94,6 +96,9 @@ func TestParseErrors(t *testing.T) {
 		{"marker count leading zero", "object{" + keys(shape.MaxKeys) + ",...07}", "expected the count of keys left out"},
 		{"marker count too large", "object{" + keys(shape.MaxKeys) + ",...1000000000}", "key count too large"},
 		{"too many keys", "object{" + keys(shape.MaxKeys+1) + "}", "more than 256 keys"},
+		{"bare key too long", "object{" + strings.Repeat("k", shape.MaxKeyBytes+1) + ":null}", "offset 7: key longer than 128 bytes"},
+		{"quoted key too long", `object{"` + strings.Repeat(" ", shape.MaxKeyBytes+1) + `":null}`, "offset 7: key longer than 128 bytes"},
+		{"escaped key too long", `object{"` + strings.Repeat(`\u00e9`, shape.MaxKeyBytes/2+1) + `":null}`, "offset 7: key longer than 128 bytes"},
 		{"too deep", deep, "offset 320: nested deeper than 64 levels"},
 		{"non-canonical union order in list", "list<string|null>", "offset 12: kinds of a union must be distinct"},
 	}

@@ -99,8 +99,8 @@ func (n *pnode) toJSON() *pnodeJSON {
 }
 
 // UnmarshalJSON reads the stored form MarshalJSON wrote. It refuses a
-// version it does not know, an unknown kind name, negative counts and
-// nesting deeper than shapes have.
+// version it does not know, an unknown kind name, negative counts, and
+// nesting, keys per object or key lengths beyond what shapes keep.
 func (p *Profile) UnmarshalJSON(b []byte) error {
 	var in profileJSON
 	if err := json.Unmarshal(b, &in); err != nil {
@@ -148,6 +148,9 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		return nil, fmt.Errorf("%d fields, more than %d", len(in.Fields), MaxKeys)
 	}
 	for k, f := range in.Fields {
+		if len(k) > MaxKeyBytes {
+			return nil, fmt.Errorf("key of %d bytes, longer than %d", len(k), MaxKeyBytes)
+		}
 		if n.fields == nil {
 			n.fields = make(map[string]*pfield, len(in.Fields))
 		}

@@ -354,7 +354,8 @@ func TestProfileStoredForm(t *testing.T) {
 		t.Errorf("stored form changed by a round trip:\n%s\n%s", b, c)
 	}
 	checkGolden(t, "testdata/profile/stored_form.golden", append(b, '\n'))
-	for _, bad := range []string{`{"v":2}`, `{"v":1,"root":{"kinds":{"set":{"n":1}}}}`, `{"v":1,"answers":-1}`, `[]`} {
+	longKey := `{"v":1,"root":{"kinds":{"object":{"n":1}},"fields":{"` + strings.Repeat("k", shape.MaxKeyBytes+1) + `":{"present":{"n":1},"shape":{}}}}}`
+	for _, bad := range []string{`{"v":2}`, `{"v":1,"root":{"kinds":{"set":{"n":1}}}}`, `{"v":1,"answers":-1}`, `[]`, longKey} {
 		if err := json.Unmarshal([]byte(bad), &q); err == nil {
 			t.Errorf("Unmarshal(%s): no error", bad)
 		}
@@ -458,5 +459,66 @@ func TestProfileKeyedMapKeepsOptionalFields(t *testing.T) {
 		if r.Lines != nil {
 			t.Errorf("answer %d drifted: %q", i+1, r.Lines)
 		}
+	}
+}
+
+// hostileAnswers are providers that try to grow what a profile keeps,
+// answer after answer, with keys no real contract has.
+var hostileAnswers = []struct {
+	name    string
+	answers int
+	gen     answers
+}{
+	{"a new 400 KB key per answer", 60, func(i int, _ *rand.Rand) string {
+		return fmt.Sprintf(`{"results":[],"%06d%s":1}`, i, strings.Repeat("k", 400<<10))
+	}},
+	{"a new 400 KB key per answer, nested under another", 60, func(i int, _ *rand.Rand) string {
+		long := strings.Repeat("k", 400<<10)
+		return fmt.Sprintf(`{"data":{"%06d%s":{"%s%06d":"v"}}}`, i, long, long, i)
+	}},
+	{"a new key per answer, more than MaxKeys of them", 2 * shape.MaxKeys, func(i int, _ *rand.Rand) string {
+		if i%2 == 0 {
+			return fmt.Sprintf(`{"field_%06d":1}`, i)
+		}
+		return fmt.Sprintf(`{"field_%06d":"v"}`, i)
+	}},
+}
+
+// TestProfileHostileAnswersBounded checks that what a profile keeps, its
+// stored form, its learned shape and its report lines stay bounded however
+// long and however many keys a provider's answers bring.
+func TestProfileHostileAnswersBounded(t *testing.T) {
+	for _, tt := range hostileAnswers {
+		t.Run(tt.name, func(t *testing.T) {
+			var p shape.Profile
+			longest := 0
+			for i, body := range play(t, tt.answers, tt.gen) {
+				s := shape.Of(decode(t, []byte(body)))
+				if got, want := len(s.String()), 2*shape.MaxKeys*(4*shape.MaxKeyBytes+64); got > want {
+					t.Fatalf("answer %d: canonical text is %d bytes, want at most %d", i+1, got, want)
+				}
+				r, _ := p.Observe(s, profileT0.Add(time.Duration(i)*time.Second))
+				for _, l := range r.Lines {
+					longest = max(longest, len(l))
+				}
+			}
+			if want := 4 * shape.MaxKeyBytes; longest > want {
+				t.Errorf("longest report line is %d bytes, want at most %d", longest, want)
+			}
+			stored, err := json.Marshal(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := len(stored), 256<<10; got > want {
+				t.Errorf("stored form is %d bytes, want at most %d", got, want)
+			}
+			if got, want := len(p.Learned().String()), shape.MaxKeys*(4*shape.MaxKeyBytes+64); got > want {
+				t.Errorf("learned canonical text is %d bytes, want at most %d", got, want)
+			}
+			var q shape.Profile
+			if err := json.Unmarshal(stored, &q); err != nil {
+				t.Errorf("the stored form does not read back: %v", err)
+			}
+		})
 	}
 }

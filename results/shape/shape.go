@@ -56,7 +56,12 @@
 // 1) is recorded as the marker "...", structure not inspected. An object
 // position with more than [MaxKeys] distinct keys keeps its first MaxKeys keys
 // in byte order followed by ",...N", N being the number of keys left out;
-// its summary still counts every key. A value of a Go type that decoded JSON
+// its summary still counts every key. A key longer than [MaxKeyBytes] bytes
+// is kept as its first bytes (cut at a character boundary), "...#" and 16
+// hex digits of the SHA-256 of the whole key: MaxKeyBytes bytes at most,
+// so a provider's key cannot grow the canonical text, a diff path or a
+// profile beyond that, while two long keys that differ past the cut stay
+// two keys, and the same key is always written the same way. A value of a Go type that decoded JSON
 // never holds is also "...", as is the whole value when it holds more than
 // about four million values (only possible with Go values that share
 // subtrees, or JSON documents of several megabytes).
@@ -67,6 +72,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"unicode/utf8"
 )
 
 const (
@@ -76,7 +82,37 @@ const (
 	// MaxKeys is the number of keys an object shape keeps; the rest are
 	// counted, not kept.
 	MaxKeys = 256
+	// MaxKeyBytes is the longest key, in bytes, a shape keeps as it is; a
+	// longer one is cut and marked with its hash (see Limits).
+	MaxKeyBytes = 128
 )
+
+// keyHashHex is how many hex digits of a long key's SHA-256 its bounded
+// form ends with, after keyCutMark.
+const (
+	keyHashHex = 16
+	keyCutMark = "...#"
+)
+
+// boundKey returns k when it is at most MaxKeyBytes long, otherwise its
+// first bytes, cut at a UTF-8 character boundary, keyCutMark and the
+// first keyHashHex hex digits of the SHA-256 of k: at most MaxKeyBytes
+// bytes, deterministic, and distinct for distinct keys but for a hash
+// collision.
+func boundKey(k string) string {
+	if len(k) <= MaxKeyBytes {
+		return k
+	}
+	cut := MaxKeyBytes - len(keyCutMark) - keyHashHex
+	for i := cut; i > cut-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(k[i]) {
+			cut = i
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(k))
+	return k[:cut] + keyCutMark + hex.EncodeToString(sum[:keyHashHex/2])
+}
 
 // maxValues bounds the work Of does. Decoded JSON needs at least two bytes
 // per value, so no body under 8 MB reaches it; it exists for Go values that
@@ -204,6 +240,7 @@ func (b *builder) add(n *node, v any, depth int) {
 			n.idx = make(map[string]*node, len(v))
 		}
 		for k, e := range v {
+			k = boundKey(k)
 			c := n.idx[k]
 			if c == nil {
 				c = &node{}

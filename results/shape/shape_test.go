@@ -318,3 +318,17 @@ func TestZeroShape(t *testing.T) {
 		t.Errorf("Summary: got %q, want %q", got, want)
 	}
 }
+
+// TestKeyAsWritten checks that Key writes a key as the canonical text and
+// diff paths do, long keys cut the same way.
+func TestKeyAsWritten(t *testing.T) {
+	for _, k := range []string{"id", "a.b", strings.Repeat("k", shape.MaxKeyBytes), strings.Repeat("k", shape.MaxKeyBytes+1), "x" + strings.Repeat("é", 400<<10)} {
+		s := shape.Of(map[string]any{k: nil, "~": true})
+		if got, want := s.String(), "object{"+shape.Key(k)+":null,\"~\":bool}"; got != want {
+			t.Errorf("key of %d bytes: got %.200s, want %.200s", len(k), got, want)
+		}
+		if got := len(shape.Key(k)); got > 6*shape.MaxKeyBytes {
+			t.Errorf("key of %d bytes: Key is %d bytes", len(k), got)
+		}
+	}
+}

@@ -87,10 +87,11 @@ func bareByte(c byte) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// Key is k as shapes write it in canonical text and diff paths: bare, or
-// quoted as appendKey does. Mutation paths use it so that they read
-// exactly as the diff lines of the changes they make.
-func Key(k string) string { return string(appendKey(nil, k)) }
+// Key is k as shapes write it in canonical text and diff paths: cut to
+// MaxKeyBytes as Of cuts it (see Limits), then bare, or quoted as appendKey
+// does. Mutation paths use it so that they read exactly as the diff lines
+// of the changes they make.
+func Key(k string) string { return string(appendKey(nil, boundKey(k))) }
 
 // appendKey appends k bare or quoted. Quoted keys are printable ASCII: a
 // provider's key cannot slip an invisible or bidirectional character into a
