@@ -2,7 +2,10 @@ package results
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"html"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,12 +59,29 @@ func TestValidCustomCode(t *testing.T) {
 }
 
 func TestRedactor(t *testing.T) {
-	r := NewRedactor("sk-live-abcdef", "sk-live-abcdef-extended", "ab", "")
+	// odd holds every character an encoder treats specially: a slash,
+	// HTML's three, a quote, a space, a plus and non-ASCII.
+	const odd = "k3y/<a&b>\"q+r é€😀"
+	r := NewRedactor("sk-live-abcdef", "sk-live-abcdef-extended", "ab", "", odd, "pct%2Fescaped")
 	tests := []struct{ in, want string }{
 		{"Bearer sk-live-abcdef", "Bearer <redacted>"},
 		{"token=sk-live-abcdef-extended;", "token=<redacted>;"},
 		{"ab stays: too short to be a secret", "ab stays: too short to be a secret"},
 		{"", ""},
+		// Every form a provider or toolpulse itself may give a secret.
+		{"as is: " + odd, "as is: <redacted>"},
+		{"query: ?k=" + url.QueryEscape(odd) + "&x=1", "query: ?k=<redacted>&x=1"},
+		{"path: /v1/" + url.PathEscape(odd) + "/x", "path: /v1/<redacted>/x"},
+		{"whole path: " + (&url.URL{Path: odd}).EscapedPath(), "whole path: <redacted>"},
+		{"unescaped: pct/escaped", "unescaped: <redacted>"},
+		{"base64: " + base64.StdEncoding.EncodeToString([]byte(odd)) + ".", "base64: <redacted>."},
+		{"base64url: " + base64.RawURLEncoding.EncodeToString([]byte(odd)) + ".", "base64url: <redacted>."},
+		{"base64 of a token: " + base64.RawStdEncoding.EncodeToString([]byte("sk-live-abcdef")), "base64 of a token: <redacted>"},
+		{"html: " + html.EscapeString(odd), "html: <redacted>"},
+		{`json (Go): {"k":` + goJSON(odd) + `}`, `json (Go): {"k":"<redacted>"}`},
+		{`json (PHP): {"k":"k3y\/<a&b>\"q+r \u00e9\u20ac\ud83d\ude00"}`, `json (PHP): {"k":"<redacted>"}`},
+		{`json (upper-case hex): {"k":"k3y\/\u003Ca\u0026b\u003E\"q+r \u00E9\u20AC\uD83D\uDE00"}`, `json (upper-case hex): {"k":"<redacted>"}`},
+		{`json of base64: "` + strings.ReplaceAll(base64.StdEncoding.EncodeToString([]byte(odd)), "/", `\/`) + `"`, `json of base64: "<redacted>"`},
 	}
 	for _, tt := range tests {
 		if got := r.Redact(tt.in); got != tt.want {
@@ -77,11 +97,21 @@ func TestRedactor(t *testing.T) {
 		Attempts:       []Attempt{{Message: "sk-live-abcdef"}},
 		ResponseSample: `{"auth":"sk-live-abcdef"}`,
 	}
+	res.MCP = &MCPTarget{Tool: "search", Server: "https://mcp.example.com/t/sk-live-abcdef/mcp"}
 	r.RedactResult(&res)
 	b, _ := json.Marshal(res)
 	if bytes.Contains(b, []byte("sk-live")) {
 		t.Errorf("RedactResult left a secret: %s", b)
 	}
+}
+
+// goJSON is s as encoding/json writes a string, HTML escaping included.
+func goJSON(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func TestEnvelopeGolden(t *testing.T) {
