@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -226,7 +228,7 @@ func (l *loader) storage(e entry, s *Storage) {
 
 func (l *loader) server(e entry, s *Server) {
 	d := l.d
-	var listenN ast.Node
+	var listenN, tokenN ast.Node
 	listenOK := true
 	d.object(e.value, e.path, serverKeys, func(x entry) {
 		switch x.key {
@@ -236,6 +238,7 @@ func (l *loader) server(e entry, s *Server) {
 		case "token":
 			v, _ := d.str(x.value, x.path)
 			s.Token = Secret(v)
+			tokenN = x.value
 		case "public_url":
 			v, ok := d.str(x.value, x.path)
 			if !ok || v == "" {
@@ -256,9 +259,32 @@ func (l *loader) server(e entry, s *Server) {
 		d.errorf(listenN, "server.listen: expected host:port such as 127.0.0.1:9321, or \"\" to disable the server, got %q", s.Listen)
 		return
 	}
-	if !isLoopback(host) && s.Token == "" {
-		d.errorf(listenN, "server.listen: %s is not a loopback address, so server.token is required (clients send it as a bearer token)", s.Listen)
+	if isLoopback(host) {
+		return
 	}
+	if s.Token == "" {
+		d.errorf(listenN, "server.listen: %s is not a loopback address, so server.token is required (clients send it as a bearer token)", s.Listen)
+		return
+	}
+	if problem := weakToken(s.Token.Reveal()); problem != "" {
+		d.errorf(tokenN, "server.token: %s is not a loopback address, so the token is all that stands between the network and the server: %s", s.Listen, problem)
+	}
+}
+
+// MinTokenLength is the fewest characters server.token may have when the
+// server listens beyond loopback.
+const MinTokenLength = 16
+
+// weakToken says why token is too weak to guard a server other hosts can
+// reach, or "". It never quotes the token.
+func weakToken(token string) string {
+	if n := utf8.RuneCountInString(token); n < MinTokenLength {
+		return fmt.Sprintf("it must be at least %d characters, got %d (generate one with: openssl rand -hex 32)", MinTokenLength, n)
+	}
+	if strings.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return "it must not contain whitespace or control characters"
+	}
+	return ""
 }
 
 // isLoopback reports whether a listen host only accepts local clients. An
@@ -370,4 +396,11 @@ func httpURLProblem(s string) string {
 		return "no host"
 	}
 	return ""
+}
+
+// Loopback reports whether the server listens on a loopback address only,
+// where only local clients reach it; false when it is disabled.
+func (s Server) Loopback() bool {
+	host, _, err := net.SplitHostPort(s.Listen)
+	return s.Listen != "" && err == nil && isLoopback(host)
 }

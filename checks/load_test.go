@@ -244,6 +244,12 @@ var invalidConfigs = []struct {
 	{rule: "token-required", want: []string{
 		"testdata/invalid-token-required.yaml:3:11: server.listen: 0.0.0.0:9321 is not a loopback address, so server.token is required (clients send it as a bearer token)",
 	}},
+	{rule: "token-short", want: []string{
+		"testdata/invalid-token-short.yaml:4:10: server.token: 0.0.0.0:9321 is not a loopback address, so the token is all that stands between the network and the server: it must be at least 16 characters, got 1 (generate one with: openssl rand -hex 32)",
+	}},
+	{rule: "token-whitespace", want: []string{
+		"testdata/invalid-token-whitespace.yaml:4:10: server.token: :9321 is not a loopback address, so the token is all that stands between the network and the server: it must not contain whitespace or control characters",
+	}},
 	{rule: "unknown-consumer", want: []string{
 		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
 	}},

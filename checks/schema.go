@@ -254,7 +254,7 @@ func Schema() ([]byte, error) {
 		}),
 		"server": b.object("server", serverKeys, nil, map[string]any{
 			"listen": withDoc(str(), "host:port of the status page, API and /metrics; \"\" disables it"),
-			"token":  withDoc(str(), "bearer token; required for a non-loopback listen"),
+			"token":  withDoc(str(), "bearer token; a non-loopback listen requires one of at least 16 characters, without whitespace"),
 			"public_url": map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)",
 				"description": "absolute http(s) URL of the status page, for links in alerts"},
 		}),

@@ -145,6 +145,8 @@ var beyondSchema = map[string]string{
 	"max-delay":              "compares max_delay with base_delay",
 	"select-compile":         "compiles expr",
 	"token-required":         "relates the listen address to the token",
+	"token-short":            "relates the listen address to the token",
+	"token-whitespace":       "relates the listen address to the token",
 	"unknown-consumer":       "refers to another item",
 	"unset-env":              "needs the environment",
 	"validate-inline":        "compiles expr",

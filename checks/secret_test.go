@@ -81,6 +81,7 @@ func TestConfigErrorsHideSecrets(t *testing.T) {
 		"server token of the wrong type":                 base + "server: {token: [" + secretValue + "]}\n",
 		"request url with a key in the query":            probe("      method: get\n") + "  - name: q\n    consumer: c\n    request: {url: \"ftp://h/?key=" + secretValue + "\"}\n",
 		"server token from env, bad listen":              base + "server: {token: \"${SECRET}\", listen: \"nope\"}\n",
+		"server token with a space, on the network":      base + "server: {token: \"" + secretValue + " x\", listen: \"0.0.0.0:9321\"}\n",
 		"duplicate key holding a secret":                 base + "server: {token: " + secretValue + ", token: " + secretValue + "}\n",
 		"mcp url with a password, wrong scheme":          base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"ws://u:" + secretValue + "@h/mcp\"}}\n",
 		"mcp url that does not parse":                    base + "probes:\n  - {name: m, consumer: c, mcp: {tool: t, url: \"http://u:" + secretValue + "@[h/mcp\"}}\n",
