@@ -291,6 +291,7 @@ var applyStates = sync.Pool{New: func() any {
 	st := &applyState{headers: map[string]any{}, query: map[string]any{}, request: map[string]any{}}
 	st.env.Charge = st.budget.charge // one closure for the state's life
 	st.env.Fetch = fetch
+	st.env.Matches, st.env.Repeat, st.env.Replace = st.budget.matches, st.budget.repeat, st.budget.replace
 	return st
 }}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -74,32 +75,72 @@ func TestRuleNodeLimit(t *testing.T) {
 // Measured without the budget on a 2-core machine: nested-any 3.6 s,
 // all-in-filter 1.5 s, string doubling 128 MB in 0.2 s, the triple loop
 // hours.
+//
+// The rows with a body are a hostile provider's: a pattern of its own
+// choosing, which costs text × pattern (a 10 KB one took 10 s on an 80 KB
+// body, uncancellable), and repeat or replace of its text, which built
+// their whole result (a gigabyte) before a charge could count it. Those
+// must be refused before they run, by a message naming the operation, and
+// repeat and replace before they allocate their result.
 func TestEvaluationBudget(t *testing.T) {
 	in := Input{Response: itemsBody(t, 10_000), Status: 200}
-	tests := []struct{ name, rule string }{
-		{"triple loop, 10^12 passes", `filter(response.items, all(response.items, all(response.items, true)))`},
-		{"double loop that never matches", `filter(response.items, any(response.items, # > 99999))`},
-		{"double loop through all", `filter(response.items, all(response.items, true))`},
-		{"membership scan in a loop", `filter(response.items, -1 in response.items)`},
-		{"deep equality in a loop", `filter(response.items, response == response)`},
-		{"toJSON of the body in a loop", `filter(response.items, len(toJSON(response)) > 0)`},
-		{"repeat a billion", `[repeat("x", 1000000000)]`},
-		{"range to a billion", `map(1..1000000000, #)`},
+	text80K := strings.Repeat("a", 80<<10)
+	text20K := strings.Repeat("a", 20<<10)
+	tests := []struct {
+		name, rule string
+		body       any    // the answer, when not the 10,000 items
+		want       string // in the message, besides budgetExceeded
+		builds     int    // bytes of a result that must never be allocated
+	}{
+		{"triple loop, 10^12 passes", `filter(response.items, all(response.items, all(response.items, true)))`, nil, "", 0},
+		{"double loop that never matches", `filter(response.items, any(response.items, # > 99999))`, nil, "", 0},
+		{"double loop through all", `filter(response.items, all(response.items, true))`, nil, "", 0},
+		{"membership scan in a loop", `filter(response.items, -1 in response.items)`, nil, "", 0},
+		{"deep equality in a loop", `filter(response.items, response == response)`, nil, "", 0},
+		{"toJSON of the body in a loop", `filter(response.items, len(toJSON(response)) > 0)`, nil, "", 0},
+		{"repeat a billion", `[repeat("x", 1000000000)]`, nil, "", 0},
+		{"range to a billion", `map(1..1000000000, #)`, nil, "", 0},
 		{"string doubling", `let a = repeat("x", 500000); let b = a + a; let c = b + b; let d = c + c;
-			let e = d + d; let f = e + e; let g = f + f; let h = g + g; let i = h + h; [len(i)]`},
-		{"validate loops on each item", ``},
+			let e = d + d; let f = e + e; let g = f + f; let h = g + g; let i = h + h; [len(i)]`, nil, "", 0},
+		{"validate loops on each item", ``, nil, "", 0},
+		{name: "10 KB pattern from the answer on an 80 KB body", rule: `[response.text matches response.pattern]`,
+			body: map[string]any{"text": text80K, "pattern": strings.Repeat("(a|aa)*", 1500) + "c"}, want: "matches"},
+		{name: "short pattern from the answer that expands", rule: `[response.text matches response.pattern]`,
+			body: map[string]any{"text": text20K[:1000], "pattern": strings.Repeat("a{1000}", 40)}, want: "matches"},
+		{name: "pattern from the answer in validate", rule: `response.items`,
+			body: map[string]any{"items": []any{map[string]any{"text": text80K, "pattern": strings.Repeat("(a|aa)*", 1400) + "b"}}},
+			want: "matches"},
+		{name: "repeat of the answer's text", rule: `[repeat(response.text, 20000)]`,
+			body: map[string]any{"text": text20K}, want: "repeat", builds: 20 << 10 * 20000},
+		{name: "replace with the answer's text", rule: `[replace(response.text, "a", response.text)]`,
+			body: map[string]any{"text": text20K}, want: "replace", builds: 20 << 10 * 20 << 10},
+		{name: "replace of n occurrences", rule: `[replace(response.text, "a", response.text, 10000)]`,
+			body: map[string]any{"text": text20K + "a"}, want: "replace", builds: 10000 * 20 << 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := Source{Select: tt.rule}
-			if tt.rule == "" {
+			src, in := Source{Select: tt.rule}, in
+			switch {
+			case tt.rule == "":
 				src = Source{Select: "response.items", Validate: `all(response.items, # >= 0)`}
+			case strings.HasPrefix(tt.name, "pattern from the answer in validate"):
+				src.Validate = `.text matches .pattern`
+			}
+			if tt.body != nil {
+				in = Input{Response: tt.body, Status: 200}
 			}
 			c := mustCompile(t, src)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			v, took := applyBounded(t, c, in)
+			runtime.ReadMemStats(&after)
 			t.Logf("stopped after %v: %v", took, v.Err)
-			if v.Err == nil || v.Err.Code != results.CodeRuleError || !strings.Contains(v.Err.Message, budgetExceeded) {
-				t.Errorf("Apply = %+v, want rule_error %q", v, budgetExceeded)
+			if v.Err == nil || v.Err.Code != results.CodeRuleError || !strings.Contains(v.Err.Message, budgetExceeded) ||
+				!strings.Contains(v.Err.Message, tt.want) {
+				t.Errorf("Apply = %+v, want rule_error %q naming %q", v, budgetExceeded, tt.want)
+			}
+			if allocated := after.TotalAlloc - before.TotalAlloc; tt.builds > 0 && allocated >= uint64(tt.builds) {
+				t.Errorf("Apply allocated %d bytes, want the %d-byte result refused before it is built", allocated, tt.builds)
 			}
 		})
 	}
@@ -137,7 +178,8 @@ func TestRuleEnvironment(t *testing.T) {
 		names = append(names, typ.Field(i).Tag.Get("expr"))
 	}
 	sort.Strings(names)
-	want := []string{"__toolpulse_charge", "__toolpulse_fetch", "__toolpulse_item", "headers", "probe", "request", "response", "result", "status", "tool", "vars"}
+	want := []string{"__toolpulse_charge", "__toolpulse_fetch", "__toolpulse_item", "__toolpulse_matches",
+		"__toolpulse_repeat", "__toolpulse_replace", "headers", "probe", "request", "response", "result", "status", "tool", "vars"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("rule environment = %v, want %v", names, want)
 	}
@@ -183,5 +225,35 @@ func TestRuleEnvironment(t *testing.T) {
 	}
 	if _, ok := reflect.TypeOf(Request{}).FieldByName("Headers"); ok {
 		t.Errorf("Request carries headers; they hold tokens and must stay out of rules")
+	}
+}
+
+// TestChargedOperationsKeepTheirResults: the operations charged before
+// they run give what expr's own give on an ordinary answer.
+func TestChargedOperationsKeepTheirResults(t *testing.T) {
+	body := map[string]any{"s": "a-b-a", "p": "^a.b", "bad": "(", "n": float64(2)}
+	for _, tt := range []struct{ rule, want string }{
+		{`[response.s matches response.p]`, "[true]"},
+		{`[response.s matches ("^" + "b")]`, "[false]"},
+		{`[response.missing matches response.p]`, "[false]"},
+		{`[repeat(response.s, response.n)]`, `["a-b-aa-b-a"]`},
+		{`[replace(response.s, "a", "xy")]`, `["xy-b-xy"]`},
+		{`[replace(response.s, "a", "xy", 1)]`, `["xy-b-a"]`},
+		{`[replace(response.s, "", ".")]`, `[".a.-.b.-.a."]`},
+		{`[response.s matches response.bad]`, "rule_error"},
+		{`[repeat(response.s, -1)]`, "rule_error"},
+	} {
+		c := mustCompile(t, Source{Select: tt.rule})
+		out, failure := (&Expression{Rule: "select", Text: tt.rule, run: c.selectRun}).Eval(Input{Response: body})
+		got := fmt.Sprint(failure)
+		if failure == nil {
+			b, _ := json.Marshal(out)
+			got = string(b)
+		} else {
+			got = string(failure.Code)
+		}
+		if got != tt.want {
+			t.Errorf("%s = %s (%v), want %s", tt.rule, got, failure, tt.want)
+		}
 	}
 }

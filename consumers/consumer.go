@@ -133,16 +133,27 @@ type ruleEnv struct {
 	Charge func(units, value any) any `expr:"__toolpulse_charge" json:"-"`
 	// Fetch is fetch, the member read of the programs without charges.
 	Fetch func(from, key any) any `expr:"__toolpulse_fetch" json:"-"`
+	// Matches, Repeat and Replace run the operations whose cost their
+	// operands do not bound (a pattern that is not a literal, repeat,
+	// replace), charging what they will cost before they run
+	// (evalBudget.matches, repeat and replace); like Charge, only the
+	// calls instrumentRule inserts may use them.
+	Matches func(text, pattern any) any   `expr:"__toolpulse_matches" json:"-"`
+	Repeat  func(s, n any) any            `expr:"__toolpulse_repeat" json:"-"`
+	Replace func(s, old, repl, n any) any `expr:"__toolpulse_replace" json:"-"`
 }
 
 const (
 	itemVar  = "__toolpulse_item"
 	chargeFn = "__toolpulse_charge"
 	fetchFn  = "__toolpulse_fetch"
+	matchFn  = "__toolpulse_matches"
+	repeatFn = "__toolpulse_repeat"
+	replacFn = "__toolpulse_replace"
 )
 
 // reservedNames are the env's functions for toolpulse's own rewrites.
-var reservedNames = map[string]bool{chargeFn: true, fetchFn: true}
+var reservedNames = map[string]bool{chargeFn: true, fetchFn: true, matchFn: true, repeatFn: true, replacFn: true}
 
 // validatePrefix turns a per-item predicate into a program over one item,
 // so that `.id` and `#` mean the item exactly as inside expr's own filter.

@@ -293,6 +293,9 @@ func TestChargeNameIsReserved(t *testing.T) {
 		{select_: `[$env.__toolpulse_charge(1, 2)]`},
 		{select_: `[$env["__toolpulse_charge"]]`},
 		{select_: `[__toolpulse_fetch(response, "a")]`},
+		{select_: `[__toolpulse_matches("a", "a")]`},
+		{select_: `[__toolpulse_repeat("a", 2)]`},
+		{select_: `[$env.__toolpulse_replace("a", "a", "b", -1)]`},
 		// The optimizer moves this map's body into the filter.
 		{select_: `map(filter(response.items, true), __toolpulse_charge(-100000, #))`},
 		{select_: `response.items`, validate: "true &&\n  __toolpulse_charge(0, #)"},
