@@ -88,6 +88,12 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 		{name: "Prune drifts", query: pruneDrifts, args: []any{stored, 10}, want: []string{
 			"SEARCH d USING COVERING INDEX drifts_detected (detected_at<?)",
 			"SEARCH a USING INDEX alerts_drift (drift_id=?)"}},
+		// The definitions are read from their index alone, never their
+		// text; a scan of it finds the few left before the cutoff.
+		{name: "Prune tool definitions", query: pruneToolDefinitions, args: []any{stored, 10}, want: []string{
+			"SCAN td USING COVERING INDEX tool_definitions_last",
+			"SEARCH tl USING COVERING INDEX tool_definitions_last (probe=?)",
+			"SEARCH r USING COVERING INDEX results_tool (probe=? AND tool_fingerprint=?)"}},
 	}
 	fill := map[string]func() (string, []any){
 		"History, one probe, limit 100": func() (string, []any) { return history(HistoryQuery{Probes: []string{"p"}, Limit: 100}) },

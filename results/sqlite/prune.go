@@ -38,6 +38,19 @@ RETURNING probe, started_at, duration_ms, outcome, attempts`
       AND NOT EXISTS (SELECT 1 FROM alerts a WHERE a.drift_id = d.id AND a.state = 'pending')
     ORDER BY detected_at LIMIT ?)`
 
+	// A tool definition goes once no kept result names it (Result reads
+	// it back through results.tool_fingerprint) and it is not its probe's
+	// latest (ToolDefinition: the baseline of the next run). A drift of
+	// kind definition keeps its own description excerpts and reads no
+	// definition. Each row is its primary key and last_seen_at, all in
+	// the index tool_definitions_last, and one search of results_tool.
+	pruneToolDefinitions = `DELETE FROM tool_definitions WHERE (probe, fingerprint) IN (
+    SELECT probe, fingerprint FROM tool_definitions td
+    WHERE last_seen_at < ?
+      AND last_seen_at < (SELECT max(tl.last_seen_at) FROM tool_definitions tl WHERE tl.probe = td.probe)
+      AND NOT EXISTS (SELECT 1 FROM results r WHERE r.probe = td.probe AND r.tool_fingerprint = td.fingerprint)
+    LIMIT ?)`
+
 	pruneShapeCounts = `DELETE FROM shape_counts WHERE hour < ?`
 
 	// A profile not written since the cutoff belongs to a probe that has
@@ -71,10 +84,14 @@ WHERE last_seen < ?
 //     the buckets only serve drift detection's 24-hour window);
 //   - shapes last seen before it that no result, drift or bucket refers
 //     to any more;
-//   - shape profiles last written before it.
+//   - shape profiles last written before it;
+//   - tool definitions last seen before it that no result names any
+//     more, except each probe's latest, which its next run is compared
+//     with.
 //
-// Results, alerts and drifts are deleted oldest first, at most batch rows
-// (0 or less: DefaultPruneBatch) per write transaction, so that RecordRun,
+// Results, alerts and drifts are deleted oldest first, and tool
+// definitions in any order, at most batch rows (0 or less:
+// DefaultPruneBatch) per write transaction, so that RecordRun,
 // which shares the one writer, waits for one short batch at most, never
 // for the whole prune. Prune loops until nothing is left to delete or ctx
 // is done. On an error, ctx's own when it ended, it returns the results
@@ -97,6 +114,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time, batch int) (deleted
 	}
 	if _, err := s.pruneBatches(ctx, pruneDrifts, cutoff, batch); err != nil {
 		return deleted, fmt.Errorf("sqlite: prune drifts: %w", err)
+	}
+	if _, err := s.pruneBatches(ctx, pruneToolDefinitions, cutoff, batch); err != nil {
+		return deleted, fmt.Errorf("sqlite: prune tool definitions: %w", err)
 	}
 	if err := s.pruneShapes(ctx, cutoff); err != nil {
 		return deleted, fmt.Errorf("sqlite: prune shapes: %w", err)

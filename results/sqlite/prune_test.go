@@ -180,3 +180,64 @@ func TestPing(t *testing.T) {
 		t.Errorf("Ping of a closed store: got %v, want an error saying it is closed", err)
 	}
 }
+
+// TestPruneToolDefinitions records MCP runs whose tool definition changes
+// with every session, as a server that embeds a build id in its
+// description does, and prunes them: what is left is the definitions kept
+// results name, and each probe's latest, whatever the batch size.
+func TestPruneToolDefinitions(t *testing.T) {
+	ctx := context.Background()
+	s, path := newStore(t)
+	cutoff := t0
+	def := func(n int) results.ToolDefinition {
+		return results.ToolDefinition{Fingerprint: fmt.Sprintf("%016x", n),
+			Canonical: fmt.Sprintf(`{"description":"Search the docs (build %d).","inputSchema":{"type":"object"}}`, n)}
+	}
+	listed := func(id, probe string, at time.Time, d results.ToolDefinition) results.Result {
+		r := runAt(id, probe, at, results.Pass, "", 10, 1)
+		r.Kind = results.ProbeMCP
+		r.MCP = &results.MCPTarget{Tool: "search", Server: "http://127.0.0.1:3902/mcp"}
+		r.Tool = &d
+		return r
+	}
+	// docs lists a new definition with every run, 40 of them before the
+	// cutoff; the first also under other's name. Then one kept run lists
+	// definition 3 again, recorded without its text (as when the store
+	// could not tell the previous definition: last_seen_at stays as it
+	// was), and the latest run a new one.
+	record := func(r results.Result) { recordRun(t, s, &results.RunRecord{Result: r}) }
+	record(listed("other-shared", "other", cutoff.Add(-21*time.Hour), def(3)))
+	for i := range 40 {
+		record(listed(fmt.Sprintf("docs-%d", i), "docs", cutoff.Add(-30*time.Hour+time.Duration(i)*time.Minute), def(i)))
+	}
+	for i := range 10 {
+		record(listed(fmt.Sprintf("other-%d", i), "other", cutoff.Add(-20*time.Hour+time.Duration(i)*time.Minute), def(100+i)))
+	}
+	record(listed("docs-kept", "docs", cutoff.Add(time.Hour), results.ToolDefinition{Fingerprint: def(3).Fingerprint}))
+	record(listed("docs-latest", "docs", cutoff.Add(2*time.Hour), def(40)))
+
+	if _, err := s.Prune(ctx, cutoff, 7); err != nil {
+		t.Fatal(err)
+	}
+	op := operatorDB(t, path, "mode=ro")
+	var got []string
+	for _, row := range queryMaps(t, op, `SELECT probe || ' ' || fingerprint AS v FROM tool_definitions ORDER BY probe, fingerprint`) {
+		got = append(got, fmt.Sprint(row["v"]))
+	}
+	want := []string{
+		"docs " + def(3).Fingerprint,    // named by the kept run docs-kept
+		"docs " + def(40).Fingerprint,   // docs' latest, named by docs-latest
+		"other " + def(109).Fingerprint, // other's latest, though no run of other is kept
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tool_definitions after Prune:\n got  %q\n want %q", got, want)
+	}
+	for probe, want := range map[string]results.ToolDefinition{"docs": def(40), "other": def(109)} {
+		if got, found, err := s.ToolDefinition(ctx, probe); err != nil || !found || got != want {
+			t.Errorf("ToolDefinition(%s) after Prune: got %+v %v %v, want %+v", probe, got, found, err, want)
+		}
+	}
+	if got, err := s.Result(ctx, "docs-kept"); err != nil || got.Tool == nil || *got.Tool != def(3) {
+		t.Errorf("kept run's definition after Prune: got %+v, %v; want %+v", got.Tool, err, def(3))
+	}
+}
