@@ -249,9 +249,9 @@ func writeDemoStats(w io.Writer, stats []sqlite.ProbeStats) error {
 		p := &stats[i]
 		last := string(p.LastOutcome)
 		if p.LastCode != "" {
-			last += " (" + string(p.LastCode) + ")"
+			last += " (" + printable(string(p.LastCode)) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Probe, p.Runs, pct(p.Pass, p.Runs),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", printable(p.Probe), p.Runs, pct(p.Pass, p.Runs),
 			pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), formatLatency(p.P95), p.DriftEvents, last)
 	}
 	return tw.Flush()

@@ -92,7 +92,7 @@ func (h *demoHandler) Handle(ctx context.Context, r slog.Record) error {
 		if e := attrs["error"]; e != "" {
 			what += ": " + e
 		}
-		fmt.Fprintln(h.log.term, clipLine("  "+what, demoWidth))
+		fmt.Fprintln(h.log.term, clipLine("  "+printable(what), demoWidth))
 	}
 	return err
 }
@@ -110,7 +110,7 @@ func runLine(attrs map[string]string) string {
 	if attrs["drift"] == "true" {
 		what += ", shape drift"
 	}
-	return fmt.Sprintf("  %-19s %s", attrs["probe"], what)
+	return fmt.Sprintf("  %-19s %s", printable(attrs["probe"]), printable(what))
 }
 
 // clipLine cuts s to at most width runes, ending a cut line with "…".

@@ -321,11 +321,14 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	if err := cw.Write(historyColumns); err != nil {
 		return err
 	}
+	// Every text cell but the outcome and the timestamp passes csvCell:
+	// a message, a sample or a shape is the provider's text, and a code,
+	// a step or a tool a rule's or a config's.
 	deref := func(s *string) string {
 		if s == nil {
 			return ""
 		}
-		return *s
+		return csvCell(*s)
 	}
 	for i := range rows {
 		r := toHistoryRow(&rows[i], false)
@@ -333,11 +336,11 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 		if r.HTTPStatus != nil {
 			status = strconv.Itoa(*r.HTTPStatus)
 		}
-		if err := cw.Write([]string{r.OperationID, r.Probe, r.StartedAt, strconv.FormatInt(r.DurationMS, 10),
+		if err := cw.Write([]string{csvCell(r.OperationID), csvCell(r.Probe), r.StartedAt, strconv.FormatInt(r.DurationMS, 10),
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
-			deref(r.ShapeFingerprint), r.Consumer, r.ConsumerVersion, r.RuleHash, deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift), r.Kind, deref(r.MCPTool), deref(r.MCPServer), deref(r.Step)}); err != nil {
+			deref(r.ShapeFingerprint), csvCell(r.Consumer), csvCell(r.ConsumerVersion), csvCell(r.RuleHash), deref(r.ResponseSample),
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), csvCell(r.Kind), deref(r.MCPTool), deref(r.MCPServer), deref(r.Step)}); err != nil {
 			return err
 		}
 	}
@@ -373,7 +376,7 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 		if name == "" {
 			name = "-"
 		}
-		return name + "\t"
+		return printable(name) + "\t"
 	}
 	stepHeader := ""
 	if withStep {
@@ -384,17 +387,17 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	for i := range rows {
 		r := &rows[i]
 		code, message := codeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), r.Probe, tool(r), step(r.Step),
+		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), printable(r.Probe), tool(r), step(r.Step),
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
 			statusText(r.HTTPStatus), message)
 		if withAttempts {
 			for _, a := range r.Attempts {
-				acode := a.Verdict()
-				detail := results.Shorten(a.Message, maxMessageRunes)
+				acode := printable(a.Verdict())
+				detail := results.Shorten(printable(a.Message), maxMessageRunes)
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", attemptLabel(a), toolGap, step(a.Step), acode, formatLatency(a.Duration),
+				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", printable(attemptLabel(a)), toolGap, step(a.Step), acode, formatLatency(a.Duration),
 					statusText(a.HTTPStatus), detail)
 			}
 		}

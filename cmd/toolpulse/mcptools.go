@@ -285,19 +285,10 @@ func requiredOf(schema json.RawMessage) string {
 	return strings.Join(names, ",")
 }
 
-// cell is a server's text made safe for one table cell: no control
-// characters (a tool name is the server's to choose, escape sequences
-// included), one line, bounded.
+// cell is a server's text made safe for one table cell: printable (a
+// tool name is the server's to choose, escape sequences included), one
+// line, bounded.
 func cell(s string) string { return oneLine(printable(s), maxCellRunes) }
-
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\t' && r != '\n' {
-			return '?'
-		}
-		return r
-	}, s)
-}
 
 func isJSONNull(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))

@@ -198,8 +198,8 @@ func writeSilencesTable(w io.Writer, silences []results.Silence) error {
 		if !s.ExpiredAt.IsZero() {
 			expired = results.FormatTime(s.ExpiredAt)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Matchers, results.FormatTime(s.StartsAt),
-			results.FormatTime(s.EndsAt), expired, oneLine(s.Reason, maxMessageRunes))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, printable(s.Matchers.String()), results.FormatTime(s.StartsAt),
+			results.FormatTime(s.EndsAt), expired, oneLine(printable(s.Reason), maxMessageRunes))
 	}
 	return tw.Flush()
 }

@@ -156,14 +156,14 @@ func writeStatsCSV(w io.Writer, rows []statsRow) error {
 			if s == nil {
 				return ""
 			}
-			return *s
+			return csvCell(*s)
 		}
 		code := deref(r.LastCode)
-		_ = cw.Write([]string{r.Probe, strconv.Itoa(r.Runs), strconv.Itoa(r.Pass), strconv.Itoa(r.ContractError),
+		_ = cw.Write([]string{csvCell(r.Probe), strconv.Itoa(r.Runs), strconv.Itoa(r.Pass), strconv.Itoa(r.ContractError),
 			strconv.Itoa(r.Unavailable), f(r.PassRate), f(r.ContractErrorRate), f(r.UnavailableRate),
 			strconv.Itoa(r.PassedAfterRetries), strconv.Itoa(r.Retries), strconv.FormatInt(r.P50MS, 10),
 			strconv.FormatInt(r.P95MS, 10), strconv.FormatInt(r.P99MS, 10), strconv.Itoa(r.DriftEvents),
-			string(r.LastOutcome), code, r.LastStartedAt, r.OutcomeSince, r.Kind, deref(r.MCPTool),
+			string(r.LastOutcome), code, r.LastStartedAt, r.OutcomeSince, csvCell(r.Kind), deref(r.MCPTool),
 			deref(r.MCPServer)})
 	}
 	cw.Flush()
@@ -195,9 +195,9 @@ func writeStatsTable(w io.Writer, stats []sqlite.ProbeStats, latest map[string]*
 		p := &stats[i]
 		last := string(p.LastOutcome)
 		if p.LastCode != "" {
-			last += " (" + string(p.LastCode) + ")"
+			last += " (" + printable(string(p.LastCode)) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t", p.Probe)
+		fmt.Fprintf(tw, "%s\t", printable(p.Probe))
 		if withTool {
 			var tool *results.MCPTarget
 			if r := latest[p.Probe]; r != nil {
