@@ -81,7 +81,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	served := make(chan error, 1)
 	if ln != nil {
 		h := newServer(serverDeps{
-			logger: logger, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler,
+			logger: logger, server: cfg.Server, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler,
 			store: s.store, probes: func() []*checks.Probe { return state.Running().Probes },
 			configBanner: state.Banner,
 		})

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -17,7 +18,11 @@ import (
 
 // serverDeps is what the read-only HTTP surface needs.
 type serverDeps struct {
-	logger  *slog.Logger
+	logger *slog.Logger
+	// server is the config the surface serves under: a loopback listen
+	// address (or none: the demo's listeners are loopback) makes it answer
+	// only to local Host names and the host of public_url.
+	server  checks.Server
 	token   checks.Secret               // "" means no authentication
 	healthy func(context.Context) error // nil error: the daemon and the store are healthy
 	metrics http.Handler
@@ -40,11 +45,12 @@ func (deps serverDeps) nowFunc() func() time.Time {
 // newServer returns the HTTP surface of SPEC §9: every route is listed in
 // addRoutes; a bearer token, when configured, guards them all but /healthz,
 // which load balancers probe without credentials; the guard in front keeps
-// it read-only and rate limited.
+// it read-only, refuses foreign Host names on a loopback listener, and
+// rate limits strangers apart from authenticated clients.
 func newServer(deps serverDeps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, deps)
-	return newGuard(mux)
+	return newGuard(mux, serverHosts(deps.server), deps.token)
 }
 
 // addRoutes is the whole HTTP surface in one place.
@@ -90,14 +96,8 @@ func requireToken(token checks.Secret, next http.Handler) http.Handler {
 	if token == "" {
 		return next
 	}
-	bearer := []byte("Bearer " + token.Reveal())
-	password := []byte(token.Reveal())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok := subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), bearer) == 1
-		if _, pass, basic := r.BasicAuth(); basic {
-			ok = subtle.ConstantTimeCompare([]byte(pass), password) == 1
-		}
-		if !ok {
+		if !authorized(r, token) {
 			w.Header().Add("WWW-Authenticate", `Bearer realm="toolpulse"`)
 			w.Header().Add("WWW-Authenticate", `Basic realm="toolpulse", charset="UTF-8"`)
 			writeAPIError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
@@ -105,6 +105,21 @@ func requireToken(token checks.Secret, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authorized reports whether r carries token, as a bearer token (the
+// scheme in any case, RFC 7235) or as a Basic password. The token is
+// compared in constant time.
+func authorized(r *http.Request, token checks.Secret) bool {
+	want := []byte(token.Reveal())
+	if _, pass, ok := r.BasicAuth(); ok {
+		return subtle.ConstantTimeCompare([]byte(pass), want) == 1
+	}
+	scheme, credentials, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimLeft(credentials, " ")), want) == 1
 }
 
 // apiError is the JSON body of every error the API returns; code is stable.
@@ -123,6 +138,13 @@ func writeAPIError(w http.ResponseWriter, status int, code, message string) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
+// loopbackAddr reports whether addr is a TCP address only local clients
+// reach.
+func loopbackAddr(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // serve runs the HTTP surface on ln until ctx ends, then shuts it down
 // gracefully. It returns once the server has stopped.
 func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
@@ -135,6 +157,10 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	logger.Info("serving", "url", "http://"+ln.Addr().String())
+	if !loopbackAddr(ln.Addr()) {
+		logger.Warn("serving plain HTTP beyond loopback: the token and every response cross the network in clear; put a TLS-terminating proxy in front, or listen on 127.0.0.1 behind one",
+			"listen", ln.Addr().String())
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -62,6 +63,11 @@ func TestServerRoutes(t *testing.T) {
 		{"metrics without token", "/metrics", "", nil, 401, `"code":"unauthorized"`},
 		{"metrics with a wrong token", "/metrics", "Bearer nope", nil, 401, `"code":"unauthorized"`},
 		{"metrics with the token", "/metrics", "Bearer " + token, nil, 200, "toolpulse_runs_total 1"},
+		{"the scheme in lower case (RFC 7235)", "/metrics", "bearer " + token, nil, 200, "toolpulse_runs_total 1"},
+		{"the scheme in capitals", "/metrics", "BEARER " + token, nil, 200, "toolpulse_runs_total 1"},
+		{"the token without a scheme", "/metrics", token, nil, 401, `"code":"unauthorized"`},
+		{"the token under another scheme", "/metrics", "Token " + token, nil, 401, `"code":"unauthorized"`},
+		{"a prefix of the token", "/metrics", "Bearer " + token[:len(token)-1], nil, 401, `"code":"unauthorized"`},
 		{"status page without token", "/", "", nil, 401, `"code":"unauthorized"`},
 		{"status page with the token as a browser's password", "/", basic("anyone", token), nil, 200, "<!doctype html>"},
 		{"probe page with the token", "/probes/nope", "Bearer " + token, nil, 404, "no probe named"},
@@ -83,6 +89,51 @@ func TestServerRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestServeWarnsOfClearText: serving plain HTTP on an address other hosts
+// reach logs a warning at start, since the token and every answer cross
+// the network in clear; a loopback listener logs none.
+func TestServeWarnsOfClearText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		addr net.Addr // what the listener says it listens on; nil: itself
+		warn bool
+	}{
+		{"loopback", nil, false},
+		{"every interface", &net.TCPAddr{IP: net.IPv4zero, Port: 9321}, true},
+		{"a LAN address", &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 9321}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l net.Listener = ln
+			if tt.addr != nil {
+				l = addrListener{ln, tt.addr}
+			}
+			var logs syncBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, l, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil))) }()
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(logs.String(), "level=WARN msg=\"serving plain HTTP beyond loopback"); got != tt.warn {
+				t.Errorf("clear-text warning logged: %v, want %v; log:\n%s", got, tt.warn, logs.String())
+			}
+		})
+	}
+}
+
+// addrListener is a loopback listener that reports another address.
+type addrListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l addrListener) Addr() net.Addr { return l.addr }
 
 func emptyStore(t *testing.T) *sqlite.Store {
 	t.Helper()
