@@ -42,6 +42,13 @@ func notifies(n checks.Notify, trigger string) bool {
 //     for repeat_interval, as a reminder does, so flapping cannot flood
 //     the channel. The update is sent whatever notify.on says: the alert
 //     that is firing would otherwise tell the wrong story.
+//   - A code a rule raises (fail(code, ...)) may be derived from the
+//     answer, and vary on every run: a change to such a code, the outcome
+//     staying the same, is news at once only for the first
+//     maxRuleCodeUpdates rule-raised codes of the streak. A later one
+//     waits for repeat_interval, so it goes out in place of the next
+//     reminder and a provider cannot turn its own error codes into one
+//     message per run; a built-in code is always news.
 //   - Otherwise a firing streak whose outcome is in notify.on sends a
 //     reminder each time repeat_interval has passed since the last alert.
 //   - A run that toolpulse cancelled itself (shutdown) says nothing about
@@ -103,7 +110,7 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 		}
 		kind = results.AlertFiring
 		st.Firing = true
-	case modeChanged(n, st.Notified, mode) && (!results.HasMode(st.Announced, mode) || due):
+	case modeChanged(n, st.Notified, mode) && (isNews(st, mode) || due):
 		kind = results.AlertUpdate
 	case notifies(n, string(r.Outcome)) && due:
 		kind = results.AlertReminder
@@ -129,6 +136,43 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 	st.LastNotifiedAt, st.Notified, st.SilencedAt = now, mode, time.Time{}
 	st.Announced = results.AddMode(st.Announced, mode)
 	return st, []results.Alert{a}
+}
+
+// maxRuleCodeUpdates is how many rule-raised codes of one failure are
+// announced at once by an update when the code changes; the metrics keep
+// a few more (results/prometheus caps them at 32 per probe).
+const maxRuleCodeUpdates = 3
+
+// isNews reports whether a run in mode, another than the last alert
+// announced, is news at once rather than at the next repeat_interval: a
+// mode no alert of the streak announced, unless only its code changed to
+// a rule-raised code beyond the first maxRuleCodeUpdates of the streak.
+func isNews(st results.AlertState, mode results.Mode) bool {
+	if results.HasMode(st.Announced, mode) {
+		return false
+	}
+	if mode.Outcome != st.Notified.Outcome || !ruleRaised(mode.Code) {
+		return true
+	}
+	seen := 0
+	for _, m := range st.Modes { // in the order they first appeared
+		if !ruleRaised(m.Code) {
+			continue
+		}
+		if seen++; seen > maxRuleCodeUpdates {
+			return false
+		}
+		if m == mode {
+			return true
+		}
+	}
+	return false // past the modes the state keeps
+}
+
+// ruleRaised reports whether code is none of toolpulse's own, so a rule's
+// fail() raised it; the metrics tell them apart the same way.
+func ruleRaised(code results.Code) bool {
+	return code != "" && !slices.Contains(results.UnavailableCodes, code) && !slices.Contains(results.ContractCodes, code)
 }
 
 // modeChanged reports whether a run in mode tells another story than the

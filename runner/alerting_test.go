@@ -298,6 +298,13 @@ func TestAlertDecide(t *testing.T) {
 				Notified: contractMode, Modes: []results.Mode{contractMode}, Announced: []results.Mode{contractMode}},
 		},
 		{
+			// A consumer passing the provider's own error code through
+			// fail() sent one update per run when that code varied.
+			name:   "rule-raised codes update for the first three only",
+			notify: notifyOn(1, time.Hour, true),
+			steps:  ruleCodeStorm(30),
+		},
+		{
 			// A state from before modes were kept has none: the run's
 			// mode is taken for the one announced, with no update.
 			name:   "state restored after a restart is honoured",
@@ -345,6 +352,33 @@ func TestAlertDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ruleCodeStorm fires on rule_error, then fails n times in a second each
+// with another code a rule raised: only the first maxRuleCodeUpdates of
+// them update. A change to a built-in code, or of outcome, still updates
+// at once; a later rule-raised code goes out when repeat_interval has
+// passed, in place of the reminder.
+func ruleCodeStorm(n int) []policyStep {
+	steps := []policyStep{failAt(contract, 0, firing)}
+	for i := 1; i <= n; i++ {
+		s := failAt(results.Code(fmt.Sprintf("upstream_e%d", i)), time.Duration(i)*time.Second)
+		if i <= maxRuleCodeUpdates {
+			s.want = []results.AlertKind{update}
+		}
+		steps = append(steps, s)
+	}
+	end := time.Duration(n) * time.Second
+	return append(steps,
+		failAt(results.CodeInvalidItem, end+time.Second, update),
+		failAt("upstream_e99", end+2*time.Second),
+		failAt(unavailable, end+3*time.Second, update),
+		failAt("upstream_e98", end+4*time.Second, update), // another outcome than announced
+		failAt("upstream_e97", end+5*time.Second),
+		failAt("upstream_e96", end+4*time.Second+time.Hour, update),
+		failAt("upstream_e96", end+5*time.Second+time.Hour),
+		passAt(end+6*time.Second+time.Hour, resolved),
+	)
 }
 
 func outcomeName(s policyStep) string {
