@@ -65,7 +65,9 @@ func (c *definitionCache) dropReset(resets map[string]time.Time) {
 
 // toolDefinitionOf is the definition of an MCP run's tools/list entry;
 // nil when the run got none, or one that is not a JSON object (mcpsdk
-// checks that it is).
+// checks that it is). Its fingerprint is of the whole definition, its
+// text what tooldef keeps of it (Stored), which is also what the next
+// run's is compared with.
 func toolDefinitionOf(entry json.RawMessage) *results.ToolDefinition {
 	if len(entry) == 0 {
 		return nil
@@ -74,7 +76,7 @@ func toolDefinitionOf(entry json.RawMessage) *results.ToolDefinition {
 	if err != nil {
 		return nil
 	}
-	return &results.ToolDefinition{Fingerprint: d.Fingerprint(), Canonical: d.Canonical()}
+	return &results.ToolDefinition{Fingerprint: d.Fingerprint(), Canonical: d.Stored().Canonical()}
 }
 
 // redactDefinition scrubs known secrets from a definition's text; the

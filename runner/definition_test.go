@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/tooldef"
 )
 
 // definitionFixture runs an MCP probe of a live mcptest server through the
@@ -114,6 +116,32 @@ func TestDefinitionDrift(t *testing.T) {
 	if d.Before != "" || d.After != "" {
 		t.Errorf("a drift that kept the description carries %q -> %q, want none", d.Before, d.After)
 	}
+}
+
+// TestDefinitionHugeDescription: a server that ends a 400 KB description
+// with a build id, a new one every session, is a definition drift each
+// run, as any change is, but the store keeps at most
+// tooldef.MaxStoredBytes of each definition, and after a restart the
+// same definition is still nothing.
+func TestDefinitionHugeDescription(t *testing.T) {
+	f := newDefinitionFixture(t)
+	huge := strings.Repeat("Search the docs. ", 400<<10/17)
+	tool := searchTool()
+	tool.Description = huge + "build 1"
+	f.srv.SetTools(tool)
+	f.expectNothing("the first definition")
+	for build := 2; build <= 4; build++ {
+		tool.Description = fmt.Sprintf("%sbuild %d", huge, build)
+		f.srv.SetTools(tool)
+		f.expectDrift(fmt.Sprintf("build %d", build), []string{"description: changed"})
+		stored, found, err := f.store.ToolDefinition(context.Background(), "external_search")
+		if err != nil || !found || len(stored.Canonical) > tooldef.MaxStoredBytes || !json.Valid([]byte(stored.Canonical)) {
+			t.Fatalf("build %d: stored definition of %d bytes (found %v, %v), want JSON of at most %d",
+				build, len(stored.Canonical), found, err, tooldef.MaxStoredBytes)
+		}
+	}
+	f.restart()
+	f.expectNothing("the same definition after a restart")
 }
 
 // TestDefinitionDriftBaselineReset: `toolpulse baseline reset` forgets the

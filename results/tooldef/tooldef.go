@@ -64,6 +64,81 @@ func (d Definition) Canonical() string {
 	return string(b)
 }
 
+// MaxStoredBytes caps the canonical form of what Stored keeps of a
+// definition: one row of tool_definitions, and the baseline the next run
+// is compared with.
+const MaxStoredBytes = 64 << 10
+
+// maxStoredString is the longest string Stored keeps whole in a
+// definition over MaxStoredBytes.
+const maxStoredString = 1 << 10
+
+// Stored is what toolpulse keeps of d, to store and to compare the next
+// definition with: d itself when its canonical form is at most
+// MaxStoredBytes, as every real tool's is. Otherwise each string longer
+// than 1 KiB is cut to its start and a marker, "… [cut: N bytes, sha256
+// H]", and if that is not enough, each field whose canonical form is over
+// its share of MaxStoredBytes is the marker of its canonical form: a
+// server cannot grow the database by a megabyte a run. Markers carry a
+// hash, so values that differ stay different, and Diff still says which
+// part changed; the fingerprint is d's own, computed on the whole.
+func (d Definition) Stored() Definition {
+	if len(d.Canonical()) <= MaxStoredBytes {
+		return d
+	}
+	out := Definition{}
+	for k, v := range d {
+		out[k] = cutStrings(v)
+	}
+	if len(out.Canonical()) <= MaxStoredBytes {
+		return out
+	}
+	// Keys, quotes and commas take the rest.
+	share := (MaxStoredBytes - 256) / len(out)
+	for k, v := range out {
+		if b, _ := json.Marshal(v); len(b) > share {
+			out[k] = cutMarker("", b)
+		}
+	}
+	return out
+}
+
+// cutStrings returns v with every string longer than maxStoredString cut
+// to its start and a marker.
+func cutStrings(v any) any {
+	switch v := v.(type) {
+	case string:
+		if len(v) <= maxStoredString {
+			return v
+		}
+		cut := maxStoredString
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		return cutMarker(v[:cut], []byte(v))
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = cutStrings(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = cutStrings(e)
+		}
+		return out
+	}
+	return v
+}
+
+// cutMarker is start followed by the marker of whole: its length and the
+// first 16 hex digits of its SHA-256.
+func cutMarker(start string, whole []byte) string {
+	sum := sha256.Sum256(whole)
+	return fmt.Sprintf("%s… [cut: %d bytes, sha256 %s]", start, len(whole), hex.EncodeToString(sum[:8]))
+}
+
 // Fingerprint is 16 lowercase hex characters of the canonical form's
 // SHA-256, as shape fingerprints are.
 func (d Definition) Fingerprint() string {

@@ -1,6 +1,7 @@
 package tooldef
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,5 +93,70 @@ func TestParseRefusesNonObjects(t *testing.T) {
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%q): no error", in)
 		}
+	}
+}
+
+// TestStoredIsBounded: what is kept of a definition stays under
+// MaxStoredBytes however big the server makes it, still reads back, and
+// still tells two definitions apart where they differ; a real tool's
+// definition is kept whole.
+func TestStoredIsBounded(t *testing.T) {
+	huge := strings.Repeat("Search the docs. ", 400<<10/17)
+	props := make([]string, 0, 20000)
+	for i := range 20000 {
+		props = append(props, fmt.Sprintf(`"p%05d":{"type":"string"}`, i))
+	}
+	wide := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
+	tests := []struct {
+		name      string
+		was, now  string
+		whole     bool     // Stored is the definition itself
+		wantLines []string // Diff of the two stored forms
+	}{
+		{"a real tool", weather, strings.Replace(weather, "forecast", "Forecast", 1), true, []string{"description: changed"}},
+		{"a 400 KB description with a build id at its end",
+			`{"description":"` + huge + `build 1","inputSchema":{"type":"object"}}`,
+			`{"description":"` + huge + `build 2","inputSchema":{"type":"object"}}`, false, []string{"description: changed"}},
+		{"a 400 KB description, the schema changed too",
+			`{"description":"` + huge + `","inputSchema":{"type":"object"}}`,
+			`{"description":"` + huge + `","inputSchema":{"type":"object","required":["q"]}}`, false,
+			[]string{`inputSchema.required: added (["q"])`}},
+		{"a schema of 20,000 properties",
+			`{"description":"Search.","inputSchema":` + wide + `}`,
+			`{"description":"Search.","inputSchema":` + strings.Replace(wide, `"p19999":{"type":"string"}`, `"p19999":{"type":"number"}`, 1) + `}`,
+			false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			was, now := parse(t, tt.was), parse(t, tt.now)
+			if was.Fingerprint() == now.Fingerprint() {
+				t.Fatal("the two definitions have one fingerprint")
+			}
+			ws, ns := was.Stored(), now.Stored()
+			for _, s := range []Definition{ws, ns} {
+				c := s.Canonical()
+				if len(c) > MaxStoredBytes {
+					t.Errorf("stored form is %d bytes, want at most %d", len(c), MaxStoredBytes)
+				}
+				back, err := Parse([]byte(c))
+				if err != nil || back.Canonical() != c {
+					t.Errorf("stored form does not read back as itself: %v", err)
+				}
+			}
+			if got := ws.Canonical() == was.Canonical(); got != tt.whole {
+				t.Errorf("stored whole: got %v, want %v", got, tt.whole)
+			}
+			if ws.Canonical() == ns.Canonical() {
+				t.Error("the stored forms of two different definitions are equal")
+			}
+			got := Diff(ws, ns)
+			if tt.wantLines == nil {
+				if len(got) != 1 || !strings.HasPrefix(got[0], "inputSchema: \"… [cut: ") {
+					t.Errorf("Diff of the stored forms: got %q, want one line for the cut inputSchema", got)
+				}
+			} else if !slices.Equal(got, tt.wantLines) {
+				t.Errorf("Diff of the stored forms: got %q, want %q", got, tt.wantLines)
+			}
+		})
 	}
 }
