@@ -116,6 +116,11 @@ type Request struct {
 	JSON    any
 	HasJSON bool
 	Body    string
+	// NoRedirects is follow_redirects: false: a 3xx is the answer, judged
+	// by expect.status. By default redirects are followed, up to 10, and
+	// never into an address the probe's own host is not in (see the
+	// runner's redirect policy).
+	NoRedirects bool
 }
 
 // Probe kinds, as Probe.Kind returns them.

@@ -118,6 +118,9 @@ var invalidConfigs = []struct {
 	{rule: "max-delay", want: []string{
 		"testdata/invalid-max-delay.yaml:3:40: defaults.retries.max_delay: retries.max_delay (500ms) must be at least retries.base_delay (1s)",
 	}},
+	{rule: "follow-redirects", want: []string{
+		`testdata/invalid-follow-redirects.yaml:9:25: probes[0].request.follow_redirects: expected true or false, got "no"`,
+	}},
 	{rule: "mcp-allow-destructive", want: []string{
 		`testdata/invalid-mcp-allow-destructive.yaml:7:82: probes[0].mcp.allow_destructive: expected true or false, got "yes please"`,
 	}},

@@ -16,7 +16,7 @@ import (
 
 var (
 	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
-	requestKeys = []string{"method", "url", "headers", "query", "json", "body"}
+	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
 	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
@@ -218,6 +218,9 @@ func (l *loader) request(e entry, r *Request) {
 			r.Body, _ = d.str(x.value, x.path)
 			bodyN = x.keyN
 			l.template(x.value, x.path, r.Body)
+		case "follow_redirects":
+			follow, ok := d.boolean(x.value, x.path)
+			r.NoRedirects = ok && !follow
 		}
 	})
 	if !ok {

@@ -116,12 +116,13 @@ func Schema() ([]byte, error) {
 	probeProps := map[string]any{
 		"name": map[string]any{"type": "string", "pattern": probeName.String()},
 		"request": b.object("request", requestKeys, []string{"url"}, map[string]any{
-			"method":  map[string]any{"enum": methods},
-			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "absolute http:// or https:// URL"},
-			"headers": stringMap(),
-			"query":   stringMap(),
-			"json":    map[string]any{"description": "the JSON body sent"},
-			"body":    str(),
+			"method":           map[string]any{"enum": methods},
+			"url":              map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "absolute http:// or https:// URL"},
+			"headers":          stringMap(),
+			"query":            stringMap(),
+			"json":             map[string]any{"description": "the JSON body sent"},
+			"body":             str(),
+			"follow_redirects": withDoc(boolSchema(), "follow 3xx answers, up to 10, never into link-local addresses, nor private or loopback ones unless the probe's own host is there; false: the 3xx is the answer, judged by expect.status; default true"),
 		}),
 		"mcp": b.object("mcp", mcpKeys, []string{"url", "tool"}, map[string]any{
 			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "the MCP server's Streamable HTTP endpoint, absolute http:// or https://"},

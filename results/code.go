@@ -92,6 +92,13 @@ const (
 	// CodeCaptureFailed is a capture whose rule failed or gave null, or
 	// whose value cannot go where a later step puts it.
 	CodeCaptureFailed Code = "capture_failed"
+
+	// CodeRedirectRefused is a redirect the probe's policy does not
+	// follow: into a link-local address (cloud metadata), or a private or
+	// loopback one from a probe whose own host is not on one. The
+	// redirect's target is never connected to, so its answer is never
+	// stored.
+	CodeRedirectRefused Code = "redirect_refused"
 )
 
 // UnavailableCodes lists every code of the unavailable outcome.
@@ -108,7 +115,7 @@ var ContractCodes = []Code{
 	CodeInternalError,
 	CodeToolMissing, CodeToolInput, CodeToolError, CodeOutputSchema, CodeMCPProtocol,
 	CodeNeedsInput, CodeDestructiveTool,
-	CodeClaimMismatch, CodeCaptureFailed,
+	CodeClaimMismatch, CodeCaptureFailed, CodeRedirectRefused,
 }
 
 // Outcome returns the outcome a code belongs to. Unknown codes, such as those

@@ -80,10 +80,13 @@ func classify(err error, status int, expect []int) results.Code {
 		tooLarge *tooLargeError
 		badJSON  *jsonError
 		panicked *panicError
+		refused  *redirectRefusedError
 	)
 	switch {
 	case errors.As(err, &panicked):
 		return results.CodeInternalError
+	case errors.As(err, &refused):
+		return results.CodeRedirectRefused
 	case errors.As(err, &tooLarge):
 		return results.CodeResponseTooLarge
 	case errors.As(err, &badJSON):

@@ -37,7 +37,7 @@ type httpExchange struct {
 	e      *Executor
 	p      *checks.Probe
 	req    *retryablehttp.Request
-	client http.Client          // the redirect policy around the probe's shared transport
+	client http.Client          // the redirect policy around the probe's shared transport and its guarded ones
 	retry  retryablehttp.Client // one request per Do, see above
 
 	// What the last attempt received.
@@ -59,7 +59,12 @@ func newHTTPExchange(e *Executor, p *checks.Probe, t http.RoundTripper) (*httpEx
 	// asks for gzip and decodes it, and max_body_bytes counts decoded bytes.
 	// The per-attempt timeout is the attempt's context, which covers the
 	// body too, since the body is read inside the attempt.
-	x.client = http.Client{Transport: t, CheckRedirect: redirectPolicy(p)}
+	// The client has no Timeout, so a RoundTripper of our own in front of
+	// the shared transport costs nothing (see newSharedTransport).
+	x.client = http.Client{
+		Transport:     &redirectTransport{pool: &e.transports, first: t, host: req.URL.Hostname()},
+		CheckRedirect: redirectPolicy(p),
+	}
 	x.retry = retryablehttp.Client{
 		HTTPClient:   &x.client,
 		Logger:       nil, // its own logging would print every request to stderr
@@ -79,7 +84,7 @@ func (x *httpExchange) attempt(a *attempt) attemptResult {
 	if resp != nil {
 		resp.Body.Close() // readBody closed it already; a failure before it may not have
 		x.status, x.header = resp.StatusCode, resp.Header
-		x.redirect = redirectNote(resp)
+		x.redirect = redirectNote(resp, x.p.Request.NoRedirects)
 	}
 	res := attemptResult{httpStatus: x.status}
 	if resp != nil {

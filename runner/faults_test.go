@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -308,6 +310,205 @@ func TestFaultRedirectDropsSecrets(t *testing.T) {
 	if h.Get("User-Agent") != testUserAgent {
 		t.Errorf("the other origin got User-Agent %q, want %q: only the configured headers are dropped", h.Get("User-Agent"), testUserAgent)
 	}
+}
+
+// redirectNames is what the resolver of redirected requests answers in
+// TestFaultRedirectPolicy: names that stand for a cloud's metadata
+// service, an intranet host, a public API, and a name whose answer mixes
+// a public address with the metadata one.
+var redirectNames = map[string][]netip.Addr{
+	"metadata.test": {netip.MustParseAddr("169.254.169.254")},
+	"intranet.test": {netip.MustParseAddr("10.0.0.7")},
+	"api.test":      {netip.MustParseAddr("203.0.113.10")},
+	"mixed.test":    {netip.MustParseAddr("203.0.113.10"), netip.MustParseAddr("169.254.169.254")},
+}
+
+// TestFaultRedirectPolicy: a provider chooses where its redirects go, and
+// what they reach would be stored as the probe's answer. A probe on
+// loopback (every provider here) follows redirects to public addresses
+// and to loopback, never to link-local ones (cloud metadata) nor private
+// ones; the decision is taken on the address the target resolves to when
+// it is dialled, so a name resolving to 169.254.169.254 is refused like
+// the literal. The test's dialler connects every address it is asked for
+// to one loopback server that answers a valid list: a redirect the policy
+// lets through would pass, and the dial log shows what was attempted. No
+// redirect carries a Referer (net/http would send the previous URL, query
+// and its api_key included), nor the configured headers.
+func TestFaultRedirectPolicy(t *testing.T) {
+	cases := []struct {
+		name     string
+		location string // where /moved redirects; {port} is the target's port
+		noFollow bool
+		want     want
+		dialed   string // the address the dialler must have been asked for; "": none
+	}{
+		{name: "link-local name", location: "http://metadata.test:{port}/latest/meta-data/iam/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to metadata\.test \(169\.254\.169\.254\), a link-local address \(.*\); redirects never go there`)}},
+		{name: "link-local literal", location: "http://169.254.169.254:{port}/latest/meta-data/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to 169\.254\.169\.254, a link-local address`)}},
+		{name: "link-local as IPv4-mapped IPv6", location: "http://[::ffff:169.254.169.254]:{port}/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to ::ffff:169\.254\.169\.254 \(169\.254\.169\.254\), a link-local address`)}},
+		{name: "IPv6 link-local", location: "http://[fe80::1]:{port}/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to fe80::1, a link-local address`)}},
+		{name: "public and link-local in one answer", location: "http://mixed.test:{port}/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to mixed\.test \(169\.254\.169\.254\)`)}},
+		{name: "private from a loopback probe", location: "http://intranet.test:{port}/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to intranet\.test \(10\.0\.0\.7\), a private address; redirects go there only from a probe whose own host is on one`)}},
+		{name: "CGNAT from a loopback probe", location: "http://100.100.100.200:{port}/",
+			want: want{outcome: results.ContractError, code: results.CodeRedirectRefused, attempts: 1,
+				message: regexp.MustCompile(`^redirect refused: the provider redirected to 100\.100\.100\.200, a private address`)}},
+		{name: "public name", location: "http://api.test:{port}/search",
+			want:   want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true},
+			dialed: "203.0.113.10:{port}"},
+		{name: "loopback to loopback", location: "http://127.0.0.1:{port}/search",
+			want:   want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true},
+			dialed: "127.0.0.1:{port}"},
+		{name: "follow_redirects false", location: "http://127.0.0.1:{port}/search", noFollow: true,
+			want: want{outcome: results.ContractError, code: results.CodeUnexpectedStatus, attempts: 1, status: 307,
+				message: regexp.MustCompile(`^HTTP 307 Temporary Redirect; request\.follow_redirects is false, Location not followed; expect\.status is \[200\]$`)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var home, target headerLog
+			targetURL := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				target.add(r.Header)
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, bodyOriginalList)
+			})
+			targetAddr := strings.TrimPrefix(targetURL, "http://")
+			_, port, _ := net.SplitHostPort(targetAddr)
+			location := strings.ReplaceAll(c.location, "{port}", port)
+			homeURL := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				home.add(r.Header)
+				io.Copy(io.Discard, r.Body)
+				switch r.URL.Path {
+				case "/search":
+					http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+				case "/moved":
+					http.Redirect(w, r, location, http.StatusTemporaryRedirect)
+				}
+			})
+			p := testProbe(t, homeURL)
+			p.Request.Query["api_key"] = "query-SECRET"
+			if c.noFollow {
+				p.Request.NoRedirects = true
+			}
+
+			e := NewExecutor(Options{Rand: func() float64 { return 0.5 }, Version: "test"})
+			t.Cleanup(e.CloseIdleConnections)
+			var dialMu sync.Mutex
+			var dialed []string
+			e.transports.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+				if addrs, ok := redirectNames[host]; ok {
+					return addrs, nil
+				}
+				return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+			}
+			homeAddr := strings.TrimPrefix(homeURL, "http://")
+			e.transports.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var d net.Dialer
+				if addr == homeAddr { // the same-origin hop
+					return d.DialContext(ctx, network, addr)
+				}
+				dialMu.Lock()
+				dialed = append(dialed, addr)
+				dialMu.Unlock()
+				return d.DialContext(ctx, network, targetAddr)
+			}
+			got := e.Run(t.Context(), p)
+			checkFault(t, got, c.want)
+
+			dialMu.Lock()
+			defer dialMu.Unlock()
+			targetSeen := target.all()
+			if c.dialed == "" {
+				if len(dialed) > 0 || len(targetSeen) > 0 {
+					t.Errorf("dialled %q, the target saw %d requests; want no connection attempted", dialed, len(targetSeen))
+				}
+				if len(got.ResponseSample) > 0 {
+					t.Errorf("sample %q, want none: no answer came from the target", got.ResponseSample)
+				}
+			} else if want := strings.ReplaceAll(c.dialed, "{port}", port); !slices.Equal(dialed, []string{want}) {
+				t.Errorf("dialled %q, want [%s]", dialed, want)
+			}
+			homeSeen := home.all()
+			if want := 2 - btoi(c.noFollow); len(homeSeen) != want {
+				t.Errorf("home saw %d requests, want %d", len(homeSeen), want)
+			}
+			for i, h := range append(homeSeen, targetSeen...) {
+				if ref := h.Get("Referer"); ref != "" {
+					t.Errorf("request %d carried Referer %q", i+1, ref)
+				}
+				for name, values := range h {
+					for _, v := range values {
+						if strings.Contains(v, "query-SECRET") {
+							t.Errorf("request %d carried the query's key in %s: %q", i+1, name, v)
+						}
+					}
+				}
+			}
+			for i, h := range targetSeen {
+				if h.Get("Authorization") != "" {
+					t.Errorf("target request %d carried Authorization", i+1)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultRedirectPolicySteps: a step's request is sent like a single
+// probe's, under the same redirect policy: a step redirected to the
+// metadata address fails there as redirect_refused, and a step with
+// follow_redirects: false takes the 3xx as its answer.
+func TestFaultRedirectPolicySteps(t *testing.T) {
+	var dialed atomic.Int32
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+	})
+	cfg, err := checks.Parse("checks.yaml", []byte(`version: 1
+probes:
+  - name: p
+    retries: {max_attempts: 2, base_delay: 1ms, max_delay: 2ms, budget: 5s}
+    steps:
+      - {name: moved, request: {url: "${URL}/a", follow_redirects: false}, expect: {status: [302]}}
+      - {name: token, request: {url: "${URL}/token"}}
+`), t.TempDir(), func(k string) (string, bool) { return url, k == "URL" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewExecutor(Options{Rand: func() float64 { return 0.5 }, Version: "test"})
+	t.Cleanup(e.CloseIdleConnections)
+	e.transports.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed.Add(1)
+		return nil, fmt.Errorf("the test dials nothing for a redirect, asked for %s", addr)
+	}
+	got := e.Run(t.Context(), cfg.Probes[0])
+	if got.Outcome != results.ContractError || got.Code() != results.CodeRedirectRefused || got.Step != "token" {
+		t.Fatalf("run = %s %v (step %q), want contract_error redirect_refused at token", got.Outcome, got.Error, got.Step)
+	}
+	if len(got.Attempts) != 2 {
+		t.Errorf("%d attempts, want 2: one per step, a refused redirect is not retried", len(got.Attempts))
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("%d dials for redirects, want none", n)
+	}
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // --- 4. TLS -----------------------------------------------------------------

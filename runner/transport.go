@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"sync"
 	"time"
@@ -96,6 +99,12 @@ type transportPool struct {
 	// last closeIdle (the nil key: probes without one), so that a run
 	// costs one map lookup rather than comparing certificate pools.
 	byConfig map[*tls.Config]*sharedTransport
+
+	// lookup and dial resolve and dial for redirected requests (see
+	// newGuardedTransport); nil: the system's resolver and net/http's
+	// default dialer. Tests set them before the first run.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // sharedTransport is one pool of connections and its front.
@@ -109,6 +118,10 @@ type sharedTransport struct {
 	// conns holds the connections; front is what clients are given.
 	conns, front *http.Transport
 	inFlight     int // runs between acquire and release
+	// guarded holds the connections of redirected requests, one pool per
+	// reach, built on first use: a redirect never rides a connection
+	// opened without its reach's judgement (see redirectTransport).
+	guarded [reaches]*http.Transport
 }
 
 // acquire returns the transport for a probe's TLS config (nil: Go's
@@ -150,6 +163,27 @@ func (tp *transportPool) find(config *tls.Config) *sharedTransport {
 	return st
 }
 
+// guarded returns the transport for the redirected requests of the runs
+// of front, the front of a transport acquire handed out, whose probes have
+// reach r.
+func (tp *transportPool) guarded(front http.RoundTripper, r reach) http.RoundTripper {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for _, st := range tp.entries {
+		if st.front == front {
+			if st.guarded[r] == nil {
+				st.guarded[r] = tp.newGuardedTransport(st.config, r)
+			}
+			return st.guarded[r]
+		}
+	}
+	// Not a transport of the pool: a guarded transport of Go's defaults
+	// that keeps no connection.
+	t := tp.newGuardedTransport(nil, r)
+	t.DisableKeepAlives = true
+	return t
+}
+
 // closeIdle closes the idle connections of every transport and forgets
 // those no run is using.
 func (tp *transportPool) closeIdle() {
@@ -165,6 +199,11 @@ func (tp *transportPool) closeIdle() {
 	for _, st := range all {
 		st.conns.CloseIdleConnections()
 		st.front.CloseIdleConnections()
+		for _, g := range st.guarded {
+			if g != nil {
+				g.CloseIdleConnections()
+			}
+		}
 	}
 }
 

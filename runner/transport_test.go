@@ -3,10 +3,12 @@ package runner
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,5 +318,56 @@ func TestTransportHTTP2(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("3 probes opened %d connections, want 1", n)
+	}
+}
+
+// TestRedirectReach: where a probe's redirects may go, by the addresses
+// its own host resolves to and those the target resolves to. Link-local
+// (cloud metadata) is never entered; private and loopback only from a
+// probe whose host is on one of the same kind.
+func TestRedirectReach(t *testing.T) {
+	addrs := func(ss ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	cases := []struct {
+		name         string
+		probe, to    []netip.Addr
+		refusedClass addrClass // -1: admitted
+	}{
+		{"public to public", addrs("203.0.113.10"), addrs("198.51.100.7"), -1},
+		{"public to metadata", addrs("203.0.113.10"), addrs("169.254.169.254"), classLinkLocal},
+		{"public to loopback", addrs("203.0.113.10"), addrs("127.0.0.1"), classLoopback},
+		{"public to 0.0.0.0", addrs("203.0.113.10"), addrs("0.0.0.0"), classLoopback},
+		{"public to ::", addrs("203.0.113.10"), addrs("::"), classLoopback},
+		{"public to RFC 1918", addrs("203.0.113.10"), addrs("192.168.1.1"), classPrivate},
+		{"public to ULA", addrs("203.0.113.10"), addrs("fd00:ec2::254"), classPrivate},
+		{"public to CGNAT", addrs("203.0.113.10"), addrs("100.64.0.1"), classPrivate},
+		{"public to metadata through NAT64", addrs("203.0.113.10"), addrs("64:ff9b::a9fe:a9fe"), classLinkLocal},
+		{"private to private", addrs("10.0.0.5"), addrs("172.16.3.4"), -1},
+		{"private to loopback", addrs("10.0.0.5"), addrs("127.0.0.1"), classLoopback},
+		{"private to metadata", addrs("10.0.0.5"), addrs("169.254.169.254"), classLinkLocal},
+		{"loopback to loopback", addrs("127.0.0.1"), addrs("::1"), -1},
+		{"loopback to private", addrs("127.0.0.1"), addrs("10.0.0.7"), classPrivate},
+		{"loopback to metadata", addrs("127.0.0.1", "::1"), addrs("169.254.169.254"), classLinkLocal},
+		{"link-local probe to link-local", addrs("169.254.10.1"), addrs("169.254.169.254"), classLinkLocal},
+		{"mixed answer", addrs("127.0.0.1"), addrs("127.0.0.2", "169.254.169.254"), classLinkLocal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := reachOf(c.probe).admit("target", c.to)
+			var refused *redirectRefusedError
+			switch {
+			case c.refusedClass < 0 && err != nil:
+				t.Errorf("refused: %v; want admitted", err)
+			case c.refusedClass >= 0 && !errors.As(err, &refused):
+				t.Errorf("admitted (%v); want refused as %s", err, classNames[c.refusedClass])
+			case c.refusedClass >= 0 && refused.class != c.refusedClass:
+				t.Errorf("refused as %s, want %s", classNames[refused.class], classNames[c.refusedClass])
+			}
+		})
 	}
 }
