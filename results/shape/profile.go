@@ -41,6 +41,13 @@ const (
 	ProfileVariantAnswers = 2
 	// ProfileWindow is how long a feature no answer showed stays learned.
 	ProfileWindow = 24 * time.Hour
+	// MaxProfilePositions is the most positions (paths: the root, each
+	// field, list elements and map values) a profile keeps. Past it, like
+	// an object past MaxKeys, it learns no new position: an answer's
+	// fields it does not keep are neither known nor new, so a provider
+	// that brings new structure with every answer cannot grow it, nor its
+	// stored form, without bound.
+	MaxProfilePositions = 1 << 13
 )
 
 // profileVersion is the version of the stored form (MarshalJSON).
@@ -54,6 +61,10 @@ type Profile struct {
 	last    time.Time // the latest answer learned
 	base    string    // fingerprint of the latest answer that fitted
 	root    *pnode
+	// positions counts the pnodes under root, root included: exact after
+	// forgetting and reading the stored form, at least the true count in
+	// between (keyed maps merge positions away). Not stored.
+	positions int
 	// forgotAt is when forgetting last ran: at most every forgetEvery,
 	// since forgetting walks the whole profile and a minute more or less
 	// of a 24-hour window changes nothing. Not stored.
@@ -88,9 +99,10 @@ type pnode struct {
 	fields map[string]*pfield // object part
 	elem   *pnode             // list elements; nil until an answer had some
 	val    *pnode             // map values; nil until an answer had a map
-	// full says that fields reached MaxKeys and an answer's key was left
-	// out: like a truncated object, the profile cannot tell whether a key
-	// it does not keep is new.
+	// full says that fields reached MaxKeys (or the profile
+	// MaxProfilePositions) and an answer's key was left out: like a
+	// truncated object, the profile cannot tell whether a key it does
+	// not keep is new.
 	full bool
 	// keyed says that the keys of the objects here turned out to be data
 	// (see Keyed maps): they are judged, and learned, as maps.
@@ -170,7 +182,7 @@ func (p *Profile) Observe(s Shape, at time.Time) (r Report, changed bool) {
 		changed = true
 	}
 	if p.root == nil {
-		p.root = &pnode{}
+		p.root, p.positions = &pnode{}, 1
 	}
 	r = p.Check(s)
 	return r, p.learnAnswer(s, at, len(r.Lines) == 0) || changed
@@ -201,11 +213,13 @@ func (p *Profile) learnAnswer(s Shape, at time.Time, fits bool) bool {
 	if fits {
 		p.base = s.Fingerprint()
 	}
-	l := learner{at: at}
+	l := learner{at: at, left: MaxProfilePositions - p.positions}
 	l.learn(p.root, s.root, 1)
+	p.positions = MaxProfilePositions - l.left
 	if p.forgotAt.IsZero() || at.Sub(p.forgotAt) >= forgetEvery || at.Before(p.forgotAt) {
 		p.forgotAt = at
 		l.forget(p.root, at.Add(-ProfileWindow))
+		p.positions = p.root.count()
 	}
 	return l.changed || p.answers == ProfileWarmup
 }
@@ -222,6 +236,20 @@ func (p *Profile) Learn(s Shape, at time.Time) (changed bool) {
 type learner struct {
 	at      time.Time
 	changed bool
+	// left is how many new positions the profile may still take.
+	left int
+}
+
+// count returns the number of positions of n, n included.
+func (n *pnode) count() int {
+	if n == nil {
+		return 0
+	}
+	c := 1 + n.elem.count() + n.val.count()
+	for _, f := range n.fields {
+		c += f.node.count()
+	}
+	return c
 }
 
 func (l *learner) see(s *stat) {
@@ -251,12 +279,13 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 		for _, f := range s.fields {
 			pf := n.fields[f.key]
 			if pf == nil {
-				if len(n.fields) >= MaxKeys {
+				if len(n.fields) >= MaxKeys || l.left <= 0 {
 					n.full = true
 					continue
 				}
 				pf = &pfield{node: &pnode{}}
 				n.fields[f.key] = pf
+				l.left--
 			}
 			l.see(&pf.present)
 			if f.optional {
@@ -273,15 +302,17 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 			l.toMap(n)
 		}
 	}
-	if s.kinds&kindList != 0 && s.elem != nil {
+	if s.kinds&kindList != 0 && s.elem != nil && (n.elem != nil || l.left > 0) {
 		if n.elem == nil {
 			n.elem = &pnode{}
+			l.left--
 		}
 		l.learn(n.elem, s.elem, depth+1)
 	}
-	if s.kinds&kindMap != 0 && s.val != nil {
+	if s.kinds&kindMap != 0 && s.val != nil && (n.val != nil || l.left > 0) {
 		if n.val == nil {
 			n.val = &pnode{}
+			l.left--
 		}
 		l.learn(n.val, s.val, depth+1)
 	}

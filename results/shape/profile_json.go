@@ -116,7 +116,9 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("shape: profile: %w", err)
 	}
-	*p = Profile{answers: in.Answers, base: in.Base, root: root}
+	// A profile stored before MaxProfilePositions may hold more: it is
+	// kept, and learns no new position until forgetting brings it under.
+	*p = Profile{answers: in.Answers, base: in.Base, root: root, positions: root.count()}
 	if in.Last != 0 {
 		p.last = time.UnixMilli(in.Last).UTC()
 	}

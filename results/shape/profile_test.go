@@ -476,6 +476,29 @@ var hostileAnswers = []struct {
 		long := strings.Repeat("k", 400<<10)
 		return fmt.Sprintf(`{"data":{"%06d%s":{"%s%06d":"v"}}}`, i, long, long, i)
 	}},
+	{"new structure of 930 positions per answer", 60, func(i int, _ *rand.Rand) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"n":1,"r%06d":{`, i)
+		for a := range 30 {
+			if a > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"a%02d":{`, a)
+			for c := range 30 {
+				if c > 0 {
+					b.WriteByte(',')
+				}
+				if c%2 == 0 {
+					fmt.Fprintf(&b, `"b%02d":1`, c)
+				} else {
+					fmt.Fprintf(&b, `"b%02d":"v"`, c)
+				}
+			}
+			b.WriteByte('}')
+		}
+		b.WriteString(`}}`)
+		return b.String()
+	}},
 	{"a new key per answer, more than MaxKeys of them", 2 * shape.MaxKeys, func(i int, _ *rand.Rand) string {
 		if i%2 == 0 {
 			return fmt.Sprintf(`{"field_%06d":1}`, i)
@@ -509,10 +532,13 @@ func TestProfileHostileAnswersBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := len(stored), 256<<10; got > want {
+			if got, want := strings.Count(string(stored), `"seen":`), shape.MaxProfilePositions; got > want {
+				t.Errorf("stored form has %d positions, want at most %d", got, want)
+			}
+			if got, want := len(stored), shape.MaxProfilePositions*256; got > want {
 				t.Errorf("stored form is %d bytes, want at most %d", got, want)
 			}
-			if got, want := len(p.Learned().String()), shape.MaxKeys*(4*shape.MaxKeyBytes+64); got > want {
+			if got, want := len(p.Learned().String()), shape.MaxProfilePositions*(4*shape.MaxKeyBytes+64); got > want {
 				t.Errorf("learned canonical text is %d bytes, want at most %d", got, want)
 			}
 			var q shape.Profile

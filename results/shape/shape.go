@@ -61,10 +61,13 @@
 // hex digits of the SHA-256 of the whole key: MaxKeyBytes bytes at most,
 // so a provider's key cannot grow the canonical text, a diff path or a
 // profile beyond that, while two long keys that differ past the cut stay
-// two keys, and the same key is always written the same way. A value of a Go type that decoded JSON
-// never holds is also "...", as is the whole value when it holds more than
-// about four million values (only possible with Go values that share
-// subtrees, or JSON documents of several megabytes).
+// two keys, and the same key is always written the same way. A value of a
+// Go type that decoded JSON never holds is also "...", as is the whole
+// value when it holds more than about four million values (only possible
+// with Go values that share subtrees, or JSON documents of several
+// megabytes). A profile keeps at most MaxKeys keys per object position and
+// [MaxProfilePositions] positions in all, however many answers bring new
+// ones.
 package shape
 
 import (
