@@ -84,6 +84,11 @@ func (s Slack) Enabled() bool { return s.WebhookURL != "" || s.Token != "" }
 type Probe struct {
 	Name    string
 	Request Request
+	// URLSecrets are what ${VAR} put into the path or query of the
+	// probe's URLs (its request's, its MCP server's, its steps'): a token
+	// in "/bot${TOKEN}/getMe" is a secret like a header value, scrubbed
+	// wherever the URL is shown (ScrubURL, Config.Secrets).
+	URLSecrets []Secret
 	// MCP is the tool call of an MCP probe; nil for an HTTP probe.
 	MCP *MCP
 	// Steps are a multi-step probe's calls (SPEC §11); nil for a probe
@@ -243,7 +248,7 @@ func (p *Probe) MCPTarget() *results.MCPTarget {
 	if p.MCP == nil {
 		return nil
 	}
-	return &results.MCPTarget{Tool: p.MCP.Tool, Server: results.MCPServer(p.MCP.URL)}
+	return &results.MCPTarget{Tool: p.MCP.Tool, Server: p.ScrubURL(results.MCPServer(p.MCP.URL))}
 }
 
 // MCP is the tool call an MCP probe makes (SPEC §10): one fresh session on
@@ -309,6 +314,18 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
+	// A query value is a credential as often as not (?api_key=), and a
+	// provider may echo it.
+	addQuery := func(raw string, query map[string]string) {
+		for _, v := range query {
+			if !HasTemplate(v) {
+				add(Secret(v))
+			}
+		}
+		for _, v := range queryValues(raw) {
+			add(v)
+		}
+	}
 	addHeaders := func(h map[string]Secret) {
 		for _, v := range h {
 			if HasTemplate(v.Reveal()) {
@@ -325,16 +342,23 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	for _, p := range c.Probes {
+		for _, s := range p.URLSecrets {
+			add(s)
+		}
+		addQuery(p.Request.URL, p.Request.Query)
 		addURL(p.Request.URL)
 		addHeaders(p.Request.Headers)
 		if p.MCP != nil {
+			addQuery(p.MCP.URL, nil)
 			addURL(p.MCP.URL)
 			addHeaders(p.MCP.Headers)
 		}
 		for _, s := range p.Steps {
+			addQuery(s.Request.URL, s.Request.Query)
 			addURL(s.Request.URL)
 			addHeaders(s.Request.Headers)
 			if s.MCP != nil {
+				addQuery(s.MCP.URL, nil)
 				addURL(s.MCP.URL)
 				addHeaders(s.MCP.Headers)
 			}

@@ -30,11 +30,24 @@ type envError struct {
 // form (${NAME-x}, ${NAME:=x}, nesting in a default, an unterminated ${) is
 // an error rather than silently literal text. Every error in s is reported.
 func expandEnv(s string, lookupEnv func(string) (string, bool)) (string, []envError) {
+	out, _, errs := expandEnvSpans(s, lookupEnv)
+	return out, errs
+}
+
+// envSpan is where one ${...} reference's value landed in expandEnv's
+// output: out[Start:End].
+type envSpan struct{ Start, End int }
+
+// expandEnvSpans is expandEnv that also says where each reference's value
+// (or default) is in its output, so a URL can treat what the environment
+// put in it as a secret.
+func expandEnvSpans(s string, lookupEnv func(string) (string, bool)) (string, []envSpan, []envError) {
 	if !strings.Contains(s, "$") {
-		return s, nil
+		return s, nil, nil
 	}
 	var b strings.Builder
 	var errs []envError
+	var spans []envSpan
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '$' || i+1 == len(s) {
@@ -85,8 +98,10 @@ func expandEnv(s string, lookupEnv func(string) (string, bool)) (string, []envEr
 			v, ok := lookupEnv(name)
 			switch {
 			case hasDef && (!ok || v == ""):
+				spans = append(spans, envSpan{b.Len(), b.Len() + len(def)})
 				b.WriteString(def)
 			case ok:
+				spans = append(spans, envSpan{b.Len(), b.Len() + len(v)})
 				b.WriteString(v)
 			default:
 				errs = append(errs, envError{Offset: i, Length: next - i,
@@ -95,7 +110,7 @@ func expandEnv(s string, lookupEnv func(string) (string, bool)) (string, []envEr
 		}
 		i = next
 	}
-	return b.String(), errs
+	return b.String(), spans, errs
 }
 
 func validEnvName(name string) bool {

@@ -107,6 +107,8 @@ type loader struct {
 	consumerAt map[string]place               // defined (compiled or not), by name
 	probeAt    map[string]ast.Node
 	scope      *scope // what the probe being decoded may name in templates and rules
+	// urlSecrets are the secrets of the probe being decoded's URLs.
+	urlSecrets []Secret
 }
 
 func (l *loader) load(filename string, data []byte, lookupEnv func(string) (string, bool)) *Config {

@@ -51,6 +51,8 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	var stepsE, fixturesE *entry
 	consumer, consumerOK := "", true
 	l.scope = newScope()
+	l.urlSecrets = nil
+	defer func() { p.URLSecrets = l.urlSecrets }()
 	present, ok := d.object(item, path, probeKeys, func(e entry) {
 		if d.tuningKey(e, fromProbe, &own) {
 			return
@@ -253,6 +255,7 @@ func (l *loader) endpointURL(x entry) string {
 	if !ok {
 		return v
 	}
+	l.urlSecrets = append(l.urlSecrets, urlSecrets(v, l.d.spans)...)
 	l.template(x.value, x.path, v)
 	if problem := httpURLProblem(placeholder(v)); problem != "" {
 		l.d.errorf(x.value, "%s: expected an absolute http:// or https:// URL: %s", x.path, problem)

@@ -32,7 +32,10 @@ type decoder struct {
 	// expand says whether ${VAR} is expanded in scalars. Consumer rules and
 	// fixtures are never expanded: they are code and data, not settings,
 	// and a rule's hash must not depend on the environment.
-	expand  bool
+	expand bool
+	// spans are where ${...} values landed in the last scalar expanded,
+	// for a URL whose expansions are secrets.
+	spans   []envSpan
 	errs    *ErrorList
 	anchors map[string]ast.Node
 	cyclic  map[string]bool

@@ -83,10 +83,12 @@ func (d *decoder) text(n ast.Node, s, path string) (string, bool) {
 // expandScalar expands ${VAR} in one scalar and reports each bad reference
 // at its own column when it can be found on the scalar's lines.
 func (d *decoder) expandScalar(n ast.Node, s, path string) (string, bool) {
+	d.spans = nil
 	if !d.expand {
 		return s, true
 	}
-	out, errs := expandEnv(s, d.lookupEnv)
+	out, spans, errs := expandEnvSpans(s, d.lookupEnv)
+	d.spans = spans
 	for _, e := range errs {
 		line, col := d.locate(n, s[e.Offset:e.Offset+e.Length])
 		d.errs.add(d.file, line, col, "%s: %s", label(path), e.Message)

@@ -2,9 +2,11 @@ package runner
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -21,10 +23,15 @@ func TestSecretsNeverLeave(t *testing.T) {
 	// A prefix of the configured value "Bearer sk-test-SECRET": finding
 	// it anywhere means some or all of the secret got out.
 	const secret = "sk-test"
-	echo := func(status int, contentType, page string) func(testing.TB) string {
+	echoAs := func(encode func(string) string, status int, contentType, page string) func(testing.TB) string {
 		return func(t testing.TB) string {
 			return serve(t, func(w http.ResponseWriter, r *http.Request) {
-				auth := r.Header.Get("Authorization")
+				auth := encode(r.Header.Get("Authorization"))
+				if r.URL.Path == "/token" {
+					io.WriteString(w, `{"access_token": "sk-test/captured token+1"}`)
+					return
+				}
+				page := strings.ReplaceAll(page, "URL", r.URL.RequestURI())
 				w.Header().Set("Content-Type", contentType)
 				w.Header().Set("X-Echo", auth)
 				w.WriteHeader(status)
@@ -32,11 +39,36 @@ func TestSecretsNeverLeave(t *testing.T) {
 			})
 		}
 	}
+	echo := func(status int, contentType, page string) func(testing.TB) string {
+		return echoAs(func(s string) string { return s }, status, contentType, page)
+	}
+	// odd is a credential with characters encoders escape.
+	const odd = "Bearer sk-test/S&C<R>ET é"
+	oddHeader := func(p *checks.Probe) { p.Request.Headers = map[string]checks.Secret{"Authorization": odd} }
+	b64 := base64.StdEncoding.EncodeToString
+	// loaded replaces the probe with one loaded from YAML, BASE being the
+	// provider's address, ${...} read from env.
+	loaded := func(yaml string, env map[string]string) func(*checks.Probe) {
+		return func(p *checks.Probe) {
+			base := strings.TrimSuffix(p.Request.URL, "/search")
+			cfg, err := checks.Parse("checks.yaml", []byte(`version: 1
+consumers: [{name: c, select: response.results}]
+probes:
+  - `+strings.ReplaceAll(yaml, "BASE", base)+"\n"), "", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				panic(err)
+			}
+			*p = *cfg.Probes[0]
+		}
+	}
 	tests := []struct {
 		name     string
 		provider func(testing.TB) string
 		probe    func(*checks.Probe)
 		code     results.Code
+		// leaks are forms of the secret that must not show, besides
+		// secret itself.
+		leaks []string
 		// where is the field that must show the redaction marker, so that
 		// the test cannot pass by never looking at the echo.
 		where func(results.Result) string
@@ -76,6 +108,66 @@ func TestSecretsNeverLeave(t *testing.T) {
 			code:     results.CodeInvalidJSON,
 			where:    func(r results.Result) string { return r.ResponseSample },
 		},
+		{
+			// As PHP writes it: \/ and \u00XX, here in upper-case hex.
+			name: "echoed JSON-escaped with \\/ and \\u00XX",
+			provider: echoAs(func(s string) string {
+				return strings.NewReplacer("/", `\/`, "&", `\u0026`, "<", `\u003C`, ">", `\u003E`, "é", `\u00E9`).Replace(s)
+			}, 200, "application/json", `{"results":[],"echo":"AUTH"}`),
+			probe: oddHeader,
+			code:  results.CodeEmptySelection,
+			where: func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			name:     "echoed base64'd",
+			provider: echoAs(func(s string) string { return b64([]byte(s)) }, 200, "application/json", `{"results":[],"echo":"AUTH"}`),
+			code:     results.CodeEmptySelection,
+			leaks:    []string{b64([]byte("Bearer sk-test-SECRET"))},
+			where:    func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			name: "echoed base64'd, credential only, URL alphabet",
+			provider: echoAs(func(s string) string {
+				return base64.RawURLEncoding.EncodeToString([]byte(strings.TrimPrefix(s, "Bearer ")))
+			}, 500, "text/plain", `rejected AUTH`),
+			probe: oddHeader,
+			code:  results.CodeServerError,
+			leaks: []string{base64.RawURLEncoding.EncodeToString([]byte(strings.TrimPrefix(odd, "Bearer ")))},
+			where: func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			name:     "echoed query-escaped",
+			provider: echoAs(url.QueryEscape, 200, "application/json", `{"results":[],"next":"/search?auth=AUTH"}`),
+			probe:    oddHeader,
+			code:     results.CodeEmptySelection,
+			where:    func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			name:     "an api_key in the query, echoed",
+			provider: echo(200, "application/json", `{"results":[],"you_asked":"URL"}`),
+			probe:    loaded(`{name: q, consumer: c, request: {url: "BASE/search?api_key=${KEY}&q=x"}}`, map[string]string{"KEY": "qk-sk-test-77"}),
+			code:     results.CodeEmptySelection,
+			where:    func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			name:     "a token in the path, echoed in an error page",
+			provider: echo(404, "text/plain", `no route URL`),
+			probe:    loaded(`{name: bot, consumer: c, request: {url: "BASE/bot${TOKEN}/getMe"}}`, map[string]string{"TOKEN": "123:sk-test-bot"}),
+			code:     results.CodeUnexpectedStatus,
+			where:    func(r results.Result) string { return r.ResponseSample },
+		},
+		{
+			// toolpulse itself query-escapes the captured token into the
+			// next step's URL: "sk-test%2Fcaptured+token%2B1".
+			name:     "a captured token query-escaped into the next URL, echoed",
+			provider: echo(200, "application/json", `{"results":[],"you_asked":"URL"}`),
+			probe: loaded(`name: steps
+    steps:
+      - {name: token, request: {method: POST, url: "BASE/token"}, capture: {access_token: {rule: response.access_token, secret: true}}}
+      - {name: use, consumer: c, request: {url: "BASE/search?t={{access_token}}"}}`, nil),
+			code:  results.CodeEmptySelection,
+			where: func(r results.Result) string { return r.ResponseSample },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,11 +191,13 @@ func TestSecretsNeverLeave(t *testing.T) {
 			if !strings.Contains(tt.where(got), results.Redacted) {
 				t.Errorf("the echo was not redacted where expected: %q", tt.where(got))
 			}
-			for _, leak := range findString(reflect.ValueOf(got), "Result", secret) {
-				t.Errorf("secret in %s", leak)
-			}
-			if strings.Contains(logs.String(), secret) {
-				t.Errorf("secret in the logs:\n%s", logs.String())
+			for _, s := range append([]string{secret}, tt.leaks...) {
+				for _, leak := range findString(reflect.ValueOf(got), "Result", s) {
+					t.Errorf("secret %q in %s", s, leak)
+				}
+				if strings.Contains(logs.String(), s) {
+					t.Errorf("secret %q in the logs:\n%s", s, logs.String())
+				}
 			}
 		})
 	}

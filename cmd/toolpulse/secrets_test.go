@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +24,9 @@ import (
 // it searches everything toolpulse wrote or served: its logs, the
 // database files, every page and API response, /metrics and every Slack
 // message. Each secret is also searched in the base64 form Basic auth
-// sends.
+// sends. Credentials in a URL, a query's api_key and a ${VAR} token in the
+// path of an HTTP or MCP URL, must not show either, nor reach a webhook or
+// an Alertmanager.
 func TestSecretsStayHidden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon for a few seconds")
@@ -33,9 +36,12 @@ func TestSecretsStayHidden(t *testing.T) {
 		urlSecret     = "url-secret-7e2b4f"
 		webhookSecret = "hook-secret-3a9c1d"
 		tokenSecret   = "srv-token-8f6e2b"
+		querySecret   = "qkey-secret-4b8d"
+		botSecret     = "123456:bot-secret-9c2e"
+		mcpSecret     = "mcp-secret-1f7a"
 	)
 	secrets := []string{headerSecret, urlSecret, webhookSecret, tokenSecret, harness.MintedToken,
-		base64.StdEncoding.EncodeToString([]byte("svc:" + urlSecret))}
+		base64.StdEncoding.EncodeToString([]byte("svc:" + urlSecret)), querySecret, botSecret, mcpSecret}
 
 	// An echo provider: /ok echoes the Authorization header inside valid
 	// JSON the consumer rejects; /err answers 500 with it in the body; /key
@@ -50,12 +56,30 @@ func TestSecretsStayHidden(t *testing.T) {
 		http.Error(w, "no_service: "+r.URL.String(), http.StatusNotFound)
 	})
 
+	// The receivers of the probes with credentials in their URLs: a
+	// webhook and an Alertmanager that record what they are sent.
+	var mu sync.Mutex
+	var received strings.Builder
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		fmt.Fprintf(&received, "%s %s\n%s\n", r.Method, r.URL, body)
+		mu.Unlock()
+	})
+	webhook, alertmanager := e2e.Serve(t, record), e2e.Serve(t, record)
+	receivedBoth := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(received.String(), "/api/v2/alerts") >= 3 && strings.Count(received.String(), "POST /hook") >= 3
+	}
+
 	dir, addr := t.TempDir(), e2e.FreeAddr(t)
 	host := strings.TrimPrefix(echo, "http://")
 	probe := func(name, url string, headers map[string]string) harness.Probe {
 		return harness.Probe{Name: name, Request: harness.Request{URL: url, Headers: headers}, Consumer: "list_only"}
 	}
 	bearer := map[string]string{"Authorization": "Bearer " + headerSecret}
+	urlLabels := map[string]string{"secrets": "url"}
 	stepsProbe := func(name, url string) harness.Probe {
 		return harness.Probe{Name: name, Steps: []harness.Step{
 			{Name: "token", Request: harness.Request{Method: "POST", URL: echo + "/token"},
@@ -69,7 +93,9 @@ func TestSecretsStayHidden(t *testing.T) {
 		Server:  harness.Server{Listen: addr, Token: tokenSecret},
 		Defaults: harness.Defaults{Interval: 200 * time.Millisecond, Jitter: 50 * time.Millisecond, Timeout: time.Second,
 			Retries: harness.Retries{MaxAttempts: 2, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Budget: 2 * time.Second}},
-		Notify: &harness.Notify{WebhookURL: slackURL + "/services/T000/B000/" + webhookSecret, FailureThreshold: 1, RepeatInterval: time.Second},
+		Notify: &harness.Notify{WebhookURL: slackURL + "/services/T000/B000/" + webhookSecret, FailureThreshold: 1, RepeatInterval: time.Second,
+			Routes: []harness.Route{{Match: map[string]string{"secrets": "url"}, SlackWebhookURL: slackURL + "/services/T000/B001/" + webhookSecret,
+				AlertmanagerURL: alertmanager, WebhookURL: webhook + "/hook", WebhookSecret: "hook-signing-2d4f"}}},
 		Consumers: []harness.Consumer{{Name: "list_only",
 			Select: `type(response.results) == "array" ? response.results : fail("unsupported_results_container", "results is " + type(response.results))`}},
 		Probes: []harness.Probe{
@@ -82,13 +108,20 @@ func TestSecretsStayHidden(t *testing.T) {
 			// secret, the next sends it, and the provider echoes it back.
 			stepsProbe("captured_token", echo+"/ok"),
 			stepsProbe("captured_token_error", echo+"/err"),
+			// Credentials in URLs: a query key the provider echoes, a bot
+			// token in the path, an MCP server's token in its path.
+			{Name: "query_key", Request: harness.Request{URL: echo + "/ok?api_key=${TP_QUERY_KEY}"}, Consumer: "list_only", Labels: urlLabels},
+			{Name: "bot_path", Request: harness.Request{URL: echo + "/bot${TP_BOT_TOKEN}/getMe"}, Consumer: "list_only", Labels: urlLabels},
+			{Name: "mcp_path", MCP: &harness.MCP{URL: "http://" + e2e.FreeAddr(t) + "/t/${TP_MCP_TOKEN}/mcp", Tool: "search"},
+				Consumer: "list_only", Labels: urlLabels},
 		},
 	}
-	d := e2e.Start(t, e2e.Config(t, dir, cfg))
+	d := e2e.StartCommand(t, harness.Command{Args: []string{"-c", e2e.Config(t, dir, cfg), "run", "--grace", "2s"},
+		Env: []string{"TP_QUERY_KEY=" + querySecret, "TP_BOT_TOKEN=" + botSecret, "TP_MCP_TOKEN=" + mcpSecret}})
 	db := filepath.Join(dir, "results.db")
 	d.WaitFor("every probe to fail twice and alerts to go out", func() bool {
-		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 7 &&
-			countRows(t, db, "SELECT count(*) FROM results") >= 10 && len(slack.Messages()) >= 6
+		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 10 &&
+			countRows(t, db, "SELECT count(*) FROM results") >= 13 && len(slack.Messages()) >= 9 && receivedBoth()
 	})
 
 	var served strings.Builder
@@ -108,7 +141,9 @@ func TestSecretsStayHidden(t *testing.T) {
 	for _, p := range []string{"/", "/?show=failing", "/api/v1/probes", "/api/v1/drifts", "/api/v1/silences", "/metrics", "/healthz",
 		"/probes/echo_body", "/probes/echo_error", "/probes/echo_key", "/probes/url_creds", "/probes/url_creds_down",
 		"/probes/captured_token", "/probes/captured_token_error", "/api/v1/probes/captured_token/results", "/api/v1/probes/captured_token_error/results",
-		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope"} {
+		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope",
+		"/probes/query_key", "/probes/bot_path", "/probes/mcp_path", "/?show=all",
+		"/api/v1/probes/query_key/results", "/api/v1/probes/bot_path/results", "/api/v1/probes/mcp_path/results"} {
 		get(p, "Bearer "+tokenSecret)
 	}
 	get("/", "Bearer wrong") // a refused request says nothing either
@@ -133,9 +168,13 @@ func TestSecretsStayHidden(t *testing.T) {
 	for _, m := range slack.Messages() {
 		fmt.Fprintf(&slackText, "%s\n", m.Body)
 	}
+	mu.Lock()
+	receivers := received.String()
+	mu.Unlock()
 	outputs := map[string]string{
 		"the daemon's logs": d.Log.String(), "the database files": stored.String(),
 		"the pages and API": served.String(), "the Slack messages": slackText.String(),
+		"the webhook and Alertmanager payloads": receivers,
 	}
 	for where, text := range outputs {
 		for _, s := range secrets {
@@ -146,7 +185,7 @@ func TestSecretsStayHidden(t *testing.T) {
 		}
 	}
 	// Controls: the echoes did reach what was searched, scrubbed.
-	for where, text := range map[string]string{"the pages": served.String(), "the database": stored.String()} {
+	for where, text := range map[string]string{"the pages": served.String(), "the database": stored.String(), "the receivers": receivers} {
 		if !strings.Contains(text, "redacted") {
 			d.T.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
 		}

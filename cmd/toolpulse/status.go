@@ -292,7 +292,7 @@ func newRequestView(p *checks.Probe) *requestView {
 	if err != nil || u.Host == "" {
 		return nil
 	}
-	return &requestView{Method: cmp.Or(p.Request.Method, http.MethodGet), Host: u.Host, Path: cmp.Or(u.EscapedPath(), "/")}
+	return &requestView{Method: cmp.Or(p.Request.Method, http.MethodGet), Host: u.Host, Path: p.ScrubURL(cmp.Or(u.EscapedPath(), "/"))}
 }
 
 // stepConfigView is one configured step of a steps probe as its page
@@ -321,6 +321,7 @@ func newStepConfigViews(p *checks.Probe) []stepConfigView {
 				v.Target = method + " (URL not shown)"
 			}
 		}
+		v.Target = p.ScrubURL(v.Target)
 		out = append(out, v)
 	}
 	return out
