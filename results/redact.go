@@ -122,6 +122,9 @@ func Encodings(s string) []string {
 	add(html.EscapeString(s))
 	add(strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;", `"`, "&quot;", `'`, "&#x27;").Replace(s))
 	for _, v := range out[:len(out):len(out)] {
+		if !strings.ContainsFunc(v, jsonSpecial) {
+			continue // every style writes v as is
+		}
 		for _, o := range jsonStyles {
 			add(jsonEscape(v, o))
 		}
@@ -151,6 +154,11 @@ var jsonStyles = func() []jsonStyle {
 	}
 	return out
 }()
+
+// jsonSpecial reports whether some JSON encoder writes r other than as is.
+func jsonSpecial(r rune) bool {
+	return r < 0x20 || r >= utf8.RuneSelf || strings.ContainsRune(`"\\/<>&`, r)
+}
 
 // jsonEscape writes s as the inside of a JSON string in style o.
 func jsonEscape(s string, o jsonStyle) string {

@@ -62,7 +62,7 @@ func TestRedactor(t *testing.T) {
 	// odd holds every character an encoder treats specially: a slash,
 	// HTML's three, a quote, a space, a plus and non-ASCII.
 	const odd = "k3y/<a&b>\"q+r é€😀"
-	r := NewRedactor("sk-live-abcdef", "sk-live-abcdef-extended", "ab", "", odd, "pct%2Fescaped")
+	r := NewRedactor("sk-live-abcdef", "sk-live-abcdef-extended", "ab", "", odd, "pct%2Fescaped", "päss-wörd-9")
 	tests := []struct{ in, want string }{
 		{"Bearer sk-live-abcdef", "Bearer <redacted>"},
 		{"token=sk-live-abcdef-extended;", "token=<redacted>;"},
@@ -81,6 +81,7 @@ func TestRedactor(t *testing.T) {
 		{`json (Go): {"k":` + goJSON(odd) + `}`, `json (Go): {"k":"<redacted>"}`},
 		{`json (PHP): {"k":"k3y\/<a&b>\"q+r \u00e9\u20ac\ud83d\ude00"}`, `json (PHP): {"k":"<redacted>"}`},
 		{`json (upper-case hex): {"k":"k3y\/\u003Ca\u0026b\u003E\"q+r \u00E9\u20AC\uD83D\uDE00"}`, `json (upper-case hex): {"k":"<redacted>"}`},
+		{`json, non-ASCII only: "p\u00e4ss-w\u00f6rd-9"`, `json, non-ASCII only: "<redacted>"`},
 		{`json of base64: "` + strings.ReplaceAll(base64.StdEncoding.EncodeToString([]byte(odd)), "/", `\/`) + `"`, `json of base64: "<redacted>"`},
 	}
 	for _, tt := range tests {
