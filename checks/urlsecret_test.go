@@ -28,6 +28,8 @@ func TestURLSecrets(t *testing.T) {
 			[]string{"key-9f8e7d"}, nil},
 		{"an MCP URL with a token in its path", `mcp: {url: "https://mcp.example.test/t/${TOKEN}/mcp", tool: t}`,
 			[]string{"123456:bot-token-ab"}, []string{"/mcp", "mcp.example.test"}},
+		{"a token in a step's path", `steps: [{name: s, consumer: c, request: {url: "https://${HOST}/bot${TOKEN}/getMe"}}]`,
+			[]string{"123456:bot-token-ab"}, []string{"api.example.test"}},
 		// A whole URL from one variable is the endpoint: its path
 		// ("/mcp") is no secret, or the word would go from every sample.
 		{"a whole URL from the environment", `mcp: {url: "${MCP_URL}", tool: t}`,
@@ -35,7 +37,7 @@ func TestURLSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse("checks.yaml", []byte("version: 1\nconsumers: [{name: c, select: response.items}]\nprobes:\n  - name: p\n    consumer: c\n    "+tt.probe+"\n"), t.TempDir(), lookup)
+			cfg, err := Parse("checks.yaml", []byte("version: 1\nconsumers: [{name: c, select: response.items}]\nprobes:\n  - name: p\n    "+consumer(tt.probe)+tt.probe+"\n"), t.TempDir(), lookup)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,6 +54,14 @@ func TestURLSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// consumer is a probe's consumer line, which a steps probe leaves out.
+func consumer(probe string) string {
+	if strings.HasPrefix(probe, "steps:") {
+		return ""
+	}
+	return "consumer: c\n    "
 }
 
 // TestMCPTargetHidesPathToken: the server every surface shows of an MCP
