@@ -314,11 +314,11 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
-	// A query value is a credential as often as not (?api_key=), and a
+	// A query value named as a credential (?api_key=) is one, and a
 	// provider may echo it.
 	addQuery := func(raw string, query map[string]string) {
-		for _, v := range query {
-			if !HasTemplate(v) {
+		for k, v := range query {
+			if credentialParam(k) && !HasTemplate(v) {
 				add(Secret(v))
 			}
 		}

@@ -42,8 +42,9 @@ func pathStart(raw string) int {
 	return len(raw)
 }
 
-// queryValues returns the values in raw's query, as written and decoded;
-// a value with a {{template}} is the capture's, which the run scrubs.
+// queryValues returns the values of the credential parameters in raw's
+// query (credentialParam), as written and decoded; a value with a
+// {{template}} is the capture's, which the run scrubs.
 func queryValues(raw string) []Secret {
 	_, query, ok := strings.Cut(raw, "?")
 	if !ok {
@@ -52,8 +53,11 @@ func queryValues(raw string) []Secret {
 	query, _, _ = strings.Cut(query, "#")
 	var out []Secret
 	for _, pair := range strings.Split(query, "&") {
-		_, v, _ := strings.Cut(pair, "=")
-		if v == "" || HasTemplate(v) {
+		k, v, _ := strings.Cut(pair, "=")
+		if name, err := url.QueryUnescape(k); err == nil {
+			k = name
+		}
+		if v == "" || HasTemplate(v) || !credentialParam(k) {
 			continue
 		}
 		out = append(out, Secret(v))
@@ -76,4 +80,26 @@ func (p *Probe) ScrubURL(s string) string {
 		values[i] = v.Reveal()
 	}
 	return results.NewRedactor(values...).Redact(s)
+}
+
+// credentialParam reports whether a query parameter's name says its value
+// is a credential: api_key, access_token, client_secret, sig, X-Api-Key...
+// (case, '-' and '_' aside), or a name ending in key, token, secret,
+// password or signature. Other literal values (?q=search, ?format=json)
+// are not secrets: scrubbed from every sample, a common word would take
+// the answer's keys and text with it. A value a ${VAR} puts in a URL is a
+// secret whatever its name (urlSecrets).
+func credentialParam(name string) bool {
+	n := strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(name))
+	switch n {
+	case "key", "auth", "authorization", "sig", "pass", "pwd", "passwd", "code", "session", "sessionid",
+		"sid", "jwt", "bearer", "credential", "credentials":
+		return true
+	}
+	for _, suffix := range []string{"key", "token", "secret", "password", "signature"} {
+		if strings.HasSuffix(n, suffix) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestURLSecrets: query values and whatever ${VAR} put into a URL's path
-// or query are secrets; the scheme and host are not.
+// TestURLSecrets: the values of credential parameters and whatever ${VAR}
+// put into a URL's path or query are secrets; the scheme, the host and the
+// literal values of other parameters are not.
 func TestURLSecrets(t *testing.T) {
 	env := map[string]string{"TOKEN": "123456:bot-token-ab", "KEY": "key-9f8e7d", "HOST": "api.example.test",
 		"MCP_URL": "https://mcp.example.test/t/mcp-token-5c4b/mcp"}
@@ -25,6 +26,14 @@ func TestURLSecrets(t *testing.T) {
 		{"a literal query value", `request: {url: "https://api.example.test/v1?api_key=lit-key%2Fab"}`,
 			[]string{"lit-key%2Fab", "lit-key/ab"}, nil},
 		{"a query: value", `request: {url: "https://api.example.test/v1", query: {api_key: "${KEY}"}}`,
+			[]string{"key-9f8e7d"}, nil},
+		{"credential names", `request: {url: "https://api.example.test/v1?X-Api-Key=lit-xkey&access_token=lit-tok&sig=lit-sig", query: {clientSecret: lit-cs}}`,
+			[]string{"lit-xkey", "lit-tok", "lit-sig", "lit-cs"}, nil},
+		// A literal value of any other parameter is no secret: scrubbed
+		// from every sample, the word would go with the answer's keys.
+		{"literal values of other parameters", `request: {url: "https://api.example.test/v1?format=json&fields=title", query: {lang: english}}`,
+			nil, []string{"json", "title", "english"}},
+		{"a ${VAR} in any parameter", `request: {url: "https://api.example.test/v1?q=${KEY}"}`,
 			[]string{"key-9f8e7d"}, nil},
 		{"an MCP URL with a token in its path", `mcp: {url: "https://mcp.example.test/t/${TOKEN}/mcp", tool: t}`,
 			[]string{"123456:bot-token-ab"}, []string{"/mcp", "mcp.example.test"}},
