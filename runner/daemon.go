@@ -421,7 +421,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	var errs []error
 	for _, p := range cfg.Probes {
 		prev, ok := old[p.Name]
-		if ok && sameProbe(prev, p) {
+		if ok && prev.Same(p) {
 			next[p.Name] = prev
 			continue
 		}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/toolpulse/toolpulse/checks"
 )
 
 // Sizing of every shared transport's connection pool.
@@ -112,7 +114,7 @@ type sharedTransport struct {
 	// config is what the transport was built from: nil for Go's defaults.
 	config *tls.Config
 	// plain says config sets nothing but RootCAs and InsecureSkipVerify,
-	// so that probes whose configs compare equal by sameTLS may share it;
+	// so that probes whose configs compare equal by checks.SameTLS may share it;
 	// a config that is not plain is shared by identity only.
 	plain bool
 	// conns holds the connections; front is what clients are given.
@@ -154,7 +156,7 @@ func (tp *transportPool) release(st *sharedTransport) {
 func (tp *transportPool) find(config *tls.Config) *sharedTransport {
 	plain := plainTLS(config)
 	for _, st := range tp.entries {
-		if plain && st.plain && sameTLS(st.config, config) || !plain && st.config == config {
+		if plain && st.plain && checks.SameTLS(st.config, config) || !plain && st.config == config {
 			return st
 		}
 	}
