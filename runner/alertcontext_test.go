@@ -78,8 +78,8 @@ func TestAlertsNameWhatWasCalled(t *testing.T) {
 	clock := newTestClock(alertT0)
 	rc := NewRecorder(store, notifyOn(1, time.Hour, true), RecorderOptions{Clock: clock, Deliver: true,
 		Redact: results.NewRedactor(secret).Redact})
+	cfg.Notify = notifyOn(1, time.Hour, true)
 	rc.SetConfig(cfg, true)
-	rc.SetNotify(notifyOn(1, time.Hour, true), true)
 
 	tests := []struct {
 		probe, step string

@@ -79,13 +79,6 @@ func (s *receiverSet) stopLoops() {
 	s.loops.Wait()
 }
 
-// any reports whether any receiver is configured.
-func (s *receiverSet) any() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.senders) > 0
-}
-
 // Send implements Sender: it sends a to the receiver its key names. An
 // alert whose receiver is not configured (a reload removed it) is refused
 // for good: the Deliverer records it as failed, with the reason.

@@ -176,19 +176,13 @@ func (rc *Recorder) Load(ctx context.Context) error {
 	return nil
 }
 
-// SetNotify replaces the alerting configuration after a config reload;
-// deliver is false when no receiver is configured. Runs already being
-// recorded finish with the configuration they started with. Alert states
-// are kept: a failure announced before the reload is not announced again.
-func (rc *Recorder) SetNotify(n checks.Notify, deliver bool) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.notify, rc.deliver = n, deliver
-}
-
-// SetConfig is SetNotify with cfg's notify section, which also takes the
-// labels of cfg's probes, so that a reload that changes a probe's labels
-// moves its next alerts to the route they now match, and what they call.
+// SetConfig replaces the alerting configuration after a config reload:
+// cfg's notify section, and the labels and calls of its probes, so that a
+// reload that changes a probe's labels moves its next alerts to the route
+// they now match. deliver is false when no receiver is configured. Runs
+// already being recorded finish with the configuration they started with.
+// Alert states are kept: a failure announced before the reload is not
+// announced again.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	labels, targets := ProbeLabels(cfg), ProbeTargets(cfg)
 	rc.mu.Lock()

@@ -127,12 +127,12 @@ func TestRecorderDeliverFlag(t *testing.T) {
 		t.Fatalf("with Deliver false, alerts = %+v, want one skipped", alerts)
 	}
 
-	p.SetNotify(n, true)
+	p.SetConfig(&checks.Config{Notify: n}, true)
 	clock.Advance(time.Minute)
 	alerts = process(t, p, pipelineRun(t, "search", clock.Now(), "", ""))
 	if len(alerts) != 1 || alerts[0].Kind != results.AlertResolved || alerts[0].State != results.DeliveryPending ||
 		!alerts[0].NextAttemptAt.Equal(clock.Now()) {
-		t.Fatalf("after SetNotify(deliver), alerts = %+v, want one pending resolved alert due now", alerts)
+		t.Fatalf("after SetConfig(deliver), alerts = %+v, want one pending resolved alert due now", alerts)
 	}
 }
 
@@ -183,7 +183,7 @@ func TestRecorderSerializesProbe(t *testing.T) {
 				}
 			}
 		})
-		wg.Go(func() { p.SetNotify(notifyOn(1000, time.Hour, i%2 == 0), true) })
+		wg.Go(func() { p.SetConfig(&checks.Config{Notify: notifyOn(1000, time.Hour, i%2 == 0)}, true) })
 	}
 	wg.Wait()
 	_, _, states, _ := store.snapshot()

@@ -193,53 +193,6 @@ func reportRecording(b *testing.B, s *sqlite.Store, cpu time.Duration) {
 	}
 }
 
-// BenchmarkDominantShape asks for a probe's dominant shape of the last 24
-// hours in a database holding 24 hours of results of 50 probes, one run
-// every 10 s each (432,000 results). "results scan" is the same question
-// asked of the results table, for comparison: what shape_counts saves.
-func BenchmarkDominantShape(b *testing.B) {
-	const (
-		probes = 50
-		every  = 10 * time.Second
-		window = 24 * time.Hour
-	)
-	ctx := context.Background()
-	s, path := newStore(b)
-	end := t0
-	start := end.Add(-window)
-	fillDay(b, path, probes, start, end, every)
-	since := start
-
-	b.Run("shape_counts", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			fp, n, err := s.DominantShape(ctx, "probe-"+strconv.Itoa(i%probes), since)
-			if err != nil || fp != fpList || n < int(window/every)*9/10 {
-				b.Fatalf("DominantShape: %q %d %v", fp, n, err)
-			}
-		}
-	})
-	b.Run("results scan", func(b *testing.B) {
-		op := operatorDB(b, path, "mode=ro")
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			var fp string
-			var n int
-			err := op.QueryRowContext(ctx, `SELECT shape_fingerprint, count(*) AS n FROM results
-				WHERE probe = ? AND started_at >= ? AND shape_fingerprint IS NOT NULL
-				GROUP BY shape_fingerprint ORDER BY n DESC LIMIT 1`,
-				"probe-"+strconv.Itoa(i%probes), results.FormatTime(since)).Scan(&fp, &n)
-			if err != nil || fp != fpList {
-				b.Fatalf("scan: %q %d %v", fp, n, err)
-			}
-		}
-	})
-}
-
 // fillDay writes a run of every probe every interval from start to end, as
 // RecordRun would have (results rows with their attempts, their
 // shape_counts buckets and probe_hours), in one transaction: recording
@@ -345,7 +298,7 @@ func fillDay(b testing.TB, path string, probes int, start, end time.Time, every 
 	}
 }
 
-// benchDay is the database of BenchmarkDominantShape: 24 hours of 50
+// benchDay is the database of the read benchmarks: 24 hours of 50
 // probes, one run every 10 s each (432,000 results, 470,000 attempts).
 func benchDay(b *testing.B) (s *sqlite.Store, path string, start, end time.Time) {
 	b.Helper()

@@ -59,8 +59,9 @@ RETURNING probe, started_at, duration_ms, outcome, attempts`
 	pruneProfiles = `DELETE FROM shape_profiles WHERE updated_at < ?`
 
 	// A shape goes once nothing refers to it: no result (the foreign key
-	// would refuse it anyway), no kept drift (ShapeText explains its
-	// fingerprints) and no hourly count (a probe's first profile may still be built from it).
+	// would refuse it anyway), no kept drift (its fingerprints keep their
+	// text while it is kept) and no hourly count (a probe's first profile
+	// may still be built from it).
 	pruneShapes = `DELETE FROM shapes
 WHERE last_seen < ?
   AND NOT EXISTS (SELECT 1 FROM results WHERE shape_fingerprint = shapes.fingerprint)

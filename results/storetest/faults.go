@@ -14,17 +14,8 @@ import (
 // behaviours: each must fail with a Go error, never report success.
 func calls(s Store) map[string]func(ctx context.Context) error {
 	return map[string]func(ctx context.Context) error{
-		"RecordRun": func(ctx context.Context) error { return s.RecordRun(ctx, driftRun("op-fault")) },
-		"Record":    func(ctx context.Context) error { return s.Record(ctx, passAfterRetry("op-fault-2")) },
-		"DominantShape": func(ctx context.Context) error {
-			_, _, err := s.DominantShape(ctx, "external_search", t0)
-			return err
-		},
-		"ShapeText": func(ctx context.Context) error { _, err := s.ShapeText(ctx, fpList); return err },
-		"LastDriftAt": func(ctx context.Context) error {
-			_, _, err := s.LastDriftAt(ctx, "external_search", fpMap)
-			return err
-		},
+		"RecordRun":    func(ctx context.Context) error { return s.RecordRun(ctx, driftRun("op-fault")) },
+		"Record":       func(ctx context.Context) error { return s.Record(ctx, passAfterRetry("op-fault-2")) },
 		"AlertStates":  func(ctx context.Context) error { _, err := s.AlertStates(ctx); return err },
 		"DueAlerts":    func(ctx context.Context) error { _, err := s.DueAlerts(ctx, t0.Add(time.Hour), 10); return err },
 		"NextAlertDue": func(ctx context.Context) error { _, _, err := s.NextAlertDue(ctx); return err },

@@ -114,17 +114,13 @@ func pruneOlder(t *testing.T, impl Impl) {
 	if want := []string{"drift-pending shape_drift pending", "alerts firing pending", "new shape_drift delivered"}; !slices.Equal(kept, want) {
 		t.Errorf("Alerts after Prune:\n got  %q\n want %q", kept, want)
 	}
-	// The pending drift alert is still delivered whole, and its baseline
-	// explained.
+	// The pending drift alert is still delivered whole.
 	due, err := s.DueAlerts(ctx, h(2), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(due) != 2 || due[0].OperationID != "alerts" || !reflect.DeepEqual(due[1], recs["drift-pending"].Alerts[0]) {
 		t.Errorf("due alerts after Prune: got %+v, want the pending firing alert, then the pending drift alert whole", due)
-	}
-	if text, err := s.ShapeText(ctx, fpW); err != nil || text != "shape "+fpW {
-		t.Errorf("ShapeText of a kept drift's baseline: got %q, %v", text, err)
 	}
 	stats, err := s.Stats(ctx, time.Time{}, time.Time{})
 	if err != nil {

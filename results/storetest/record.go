@@ -79,24 +79,6 @@ func recordDriftAndAlerts(t *testing.T, impl Impl) {
 	if st, err := s.AlertStates(ctx); err != nil || !reflect.DeepEqual(st, map[string]results.AlertState{rec.Result.Probe: *rec.AlertState}) {
 		t.Errorf("AlertStates: got %+v, %v, want %+v", st, err, *rec.AlertState)
 	}
-
-	at, ok, err := s.LastDriftAt(ctx, "external_search", fpMap)
-	if err != nil || !ok || !at.Equal(rec.Drift.DetectedAt) {
-		t.Errorf("LastDriftAt(external_search, %s): got %v %v %v, want %v true", fpMap, at, ok, err, rec.Drift.DetectedAt)
-	}
-	for _, q := range [][2]string{{"external_search", fpList}, {"weather", fpMap}} {
-		if at, ok, err := s.LastDriftAt(ctx, q[0], q[1]); err != nil || ok || !at.IsZero() {
-			t.Errorf("LastDriftAt(%s, %s): got %v %v %v, want zero false nil", q[0], q[1], at, ok, err)
-		}
-	}
-
-	text, err := s.ShapeText(ctx, fpMap)
-	if err != nil || text != mapShape().Canonical {
-		t.Errorf("ShapeText(%s): got %q, %v, want %q", fpMap, text, err, mapShape().Canonical)
-	}
-	if _, err := s.ShapeText(ctx, "ffffffffffffffff"); !errors.Is(err, impl.ErrNotFound) {
-		t.Errorf("ShapeText of an unknown fingerprint: got %v, want ErrNotFound", err)
-	}
 }
 
 // recordDuplicate: a second run with a stored operation id is refused for
@@ -139,8 +121,8 @@ func recordDuplicate(t *testing.T, impl Impl) {
 	if st, _ := s.AlertStates(ctx); !reflect.DeepEqual(st["external_search"], *first.AlertState) {
 		t.Errorf("alert state after a duplicate: got %+v, want %+v", st["external_search"], *first.AlertState)
 	}
-	if _, n, _ := s.DominantShape(ctx, "external_search", t0.Add(-time.Hour)); n != 1 {
-		t.Errorf("DominantShape after a duplicate: %d runs, want 1 (the duplicate's shape is not counted)", n)
+	if seen, err := s.RecentShapes(ctx, "external_search", t0.Add(-time.Hour), 10); err != nil || len(seen) != 1 || seen[0].Runs != 1 {
+		t.Errorf("RecentShapes after a duplicate: %+v, %v, want one shape seen once (the duplicate's shape is not counted)", seen, err)
 	}
 }
 
@@ -193,8 +175,8 @@ func assertEmpty(t *testing.T, s Store) {
 	if ds, err := s.Drifts(ctx, "", time.Time{}, 0); err != nil || len(ds) != 0 {
 		t.Errorf("Drifts: got %+v, %v, want none", ds, err)
 	}
-	if fp, n, err := s.DominantShape(ctx, "external_search", t0.Add(-24*time.Hour)); err != nil || n != 0 || fp != "" {
-		t.Errorf("DominantShape: got %q %d %v, want none", fp, n, err)
+	if seen, err := s.RecentShapes(ctx, "external_search", t0.Add(-24*time.Hour), 10); err != nil || len(seen) != 0 {
+		t.Errorf("RecentShapes: got %+v, %v, want none", seen, err)
 	}
 	if _, ok, err := s.NextAlertDue(ctx); err != nil || ok {
 		t.Errorf("NextAlertDue: got %v, %v, want none", ok, err)

@@ -30,16 +30,6 @@ import (
 type Store interface {
 	runner.Store
 
-	// DominantShape returns the fingerprint seen most often for probe in
-	// runs started at or after since (counting from since's UTC hour), and
-	// how many runs had it.
-	DominantShape(ctx context.Context, probe string, since time.Time) (fingerprint string, count int, err error)
-	// ShapeText returns the canonical shape text of a fingerprint, or an
-	// error wrapping Impl.ErrNotFound.
-	ShapeText(ctx context.Context, fingerprint string) (string, error)
-	// LastDriftAt returns when a drift to fingerprint was last recorded
-	// for probe, and false when never.
-	LastDriftAt(ctx context.Context, probe, fingerprint string) (time.Time, bool, error)
 	// ResetProfile empties probe's shape profile at at and reports whether
 	// the probe had a profile or runs.
 	ResetProfile(ctx context.Context, probe string, at time.Time) (bool, error)
@@ -102,8 +92,8 @@ type Impl struct {
 	// behaviour may close it earlier.
 	Open func(t *testing.T) Store
 	// ErrNotFound is what the store wraps when what was asked for is not
-	// stored: Result of an unknown operation, ShapeText of an unknown
-	// fingerprint, a Mark* of an alert that is not pending.
+	// stored: Result of an unknown operation, a Mark* of an alert that is
+	// not pending.
 	ErrNotFound error
 	// ErrDuplicate is what RecordRun wraps for an operation id already
 	// stored.
@@ -141,9 +131,6 @@ var behaviours = []behaviour{
 	{"Outbox/what each receiver was last told is firing", outboxFiring},
 	{"Outbox/target, body excerpt and resolving read back", outboxContext},
 	// Drift.
-	{"DominantShape/counts and window", dominantShape},
-	{"DominantShape/since in another zone", dominantShapeZone},
-	{"LastDriftAt/the latest", lastDriftAtLatest},
 	{"ShapeProfile/saved with the run", profileSavedWithRun},
 	{"ShapeProfile/reset", profileReset},
 	{"RecentShapes", recentShapes},
