@@ -1,9 +1,9 @@
-// Package httpsend is how toolpulse's HTTP receivers other than Slack
-// (results/alertmanager, results/webhook) post one delivery and turn the
-// answer into the runner's Sender contract: delivered, worth another
-// attempt (and when), or refused for good. It is the one place that decides
-// what such a receiver retries, and it keeps credentials out of every
-// error. Standard library only.
+// Package httpsend is how toolpulse's HTTP receivers (results/alertmanager,
+// results/webhook, results/slack) turn the answer to one delivery into the
+// runner's Sender contract: delivered, worth another attempt (and when), or
+// refused for good. It is the one place that decides what an HTTP status or
+// a transport error means for a delivery, and it keeps credentials out of
+// every error. Standard library only.
 package httpsend
 
 import (
@@ -34,6 +34,9 @@ type Receiver struct {
 	Payload string // what is refused: "the alerts", "the alert"
 	Redact  func(string) string
 	Now     func() time.Time // for a Retry-After given as a date
+	// Reason words the start of a refusal's body for an error, "" for a
+	// body not worth quoting; nil quotes short printable text as " (text)".
+	Reason func(body []byte) string
 }
 
 // Post sends req with client once and classifies the answer:
@@ -45,7 +48,7 @@ type Receiver struct {
 func (r Receiver) Post(client *http.Client, req *http.Request) (retry bool, retryAfter time.Duration, err error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return r.classify(0, nil, nil, err)
+		return r.Classify(0, nil, nil, err)
 	}
 	defer resp.Body.Close()
 	var why []byte
@@ -54,20 +57,24 @@ func (r Receiver) Post(client *http.Client, req *http.Request) (retry bool, retr
 	}
 	// Drain a little so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return r.classify(resp.StatusCode, resp.Header, why, nil)
+	return r.Classify(resp.StatusCode, resp.Header, why, nil)
 }
 
-func (r Receiver) classify(status int, h http.Header, body []byte, err error) (retry bool, retryAfter time.Duration, _ error) {
-	if err == nil {
+// Classify is Post's verdict on one answer: status, its header and the
+// start of its body when a response arrived; status 0 and err, the
+// transport's failure, when none did.
+func (r Receiver) Classify(status int, h http.Header, body []byte, err error) (retry bool, retryAfter time.Duration, _ error) {
+	if status != 0 {
+		why := r.reason(body)
 		switch {
 		case status/100 == 2:
 			return false, 0, nil
 		case status == http.StatusTooManyRequests:
-			return true, r.retryAfter(h), r.Fail(nil, "rate limited (HTTP 429)%s", reason(body))
+			return true, r.retryAfter(h), r.Fail(nil, "rate limited (HTTP 429)%s", why)
 		case status == http.StatusRequestTimeout || status >= 500:
-			return true, r.retryAfter(h), r.Fail(nil, "HTTP %d%s", status, reason(body))
+			return true, r.retryAfter(h), r.Fail(nil, "HTTP %d%s", status, why)
 		default:
-			return false, 0, r.Fail(nil, "%s refused %s: HTTP %d%s", r.Peer, r.Payload, status, reason(body))
+			return false, 0, r.Fail(nil, "%s refused %s: HTTP %d%s", r.Peer, r.Payload, status, why)
 		}
 	}
 	switch {
@@ -97,6 +104,13 @@ func Detail(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
+}
+
+func (r Receiver) reason(body []byte) string {
+	if r.Reason != nil {
+		return r.Reason(body)
+	}
+	return reason(body)
 }
 
 // reason is the start of a refusal's body as " (text)", when it is short

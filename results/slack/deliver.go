@@ -2,19 +2,16 @@ package slack
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
-	"strconv"
 	"time"
 
 	goslack "github.com/slack-go/slack"
+
+	"github.com/toolpulse/toolpulse/results/httpsend"
 )
 
 // maxReasonBody is how much of a refusal's body is kept: enough for Slack's
@@ -65,8 +62,10 @@ var transientReasons = map[string]bool{
 }
 
 // classify turns the result of one delivery into the Sender contract: done,
-// worth another attempt (and when), or refused for good. It is the only
-// place that decides what is retried.
+// worth another attempt (and when), or refused for good. What slack-go
+// reports on its own (its 429, Slack's ok:false, a 2xx it could not read)
+// is decided here; every other status and transport error as for any HTTP
+// receiver (results/httpsend):
 //
 //	2xx                                   delivered
 //	429                                   retry, after Slack's Retry-After
@@ -91,50 +90,14 @@ func (n *Notifier) classify(err error, ans answer) (retry bool, retryAfter time.
 		}
 		return false, 0, n.fail(nil, "Slack refused the message: %s", ser.Err)
 	}
-	why := reason(ans.body)
-	switch {
-	case status/100 == 2:
+	if status/100 == 2 {
 		if _, ok := errors.AsType[goslack.StatusCodeError](err); ok {
 			return false, 0, nil // slack-go wants exactly 200; a 204 delivered too
 		}
 		// The message most likely arrived; a retry could post it twice.
-		return false, 0, n.fail(nil, "HTTP %d with an unreadable answer: %s", status, detail(err))
-	case status == http.StatusTooManyRequests:
-		return true, retryAfterHeader(ans.header), n.fail(nil, "rate limited (HTTP 429)%s", why)
-	case status == http.StatusRequestTimeout || status >= 500:
-		return true, retryAfterHeader(ans.header), n.fail(nil, "HTTP %d%s", status, why)
-	case status != 0:
-		return false, 0, n.fail(nil, "Slack refused the message: HTTP %d%s", status, why)
+		return false, 0, n.fail(nil, "HTTP %d with an unreadable answer: %s", status, httpsend.Detail(err))
 	}
-	// No answer arrived.
-	switch {
-	case errors.Is(err, context.Canceled):
-		// toolpulse is stopping: the alert stays in the outbox for later.
-		return true, 0, n.fail(context.Canceled, "canceled before Slack answered")
-	case isTimeout(err):
-		return true, 0, n.fail(context.DeadlineExceeded, "timeout: %s", detail(err))
-	}
-	_, isURL := errors.AsType[*url.Error](err)
-	_, isNet := errors.AsType[net.Error](err)
-	if isURL || isNet {
-		return true, 0, n.fail(nil, "connection error: %s", detail(err))
-	}
-	// The request could not even be built: the same alert would fail again.
-	return false, 0, n.fail(nil, "%s", detail(err))
-}
-
-func isTimeout(err error) bool {
-	ne, ok := errors.AsType[net.Error](err)
-	return errors.Is(err, context.DeadlineExceeded) || ok && ne.Timeout()
-}
-
-// detail is the cause of err without the request URL, which net/http puts
-// in every *url.Error and which, for a webhook, is the credential itself.
-func detail(err error) string {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		return ue.Err.Error()
-	}
-	return err.Error()
+	return n.sender().Classify(status, ans.header, ans.body, err)
 }
 
 var reasonPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,79}$`)
@@ -156,27 +119,13 @@ func reason(body []byte) string {
 	return " " + string(b)
 }
 
-// retryAfterHeader reads a Retry-After in seconds, the only form Slack
-// sends; anything else leaves the outbox's own back-off in charge.
-func retryAfterHeader(h http.Header) time.Duration {
-	s, err := strconv.Atoi(h.Get("Retry-After"))
-	if err != nil || s <= 0 {
-		return 0
-	}
-	return time.Duration(s) * time.Second
+// sender words and scrubs a failed delivery and classifies what slack-go
+// leaves to any HTTP receiver (results/httpsend, shared with the webhook
+// and Alertmanager receivers).
+func (n *Notifier) sender() httpsend.Receiver {
+	return httpsend.Receiver{Prefix: n.via + ": ", Peer: "Slack", Payload: "the message", Redact: n.redact, Reason: reason}
 }
-
-// sendError is a failed delivery. Its text is scrubbed of every secret, and
-// it unwraps only to a context error, so that no caller can reach the
-// original *url.Error and print the webhook URL from it.
-type sendError struct {
-	msg   string
-	cause error
-}
-
-func (e *sendError) Error() string { return e.msg }
-func (e *sendError) Unwrap() error { return e.cause }
 
 func (n *Notifier) fail(cause error, format string, args ...any) error {
-	return &sendError{msg: n.redact(n.via + ": " + fmt.Sprintf(format, args...)), cause: cause}
+	return n.sender().Fail(cause, format, args...)
 }

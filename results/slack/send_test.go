@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/httpsend"
 )
 
 // Fake credentials. Each must be absent from every error and payload.
@@ -332,8 +333,8 @@ func TestSendRedactsDescriptions(t *testing.T) {
 func TestDetailDropsURL(t *testing.T) {
 	err := fmt.Errorf("failed to post webhook: %w", &url.Error{Op: "Post",
 		URL: "https://hooks.slack.com" + webhookPath, Err: errors.New("connection reset by peer")})
-	if got := detail(err); got != "connection reset by peer" {
-		t.Errorf("detail = %q, want the cause alone", got)
+	if got := httpsend.Detail(err); got != "connection reset by peer" {
+		t.Errorf("Detail = %q, want the cause alone", got)
 	}
 }
 
