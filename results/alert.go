@@ -8,9 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// Drift is a change of a probe's response shape: the run's fingerprint
-// differs from the probe's dominant fingerprint of the previous 24 hours
-// (SPEC §5). It explains a contract change; the consumer rule proves the
+// Drift is a change of what a probe answers: a path or kind its learned
+// shape profile never showed, or a field the profile always had gone
+// missing (SPEC §5), or a change of an MCP tool's listed definition (SPEC
+// §10). It explains a contract change; the consumer rule proves the
 // impact.
 type Drift struct {
 	// Kind says what changed: the response's shape, or an MCP tool's

@@ -10,15 +10,15 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// An exchange is one kind of conversation with a provider: today an HTTP
-// request and its response (httpExchange). The attempt loop repeats it
-// until it gets a usable answer or gives up; the exchange knows its
-// protocol, the loop knows the probe's retry policy. A new kind of exchange
-// (an MCP session's call, SPEC §10; a step of a multi-step probe, SPEC §11)
-// implements attempt and answer and gets bounded attempts, the budget,
-// back-off, Retry-After and an attempt row for every try from the loop
-// (one per exchange, when a try reports several: attemptResult.exchanges),
-// without a line of the loop changing.
+// An exchange is one kind of conversation with a provider: an HTTP request
+// and its response (httpExchange), an MCP session's tool call
+// (mcpExchange, SPEC §10), or a fixture's canned answers (cannedExchange);
+// a step of a multi-step probe (SPEC §11) is the kind its call is. The
+// attempt loop repeats it until it gets a usable answer or gives up: the
+// exchange knows its protocol, the loop knows the probe's retry policy and
+// gives every kind bounded attempts, the budget, back-off, Retry-After and
+// an attempt row for every try (one per exchange when a try reports
+// several: attemptResult.exchanges).
 type exchange interface {
 	// attempt makes one attempt, bounded by a.ctx, and says how it went.
 	// It classifies its own failures (a.failure does so for errors every

@@ -147,9 +147,10 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 	return d
 }
 
-// Wake asks Run to look at the outbox now, typically after Process enqueued
-// pending alerts. It never blocks; wakes that arrive while one is already
-// waiting are merged.
+// Wake asks Run to look at the outbox now; the Recorder calls it
+// (RecorderOptions.Wake) after recording a run that enqueued pending
+// alerts. It never blocks; wakes that arrive while one is already waiting
+// are merged.
 func (d *Deliverer) Wake() {
 	select {
 	case d.wake <- struct{}{}:

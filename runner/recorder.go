@@ -422,9 +422,9 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 }
 
 // lockProbe locks probe's mutex and returns its unlock. The scheduler never
-// overlaps runs of one probe, but the alert state is read at the start of
-// Process and written at its end, so an overlap would lose an update; the
-// lock makes that impossible rather than merely unlikely.
+// overlaps runs of one probe, but recordNow reads the probe's alert state
+// at its start and writes it at its end, so an overlap would lose an
+// update; the lock makes that impossible rather than merely unlikely.
 func (rc *Recorder) lockProbe(probe string) (unlock func()) {
 	rc.locksMu.Lock()
 	m, ok := rc.locks[probe]
