@@ -128,23 +128,17 @@ type Request struct {
 	NoRedirects bool
 }
 
-// Probe kinds, as Probe.Kind returns them.
-const (
-	KindHTTP  = "http"
-	KindMCP   = "mcp"
-	KindSteps = "steps"
-)
-
-// Kind is KindSteps for a multi-step probe, KindMCP for a probe that calls
-// an MCP tool and KindHTTP for one that sends Request.
-func (p *Probe) Kind() string {
+// Kind is results.ProbeSteps for a multi-step probe, results.ProbeMCP for
+// a probe that calls an MCP tool and results.ProbeHTTP for one that sends
+// Request.
+func (p *Probe) Kind() results.ProbeKind {
 	switch {
 	case len(p.Steps) > 0:
-		return KindSteps
+		return results.ProbeSteps
 	case p.MCP != nil:
-		return KindMCP
+		return results.ProbeMCP
 	}
-	return KindHTTP
+	return results.ProbeHTTP
 }
 
 // Consumers are the consumers p's answers are judged by: its own, or
@@ -209,12 +203,13 @@ type Step struct {
 	Needs []string
 }
 
-// Kind is KindMCP for an MCP step and KindHTTP for an HTTP one.
-func (s *Step) Kind() string {
+// Kind is results.ProbeMCP for an MCP step and results.ProbeHTTP for an
+// HTTP one.
+func (s *Step) Kind() results.ProbeKind {
 	if s.MCP != nil {
-		return KindMCP
+		return results.ProbeMCP
 	}
-	return KindHTTP
+	return results.ProbeHTTP
 }
 
 // ProbeFixture is a canned run of a multi-step probe (SPEC §11): the

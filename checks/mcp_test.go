@@ -77,7 +77,7 @@ func TestLoadValidMCP(t *testing.T) {
 	if len(cfg.Probes) != len(want) {
 		t.Fatalf("got %d probes, want %d", len(cfg.Probes), len(want))
 	}
-	wantKind := []string{KindMCP, KindMCP, KindMCP, KindHTTP}
+	wantKind := []results.ProbeKind{results.ProbeMCP, results.ProbeMCP, results.ProbeMCP, results.ProbeHTTP}
 	wantConsumer := []string{"weather_forecast", "items", "items", "items"}
 	for i, p := range cfg.Probes {
 		if got := p.Kind(); got != wantKind[i] {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // refundDrill is SPEC §11's example, with the consumer it names.
@@ -45,7 +47,7 @@ func TestLoadSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.Probes[0]
-	if p.Kind() != KindSteps || p.Consumer != nil || len(p.Steps) != 4 {
+	if p.Kind() != results.ProbeSteps || p.Consumer != nil || len(p.Steps) != 4 {
 		t.Fatalf("kind %s, consumer %v, %d steps", p.Kind(), p.Consumer, len(p.Steps))
 	}
 	token, refund, verify, cleanup := p.Steps[0], p.Steps[1], p.Steps[2], p.Steps[3]

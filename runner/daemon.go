@@ -601,7 +601,7 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 	ir := results.Result{
 		OperationID: r.OperationID,
 		Probe:       p.Name,
-		Kind:        results.ProbeKind(p.Kind()),
+		Kind:        p.Kind(),
 		MCP:         p.MCPTarget(),
 		StartedAt:   r.StartedAt,
 		Duration:    r.Duration,

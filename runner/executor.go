@@ -153,7 +153,7 @@ func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result
 	res.StartedAt = e.now()
 	res.OperationID = e.newID()
 	res.Probe = p.Name
-	res.Kind, res.MCP = results.ProbeKind(p.Kind()), p.MCPTarget()
+	res.Kind, res.MCP = p.Kind(), p.MCPTarget()
 	res.Consumer = p.Consumer.Ref()
 	op.run(&res)
 	return res

@@ -72,7 +72,7 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 		}
 		out := []probeSummary{}
 		for _, p := range ps {
-			s := probeSummary{Name: p.Name, Kind: results.ProbeKind(p.Kind()), MCP: p.MCPTarget(),
+			s := probeSummary{Name: p.Name, Kind: p.Kind(), MCP: p.MCPTarget(),
 				Interval: p.Interval.String(), Labels: p.Labels}
 			if p.Consumer != nil { // the loader always sets one; a hand-built probe may not
 				s.Consumer = p.Consumer.Ref()

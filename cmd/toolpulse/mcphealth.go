@@ -37,7 +37,7 @@ func (h toolHealth) Health(ctx context.Context) ([]mcpsdk.ToolHealth, error) {
 	}
 	out := make([]mcpsdk.ToolHealth, 0, len(probes))
 	for _, p := range probes {
-		th := mcpsdk.ToolHealth{Probe: p.Name, Kind: p.Kind(), Labels: p.Labels}
+		th := mcpsdk.ToolHealth{Probe: p.Name, Kind: string(p.Kind()), Labels: p.Labels}
 		if t := p.MCPTarget(); t != nil {
 			th.MCPTool, th.MCPServer = t.Tool, t.Server
 		}

@@ -76,7 +76,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 func probeInfo(cfg *checks.Config) []prometheus.ProbeInfo {
 	infos := make([]prometheus.ProbeInfo, len(cfg.Probes))
 	for i, p := range cfg.Probes {
-		infos[i] = prometheus.ProbeInfo{Probe: p.Name, Kind: results.ProbeKind(p.Kind())}
+		infos[i] = prometheus.ProbeInfo{Probe: p.Name, Kind: p.Kind()}
 		if p.MCP != nil {
 			infos[i].Tool = p.MCP.Tool
 		}

@@ -299,7 +299,8 @@ func newRequestView(p *checks.Probe) *requestView {
 // lists it: its name, kind and target (an HTTP step's method, host and
 // path, never its query or headers; an MCP step's tool and server).
 type stepConfigView struct {
-	Name, Kind, Target string
+	Name, Target string
+	Kind         results.ProbeKind
 	// Verify marks a step polled until its claim holds; Always one that
 	// runs whatever happened.
 	Verify, Always bool
