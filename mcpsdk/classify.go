@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +48,10 @@ const (
 	mcpURLElicitationRequired = -32042
 	rpcReservedLow            = -32768
 )
+
+// maxRetryAfter caps the wait a server's Retry-After asks for, whole
+// seconds below 1<<62 nanoseconds.
+const maxRetryAfter = time.Duration(1<<62) / time.Second * time.Second
 
 // connectFailure judges a failed handshake. The SDK sends server/discover
 // and, on any answer that is not a modern one, falls back to initialize:
@@ -186,7 +189,8 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 	if code := results.TransientStatusCode(x.status); code != "" {
 		v := &verdict{code: code, exchange: i, message: what + ": " + status}
 		if x.status == http.StatusTooManyRequests || x.status == http.StatusServiceUnavailable {
-			v.retryAfter, v.retryAfterSet = retryAfter(x.header.Get("Retry-After"), c.rec.now())
+			v.retryAfter, v.retryAfterSet = results.ParseRetryAfter(x.header.Get("Retry-After"), c.rec.now())
+			v.retryAfter = min(v.retryAfter, maxRetryAfter)
 		}
 		return v
 	}
@@ -370,24 +374,6 @@ func supportedVersions(data json.RawMessage) string {
 		return ""
 	}
 	return " (the server speaks " + strings.Join(d.Supported, ", ") + ")"
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
-		if n > int64(time.Duration(1<<62)/time.Second) {
-			n = int64(time.Duration(1<<62) / time.Second)
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // errorText describes a transport error without the request's URL.

@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // backoff returns how long to wait before the retry that follows retry
@@ -43,28 +41,11 @@ func backoffCeiling(base, maxDelay time.Duration, n int) time.Duration {
 }
 
 // retryAfter returns the wait a 429 or 503 response asks for in its
-// Retry-After header, in seconds or as an HTTP date (RFC 9110 §10.2.3). A
-// date in the past means no wait; a header that does not parse is ignored.
+// Retry-After header (results.ParseRetryAfter); any other response asks
+// for none.
 func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
 		return 0, false
 	}
-	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > math.MaxInt64/int64(time.Second) {
-			return time.Duration(math.MaxInt64), true
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	at, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(at.Sub(now), 0), true
+	return results.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 }

@@ -14,10 +14,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // maxReasonBody is how much of a refusal's body is read, and maxReason how
@@ -129,24 +130,16 @@ func reason(body []byte) string {
 	return " (" + s + ")"
 }
 
-// retryAfter reads a Retry-After in seconds or as an HTTP date; anything
-// else leaves the outbox's own back-off in charge.
+// retryAfter is the wait the peer's Retry-After asks for
+// (results.ParseRetryAfter); 0, for none or one that does not parse, leaves
+// the outbox's own back-off in charge.
 func (r Receiver) retryAfter(h http.Header) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
 	}
-	if s, err := strconv.Atoi(v); err == nil {
-		return max(time.Duration(s)*time.Second, 0)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		now := time.Now
-		if r.Now != nil {
-			now = r.Now
-		}
-		return max(t.Sub(now()), 0)
-	}
-	return 0
+	wait, _ := results.ParseRetryAfter(h.Get("Retry-After"), now())
+	return wait
 }
 
 // sendError is a failed delivery. Its text is scrubbed of every secret, and

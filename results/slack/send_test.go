@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,8 @@ func TestSend(t *testing.T) {
 			wantRetry: true, wantAfter: 7 * time.Second, wantErr: "rate limited"},
 		{name: "webhook 429 without Retry-After", mode: webhook, handler: respond(429, ""),
 			wantRetry: true, wantErr: "rate limited"},
+		{name: "webhook 503 with an absurd Retry-After", mode: webhook, handler: respond(503, "", "Retry-After", "99999999999999999"),
+			wantRetry: true, wantAfter: math.MaxInt64, wantErr: "HTTP 503"}, // the outbox caps it
 		{name: "webhook 400 invalid_payload", mode: webhook, handler: respond(400, "invalid_payload"),
 			wantErr: "Slack refused the message: HTTP 400 invalid_payload"},
 		{name: "webhook 404 channel_not_found", mode: webhook, handler: respond(404, "channel_not_found"),
