@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -127,7 +128,7 @@ func inProcessTimings(ctx context.Context, db, probe string, repeat int, prog *p
 	prog.printf("timing Store.History in process")
 	var rows int
 	ds, err = sample(ctx, repeat, func(ctx context.Context) error {
-		rs, err := store.History(ctx, sqlite.HistoryQuery{Probes: []string{probe}, Limit: 100})
+		rs, err := store.History(ctx, results.HistoryQuery{Probes: []string{probe}, Limit: 100})
 		rows = len(rs)
 		return err
 	})

@@ -11,15 +11,14 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // readStore is what the JSON API and the status page read; *sqlite.Store implements it.
 type readStore interface {
 	Latest(ctx context.Context) ([]results.Result, error)
-	History(ctx context.Context, q sqlite.HistoryQuery) ([]results.Result, error)
+	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
 	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
-	RecentRuns(ctx context.Context, probes []string, n int) (map[string][]sqlite.Run, error)
+	RecentRuns(ctx context.Context, probes []string, n int) (map[string][]results.RecentRun, error)
 	LastDrifts(ctx context.Context, probes []string) (map[string]results.Drift, error)
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
 	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
@@ -101,7 +100,7 @@ func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Han
 		if !ok {
 			return
 		}
-		rows, err := store.History(r.Context(), sqlite.HistoryQuery{Probes: []string{name}, Since: q.since, Limit: q.limit})
+		rows, err := store.History(r.Context(), results.HistoryQuery{Probes: []string{name}, Since: q.since, Limit: q.limit})
 		if err != nil {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
 			return
@@ -156,7 +155,7 @@ func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 		if probe != "" && len(drifts) == 0 && !configured(probes, probe) {
 			// An empty list would read as "no drift" for a misspelt
 			// name; answer as /api/v1/probes/{name}/results does.
-			rows, err := store.History(r.Context(), sqlite.HistoryQuery{Probes: []string{probe}, Limit: 1})
+			rows, err := store.History(r.Context(), results.HistoryQuery{Probes: []string{probe}, Limit: 1})
 			if err != nil {
 				writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
 				return
@@ -255,7 +254,7 @@ type apiPage struct {
 // ?limit= (default 50, at most maxAPILimit), answering 400 itself when
 // either is malformed.
 func pageQuery(w http.ResponseWriter, r *http.Request) (apiPage, bool) {
-	p := apiPage{limit: sqlite.DefaultLimit}
+	p := apiPage{limit: results.DefaultLimit}
 	var err error
 	if p.since, err = parseInstant(r.URL.Query().Get("since"), time.Now()); err != nil {
 		writeAPIError(w, http.StatusBadRequest, "bad_request", "since: "+err.Error())

@@ -19,6 +19,7 @@ import (
 	"github.com/toolpulse/toolpulse/examples"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/examples/slackprinter"
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -241,7 +242,7 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 // writeDemoStats prints the columns of `toolpulse stats` that tell the
 // demo's story, narrow enough for demoWidth: the full table, with its
 // latency percentiles, retried passes, MCP tool and timestamps, is wider.
-func writeDemoStats(w io.Writer, stats []sqlite.ProbeStats) error {
+func writeDemoStats(w io.Writer, stats []results.ProbeStats) error {
 	pct := func(n, of int) string { return fmt.Sprintf("%.1f%%", 100*rate(n, of)) }
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "PROBE\tRUNS\tPASS\tCONTRACT\tUNAVAIL\tP95\tDRIFTS\tLAST\n")

@@ -35,7 +35,7 @@ type historyCmd struct {
 // Run prints recorded results, newest first.
 func (h *historyCmd) Run(e *env, root *cli) error {
 	now := time.Now()
-	q := sqlite.HistoryQuery{Probes: h.Probe, Limit: h.Limit}
+	q := results.HistoryQuery{Probes: h.Probe, Limit: h.Limit}
 	var err error
 	if q.Since, err = parseInstant(h.Since, now); err != nil {
 		return usageError("--since: %v", err)

@@ -115,7 +115,7 @@ func rate(n, of int) float64 {
 
 // toStatsRow is p as JSON and CSV show it, with the kind of latest, the
 // probe's latest run (nil reads as http).
-func toStatsRow(p *sqlite.ProbeStats, latest *results.Result) statsRow {
+func toStatsRow(p *results.ProbeStats, latest *results.Result) statsRow {
 	row := statsRow{
 		Probe: p.Probe, Runs: p.Runs, Pass: p.Pass, ContractError: p.ContractError, Unavailable: p.Unavailable,
 		PassRate: rate(p.Pass, p.Runs), ContractErrorRate: rate(p.ContractError, p.Runs),
@@ -172,7 +172,7 @@ func writeStatsCSV(w io.Writer, rows []statsRow) error {
 
 // writeStatsTable prints stats with, when any probe's latest run (in
 // latest) is an MCP probe's, a TOOL column.
-func writeStatsTable(w io.Writer, stats []sqlite.ProbeStats, latest map[string]*results.Result, colour bool) error {
+func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]*results.Result, colour bool) error {
 	if len(stats) == 0 {
 		_, err := fmt.Fprintln(w, "no recorded runs in this window")
 		return err

@@ -171,7 +171,7 @@ func ago(d time.Duration) string {
 // since says how long the last outcome of runs (oldest first) has held:
 // from the start of its unbroken streak, or "for 50+ runs" when the streak
 // fills the whole window and its start is not known.
-func since(now time.Time, runs []sqlite.Run) string {
+func since(now time.Time, runs []results.RecentRun) string {
 	if len(runs) == 0 {
 		return ""
 	}
@@ -328,7 +328,7 @@ func newStepConfigViews(p *checks.Probe) []stepConfigView {
 	return out
 }
 
-func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []sqlite.Run, drift *results.Drift) row {
+func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []results.RecentRun, drift *results.Drift) row {
 	r := row{
 		Name:  p.Name,
 		Href:  "/probes/" + url.PathEscape(p.Name),
@@ -621,7 +621,7 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 			cfg = p
 		}
 	}
-	recent, err := sp.store.History(ctx, sqlite.HistoryQuery{Probes: []string{name}, Limit: probePageRuns})
+	recent, err := sp.store.History(ctx, results.HistoryQuery{Probes: []string{name}, Limit: probePageRuns})
 	if err != nil {
 		return nil, err
 	}
@@ -643,10 +643,10 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	}
 	// The strip and sparkline are the newest runs, oldest first: the page
 	// has them already, no second read.
-	runs := make([]sqlite.Run, 0, min(len(recent), stripRuns))
+	runs := make([]results.RecentRun, 0, min(len(recent), stripRuns))
 	for i := min(len(recent), stripRuns) - 1; i >= 0; i-- {
 		r := &recent[i]
-		runs = append(runs, sqlite.Run{StartedAt: r.StartedAt, Outcome: r.Outcome, Duration: r.Duration, Attempts: r.AttemptCount()})
+		runs = append(runs, results.RecentRun{StartedAt: r.StartedAt, Outcome: r.Outcome, Duration: r.Duration, Attempts: r.AttemptCount()})
 	}
 	drifts, err := sp.store.Drifts(ctx, name, time.Time{}, probePageDrifts)
 	if err != nil {
@@ -673,7 +673,7 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	for _, d := range drifts {
 		pv.Drifts = append(pv.Drifts, newDriftView(now, d, 0, latest))
 	}
-	failures, err := sp.store.History(ctx, sqlite.HistoryQuery{Probes: []string{name},
+	failures, err := sp.store.History(ctx, results.HistoryQuery{Probes: []string{name},
 		Outcomes: []results.Outcome{results.ContractError, results.Unavailable}, Limit: 1})
 	if err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // The strip draws each run as a bar, newest on the right. The outcome is
@@ -52,7 +51,7 @@ func barHeight(o results.Outcome) int {
 
 // newStrip draws runs, oldest first, right-aligned in a strip of capacity
 // cells.
-func newStrip(runs []sqlite.Run, capacity int) strip {
+func newStrip(runs []results.RecentRun, capacity int) strip {
 	runs = runs[max(0, len(runs)-capacity):]
 	s := strip{Width: capacity * stripCell, Height: stripHeight, Runs: len(runs)}
 	paths := map[results.Outcome]*strings.Builder{}
@@ -97,7 +96,7 @@ type sparkline struct {
 	Max           time.Duration
 }
 
-func newSparkline(runs []sqlite.Run) sparkline {
+func newSparkline(runs []results.RecentRun) sparkline {
 	sp := sparkline{Width: sparkWidth, Height: sparkHeight}
 	if len(runs) == 0 {
 		return sp

@@ -21,16 +21,16 @@ import (
 )
 
 func TestStrip(t *testing.T) {
-	run := func(o results.Outcome) sqlite.Run { return sqlite.Run{Outcome: o} }
+	run := func(o results.Outcome) results.RecentRun { return results.RecentRun{Outcome: o} }
 	tests := []struct {
 		name     string
-		runs     []sqlite.Run
+		runs     []results.RecentRun
 		capacity int
 		want     strip
 	}{
 		{"no runs: an empty track", nil, 5, strip{Width: 30, Height: 18, Track: "M0 17h30v1h-30z", Summary: "no runs yet"}},
 		{"right-aligned, one path per outcome, heights by outcome",
-			[]sqlite.Run{run(results.Pass), run(results.ContractError), run(results.Unavailable), run(results.Pass)}, 5,
+			[]results.RecentRun{run(results.Pass), run(results.ContractError), run(results.Unavailable), run(results.Pass)}, 5,
 			strip{Width: 30, Height: 18, Track: "M0 17h6v1h-6z", Runs: 4, Passed: 2,
 				Paths: []stripPath{
 					{results.Pass, "M6 0h5v18h-5zM24 0h5v18h-5z"},
@@ -39,7 +39,7 @@ func TestStrip(t *testing.T) {
 				},
 				Summary: "last 4 runs, oldest to newest: 2 pass, 1 contract_error, 1 unavailable"}},
 		{"more runs than cells: the newest stay",
-			[]sqlite.Run{run(results.Unavailable), run(results.Pass), run(results.Pass)}, 2,
+			[]results.RecentRun{run(results.Unavailable), run(results.Pass), run(results.Pass)}, 2,
 			strip{Width: 12, Height: 18, Runs: 2, Passed: 2,
 				Paths:   []stripPath{{results.Pass, "M0 0h5v18h-5zM6 0h5v18h-5z"}},
 				Summary: "last 2 runs, oldest to newest: 2 pass"}},
@@ -54,16 +54,16 @@ func TestStrip(t *testing.T) {
 }
 
 func TestSparkline(t *testing.T) {
-	ms := func(ds ...int) []sqlite.Run {
-		var runs []sqlite.Run
+	ms := func(ds ...int) []results.RecentRun {
+		var runs []results.RecentRun
 		for _, d := range ds {
-			runs = append(runs, sqlite.Run{Duration: time.Duration(d) * time.Millisecond})
+			runs = append(runs, results.RecentRun{Duration: time.Duration(d) * time.Millisecond})
 		}
 		return runs
 	}
 	tests := []struct {
 		name           string
-		runs           []sqlite.Run
+		runs           []results.RecentRun
 		points         string
 		last, p95, max time.Duration
 	}{
@@ -93,11 +93,11 @@ func TestSparkline(t *testing.T) {
 
 func TestSinceAndAgo(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	at := func(o results.Outcome, ago time.Duration) sqlite.Run {
-		return sqlite.Run{Outcome: o, StartedAt: now.Add(-ago)}
+	at := func(o results.Outcome, ago time.Duration) results.RecentRun {
+		return results.RecentRun{Outcome: o, StartedAt: now.Add(-ago)}
 	}
-	streak := func(n int) []sqlite.Run {
-		runs := make([]sqlite.Run, n)
+	streak := func(n int) []results.RecentRun {
+		runs := make([]results.RecentRun, n)
 		for i := range runs {
 			runs[i] = at(results.Pass, time.Duration(n-i)*time.Minute)
 		}
@@ -105,15 +105,15 @@ func TestSinceAndAgo(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		runs []sqlite.Run
+		runs []results.RecentRun
 		want string
 	}{
 		{"no runs", nil, ""},
 		{"from the start of the streak",
-			[]sqlite.Run{at(results.Pass, 9*time.Minute), at(results.ContractError, 5*time.Minute), at(results.ContractError, time.Minute)},
+			[]results.RecentRun{at(results.Pass, 9*time.Minute), at(results.ContractError, 5*time.Minute), at(results.ContractError, time.Minute)},
 			"for 5m"},
 		{"a streak broken by another outcome restarts",
-			[]sqlite.Run{at(results.Unavailable, 3*time.Hour), at(results.Pass, 2*time.Hour), at(results.Unavailable, 30*time.Second)},
+			[]results.RecentRun{at(results.Unavailable, 3*time.Hour), at(results.Pass, 2*time.Hour), at(results.Unavailable, 30*time.Second)},
 			"for 30s"},
 		{"a streak shorter than the window that fills the runs", streak(3), "for 3m"},
 		{"a streak that fills the whole window", streak(stripRuns), fmt.Sprintf("for %d+ runs", stripRuns)},

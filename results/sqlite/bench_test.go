@@ -316,14 +316,14 @@ func BenchmarkHistory(b *testing.B) {
 	s, _, start, end := benchDay(b)
 	for _, bb := range []struct {
 		name string
-		q    sqlite.HistoryQuery
+		q    results.HistoryQuery
 	}{
-		{"one probe limit 100", sqlite.HistoryQuery{Probes: []string{"probe-7"}, Limit: 100}},
-		{"one probe since 1h", sqlite.HistoryQuery{Probes: []string{"probe-7"}, Since: end.Add(-time.Hour), Limit: 1000}},
-		{"one probe contract_error limit 100", sqlite.HistoryQuery{Probes: []string{"probe-7"},
+		{"one probe limit 100", results.HistoryQuery{Probes: []string{"probe-7"}, Limit: 100}},
+		{"one probe since 1h", results.HistoryQuery{Probes: []string{"probe-7"}, Since: end.Add(-time.Hour), Limit: 1000}},
+		{"one probe contract_error limit 100", results.HistoryQuery{Probes: []string{"probe-7"},
 			Outcomes: []results.Outcome{results.ContractError}, Limit: 100}},
-		{"all probes limit 50", sqlite.HistoryQuery{}},
-		{"all probes 12h ago limit 100", sqlite.HistoryQuery{Until: start.Add(12 * time.Hour), Limit: 100}},
+		{"all probes limit 50", results.HistoryQuery{}},
+		{"all probes 12h ago limit 100", results.HistoryQuery{Until: start.Add(12 * time.Hour), Limit: 100}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -10,14 +10,6 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// DefaultLimit is how many rows History and Drifts return when the caller
-// asks for none: results.DefaultLimit.
-const DefaultLimit = results.DefaultLimit
-
-// HistoryQuery is results.HistoryQuery, under the name callers of this
-// package have always used.
-type HistoryQuery = results.HistoryQuery
-
 // History returns the results q selects, newest first: by started_at,
 // then by recording order. Each comes back as Result returns it, with its
 // attempts and shape. It fails on an outcome that is not one of the three.
@@ -30,7 +22,7 @@ type HistoryQuery = results.HistoryQuery
 // transaction, a consistent snapshot even while retention deletes rows:
 // one query for the page, and one for the attempts of every 500 results
 // (never one per result).
-func (s *Store) History(ctx context.Context, q HistoryQuery) ([]results.Result, error) {
+func (s *Store) History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error) {
 	query, args, err := historyQuery(q)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: history: %w", err)
@@ -45,7 +37,7 @@ func (s *Store) History(ctx context.Context, q HistoryQuery) ([]results.Result, 
 // historyQuery is the query History runs for q, with its arguments. For
 // one probe, newest first comes straight out of the index on (probe,
 // started_at, id, ...); for all probes, out of the one on started_at.
-func historyQuery(q HistoryQuery) (string, []any, error) {
+func historyQuery(q results.HistoryQuery) (string, []any, error) {
 	for _, o := range q.Outcomes {
 		if !o.Valid() {
 			return "", nil, fmt.Errorf("unknown outcome %q", o)
@@ -58,7 +50,7 @@ func historyQuery(q HistoryQuery) (string, []any, error) {
 	}
 	limit := q.Limit
 	if limit <= 0 {
-		limit = DefaultLimit
+		limit = results.DefaultLimit
 	}
 	var w where
 	in(&w, "r.probe", q.Probes)
@@ -200,7 +192,7 @@ func loadAttempts(ctx context.Context, tx *sql.Tx, rs []results.Result) error {
 // Drifts returns up to limit drift events, newest first (by detected_at,
 // then recording order): those of probe, or of every probe when probe is
 // "", detected at or after since (zero: all). A limit of 0 or less means
-// DefaultLimit.
+// results.DefaultLimit.
 func (s *Store) Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error) {
 	query, args := driftsQuery(probe, since, limit)
 	ds, err := s.drifts(ctx, query, args...)
@@ -215,7 +207,7 @@ func (s *Store) Drifts(ctx context.Context, probe string, since time.Time, limit
 // detected_at for all, in the order asked for.
 func driftsQuery(probe string, since time.Time, limit int) (string, []any) {
 	if limit <= 0 {
-		limit = DefaultLimit
+		limit = results.DefaultLimit
 	}
 	var w where
 	if probe != "" {

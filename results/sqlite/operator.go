@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Query is one of the store's read queries, named for an operator.
@@ -22,7 +24,7 @@ func OperatorQueries() []Query {
 	now := time.Now()
 	var drifts where
 	drifts.window("detected_at", now.Add(-24*time.Hour), now)
-	history, _, err := historyQuery(HistoryQuery{Probes: []string{"p"}, Limit: 100})
+	history, _, err := historyQuery(results.HistoryQuery{Probes: []string{"p"}, Limit: 100})
 	if err != nil {
 		panic(fmt.Sprintf("sqlite: the history query of one probe: %v", err)) // a fixed, valid query
 	}

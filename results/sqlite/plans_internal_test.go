@@ -22,7 +22,7 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 	}
 	defer s.Close()
 	since := time.Date(2026, 10, 26, 0, 0, 0, 0, time.UTC)
-	history := func(q HistoryQuery) (string, []any) {
+	history := func(q results.HistoryQuery) (string, []any) {
 		query, args, err := historyQuery(q)
 		if err != nil {
 			t.Fatal(err)
@@ -96,15 +96,17 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 			"SEARCH r USING COVERING INDEX results_tool (probe=? AND tool_fingerprint=?)"}},
 	}
 	fill := map[string]func() (string, []any){
-		"History, one probe, limit 100": func() (string, []any) { return history(HistoryQuery{Probes: []string{"p"}, Limit: 100}) },
-		"History, one probe, since":     func() (string, []any) { return history(HistoryQuery{Probes: []string{"p"}, Since: since}) },
+		"History, one probe, limit 100": func() (string, []any) { return history(results.HistoryQuery{Probes: []string{"p"}, Limit: 100}) },
+		"History, one probe, since":     func() (string, []any) { return history(results.HistoryQuery{Probes: []string{"p"}, Since: since}) },
 		"History, one probe, window": func() (string, []any) {
-			return history(HistoryQuery{Probes: []string{"p"}, Since: since, Until: since.Add(time.Hour)})
+			return history(results.HistoryQuery{Probes: []string{"p"}, Since: since, Until: since.Add(time.Hour)})
 		},
-		"History, all probes":         func() (string, []any) { return history(HistoryQuery{}) },
-		"History, all probes, window": func() (string, []any) { return history(HistoryQuery{Since: since, Until: since.Add(time.Hour)}) },
+		"History, all probes": func() (string, []any) { return history(results.HistoryQuery{}) },
+		"History, all probes, window": func() (string, []any) {
+			return history(results.HistoryQuery{Since: since, Until: since.Add(time.Hour)})
+		},
 		"History, one probe, one outcome": func() (string, []any) {
-			return history(HistoryQuery{Probes: []string{"p"}, Outcomes: []results.Outcome{results.ContractError}})
+			return history(results.HistoryQuery{Probes: []string{"p"}, Outcomes: []results.Outcome{results.ContractError}})
 		},
 		"Drifts, one probe":  func() (string, []any) { return drifts("p") },
 		"Drifts, all probes": func() (string, []any) { return drifts("") },

@@ -42,7 +42,7 @@ func estimate(d time.Duration) time.Duration {
 // percentile replaced by its estimate, after checking that the estimate
 // keeps the bound that ProbeStats documents: exact below 128 ms, less than
 // 1/128 of the exact value away from it above.
-func withEstimates(t *testing.T, stats []sqlite.ProbeStats) []sqlite.ProbeStats {
+func withEstimates(t *testing.T, stats []results.ProbeStats) []results.ProbeStats {
 	t.Helper()
 	out := slices.Clone(stats)
 	for i := range out {

@@ -9,12 +9,6 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// Run is results.RecentRun, under the name callers of this package have
-// always used. This store reads it from the covering index on (probe,
-// started_at, id, outcome, attempts, duration_ms) alone, never from the
-// table.
-type Run = results.RecentRun
-
 // recentRuns is the last ?2 runs of probe ?1, newest first: one range of
 // the covering index (migration 0003), read backwards.
 const recentRuns = `SELECT started_at, outcome, duration_ms, attempts
@@ -25,8 +19,11 @@ LIMIT ?`
 
 // RecentRuns returns the last n runs of each of probes, oldest first, all
 // read in one transaction so that the probes are seen at one moment. A
-// probe without runs has no entry. n of 0 or less means DefaultLimit.
-func (s *Store) RecentRuns(ctx context.Context, probes []string, n int) (map[string][]Run, error) {
+// probe without runs has no entry. n of 0 or less means
+// results.DefaultLimit. Runs are read from the covering index on (probe,
+// started_at, id, outcome, attempts, duration_ms) alone, never from the
+// table.
+func (s *Store) RecentRuns(ctx context.Context, probes []string, n int) (map[string][]results.RecentRun, error) {
 	runs, err := s.recentRuns(ctx, probes, n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: recent runs: %w", err)
@@ -34,9 +31,9 @@ func (s *Store) RecentRuns(ctx context.Context, probes []string, n int) (map[str
 	return runs, nil
 }
 
-func (s *Store) recentRuns(ctx context.Context, probes []string, n int) (map[string][]Run, error) {
+func (s *Store) recentRuns(ctx context.Context, probes []string, n int) (map[string][]results.RecentRun, error) {
 	if n <= 0 {
-		n = DefaultLimit
+		n = results.DefaultLimit
 	}
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
@@ -49,7 +46,7 @@ func (s *Store) recentRuns(ctx context.Context, probes []string, n int) (map[str
 	}
 	defer stmt.Close()
 
-	out := make(map[string][]Run, len(probes))
+	out := make(map[string][]results.RecentRun, len(probes))
 	for _, probe := range probes {
 		if _, done := out[probe]; done {
 			continue
@@ -58,10 +55,10 @@ func (s *Store) recentRuns(ctx context.Context, probes []string, n int) (map[str
 		if err != nil {
 			return nil, err
 		}
-		var runs []Run
+		var runs []results.RecentRun
 		for rows.Next() {
 			var (
-				r        Run
+				r        results.RecentRun
 				at       string
 				outcome  string
 				duration int64

@@ -9,10 +9,6 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// PassSample is results.PassSample, under the name callers of this
-// package have always used.
-type PassSample = results.PassSample
-
 // latestPassSample is probe ?1's latest passing run, in the order history
 // is listed in, with its shape's sample: one search of the index on
 // (probe, outcome, started_at) (migration 0001), read backwards and
@@ -40,7 +36,7 @@ LIMIT 1`
 // Everything is read in one read transaction, so the probes are seen at
 // one moment: an index search per probe, plus one per probe name when
 // probes is empty.
-func (s *Store) LatestPassSamples(ctx context.Context, probes []string) (map[string]PassSample, error) {
+func (s *Store) LatestPassSamples(ctx context.Context, probes []string) (map[string]results.PassSample, error) {
 	out, err := s.latestPassSamples(ctx, probes)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: latest pass samples: %w", err)
@@ -48,7 +44,7 @@ func (s *Store) LatestPassSamples(ctx context.Context, probes []string) (map[str
 	return out, nil
 }
 
-func (s *Store) latestPassSamples(ctx context.Context, probes []string) (map[string]PassSample, error) {
+func (s *Store) latestPassSamples(ctx context.Context, probes []string) (map[string]results.PassSample, error) {
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -65,13 +61,13 @@ func (s *Store) latestPassSamples(ctx context.Context, probes []string) (map[str
 	}
 	defer stmt.Close()
 
-	out := make(map[string]PassSample, len(probes))
+	out := make(map[string]results.PassSample, len(probes))
 	for _, probe := range probes {
 		if _, done := out[probe]; done {
 			continue
 		}
 		var (
-			p                   = PassSample{Probe: probe}
+			p                   = results.PassSample{Probe: probe}
 			startedAt           string
 			fingerprint, sample sql.NullString
 		)

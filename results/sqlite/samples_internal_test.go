@@ -81,7 +81,7 @@ func TestUpgradeTo0004AddsShapeSamples(t *testing.T) {
 		t.Errorf("shapes after a run of the old shape: got %v, want %v", got, want)
 	}
 	got, err := s.LatestPassSamples(ctx, nil)
-	want := map[string]PassSample{"p": {Probe: "p", OperationID: "op-3", StartedAt: at, Fingerprint: "f1", Body: sample}}
+	want := map[string]results.PassSample{"p": {Probe: "p", OperationID: "op-3", StartedAt: at, Fingerprint: "f1", Body: sample}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("LatestPassSamples after a run of the old shape: got %+v, %v, want %+v", got, err, want)
 	}

@@ -10,10 +10,6 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// ProbeStats is results.ProbeStats, under the name callers of this
-// package have always used.
-type ProbeStats = results.ProbeStats
-
 // probeNames lists every probe with a stored result, in order. The
 // recursive query walks the distinct names through the index on
 // (probe, started_at, ...), one index search per probe, instead of reading
@@ -140,7 +136,7 @@ LIMIT 1`
 // of those. The cost follows the window's hours and probes, not its runs
 // or the stored history, and Go never holds more than one probe's
 // histogram.
-func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]ProbeStats, error) {
+func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	st, err := s.stats(ctx, since, until)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: stats: %w", err)
@@ -148,7 +144,7 @@ func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]ProbeStats
 	return st, nil
 }
 
-func (s *Store) stats(ctx context.Context, since, until time.Time) ([]ProbeStats, error) {
+func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -176,9 +172,9 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]ProbeStats
 	defer st.close()
 	window := splitWindow(since, until)
 	hist := newHistogram()
-	var out []ProbeStats
+	var out []results.ProbeStats
 	for _, probe := range probes {
-		p := ProbeStats{Probe: probe}
+		p := results.ProbeStats{Probe: probe}
 		if err := st.summarize(ctx, &p, window, hist); err != nil {
 			return nil, fmt.Errorf("%s: %w", probe, err)
 		}
@@ -252,7 +248,7 @@ func (st *statsStmts) close() {
 
 // summarize fills p's counters and percentiles from the probe's runs in
 // the window; they stay zero when it has none. hist is left empty.
-func (st *statsStmts) summarize(ctx context.Context, p *ProbeStats, w statsWindow, hist *histogram) error {
+func (st *statsStmts) summarize(ctx context.Context, p *results.ProbeStats, w statsWindow, hist *histogram) error {
 	rows, err := st.summary.QueryContext(ctx, p.Probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1])
 	if err != nil {
 		return err
@@ -317,7 +313,7 @@ func readStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 
 // lastAndStreak fills p's Last fields and OutcomeSince from the probe's
 // last run in [lo, hi).
-func (st *statsStmts) lastAndStreak(ctx context.Context, p *ProbeStats, lo, hi string) error {
+func (st *statsStmts) lastAndStreak(ctx context.Context, p *results.ProbeStats, lo, hi string) error {
 	var (
 		lastAt, outcome string
 		code            sql.NullString

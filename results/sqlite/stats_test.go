@@ -63,7 +63,7 @@ SELECT a.probe, a.runs, a.pass, a.contract_error, a.unavailable, a.passed_after_
 FROM agg a JOIN last l ON l.probe = a.probe
 ORDER BY a.probe`
 
-func statsBySQL(t *testing.T, db *sql.DB, since, until time.Time) []sqlite.ProbeStats {
+func statsBySQL(t *testing.T, db *sql.DB, since, until time.Time) []results.ProbeStats {
 	t.Helper()
 	lo, hi := "0000", "9999"
 	if !since.IsZero() {
@@ -77,10 +77,10 @@ func statsBySQL(t *testing.T, db *sql.DB, since, until time.Time) []sqlite.Probe
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []sqlite.ProbeStats
+	var out []results.ProbeStats
 	for rows.Next() {
 		var (
-			p                              sqlite.ProbeStats
+			p                              results.ProbeStats
 			p50, p95, p99                  int64
 			outcome, code, last, streakBeg string
 		)
@@ -263,7 +263,7 @@ func TestViewsAgreeWithStats(t *testing.T) {
 			}
 		}
 		// The durations Stats does not report, from History's rows.
-		rs, err := s.History(ctx, sqlite.HistoryQuery{Probes: []string{p.Probe}, Since: edge, Limit: 10000})
+		rs, err := s.History(ctx, results.HistoryQuery{Probes: []string{p.Probe}, Since: edge, Limit: 10000})
 		if err != nil {
 			t.Fatal(err)
 		}
