@@ -83,7 +83,7 @@ func (c *Consumer) apply(in Input, minResults int, mode chargeMode) (v Verdict, 
 	defer func() {
 		if p := recover(); p != nil {
 			v.Err = results.NewError(results.CodeInternalError,
-				"consumer panicked: %s", clip(fmt.Sprint(p), maxMessageBytes))
+				"consumer panicked: %s", results.ClipBytes(fmt.Sprint(p), maxMessageBytes))
 		}
 	}()
 	if c == nil || c.selectRun == nil {
@@ -126,7 +126,7 @@ func (c *Consumer) judge(st *applyState, selectProg, validateProg *vm.Program, v
 			if err.Code == results.CodeRuleError {
 				// The author's own fail() message is kept verbatim;
 				// a run-time error needs the item to be traced.
-				err.Message = clip(fmt.Sprintf("item %d: %s", i, err.Message), maxMessageBytes)
+				err.Message = results.ClipBytes(fmt.Sprintf("item %d: %s", i, err.Message), maxMessageBytes)
 			}
 			v.Err = err
 			return v
@@ -331,17 +331,17 @@ func runError(rule, text string, err error, prefixRunes int) *results.Error {
 	if errors.As(err, &fail) {
 		if !results.ValidCustomCode(fail.code) {
 			return results.NewError(results.CodeRuleError, "%s rule: %s: %s",
-				rule, invalidCodeMessage(fail.code), clip(fail.message, maxMessageBytes))
+				rule, invalidCodeMessage(fail.code), results.ClipBytes(fail.message, maxMessageBytes))
 		}
-		return &results.Error{Code: results.Code(fail.code), Message: clip(fail.message, maxMessageBytes)}
+		return &results.Error{Code: results.Code(fail.code), Message: results.ClipBytes(fail.message, maxMessageBytes)}
 	}
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		re := ruleError(rule, text, err, prefixRunes)
 		return results.NewError(results.CodeRuleError, "%s rule %d:%d: %s",
-			rule, re.Line, re.Column, clip(explain(re.Message), maxMessageBytes))
+			rule, re.Line, re.Column, results.ClipBytes(explain(re.Message), maxMessageBytes))
 	}
-	return results.NewError(results.CodeRuleError, "%s rule: %s", rule, clip(err.Error(), maxMessageBytes))
+	return results.NewError(results.CodeRuleError, "%s rule: %s", rule, results.ClipBytes(err.Error(), maxMessageBytes))
 }
 
 // explain rewrites the expr run-time messages that only make sense to
@@ -396,7 +396,7 @@ const previewBytes = 120
 func preview(v any) string {
 	var b strings.Builder
 	writePreview(&b, v, 0)
-	return clip(b.String(), previewBytes)
+	return results.ClipBytes(b.String(), previewBytes)
 }
 
 const previewDepth = 4
@@ -415,7 +415,7 @@ func writePreview(b *strings.Builder, v any, depth int) {
 	case float64:
 		b.WriteString(strconv.FormatFloat(t, 'g', -1, 64))
 	case string:
-		b.WriteString(strconv.Quote(clip(t, previewBytes)))
+		b.WriteString(strconv.Quote(results.ClipBytes(t, previewBytes)))
 	case []any:
 		if depth >= previewDepth {
 			b.WriteString("[…]")
@@ -450,12 +450,12 @@ func writePreview(b *strings.Builder, v any, depth int) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Quote(clip(k, previewBytes)))
+			b.WriteString(strconv.Quote(results.ClipBytes(k, previewBytes)))
 			b.WriteByte(':')
 			writePreview(b, t[k], depth+1)
 		}
 		b.WriteByte('}')
 	default:
-		b.WriteString(clip(fmt.Sprintf("%v", t), previewBytes))
+		b.WriteString(results.ClipBytes(fmt.Sprintf("%v", t), previewBytes))
 	}
 }

@@ -392,7 +392,7 @@ func literalFailCode(n ast.Node) *file.Error {
 // invalidCodeMessage says why code cannot be raised by fail(), in the same
 // words at load and at run time.
 func invalidCodeMessage(code string) string {
-	code = clip(code, 80)
+	code = results.ClipBytes(code, 80)
 	switch {
 	case results.Code(code).Outcome() == results.Unavailable:
 		return fmt.Sprintf("fail code %q is reserved for unavailable outcomes; a rule raises contract_error codes only", code)

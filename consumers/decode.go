@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // maxJSONDepth is the deepest nesting of arrays and objects DecodeJSON
@@ -335,9 +337,9 @@ func (n *normalizer) number(s string) any {
 	if err != nil {
 		if n.strict && n.err == nil {
 			if errors.Is(err, strconv.ErrRange) {
-				n.err = fmt.Errorf("number %s is out of range for a 64-bit float", clip(s, 40))
+				n.err = fmt.Errorf("number %s is out of range for a 64-bit float", results.ClipBytes(s, 40))
 			} else {
-				n.err = fmt.Errorf("invalid number %s", clip(s, 40))
+				n.err = fmt.Errorf("invalid number %s", results.ClipBytes(s, 40))
 			}
 		}
 		if math.IsInf(f, 0) {
@@ -381,17 +383,4 @@ func keyString(k any) string {
 		return strconv.FormatFloat(k, 'g', -1, 64)
 	}
 	return fmt.Sprint(k)
-}
-
-// clip shortens s to at most n bytes, on a character boundary, marking the
-// cut with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // clause is one operand of a validate rule's top-level `&&` chain,
@@ -191,7 +193,7 @@ func (c *Consumer) explainInvalid(st *applyState) string {
 			case r.typed:
 				saw = append(saw, r.name+" is "+typeName(v))
 			default:
-				saw = append(saw, fmt.Sprintf("%s is %s %s", r.name, typeName(v), clip(preview(v), 60)))
+				saw = append(saw, fmt.Sprintf("%s is %s %s", r.name, typeName(v), results.ClipBytes(preview(v), 60)))
 			}
 		}
 		msg := "`" + cl.text + "` was false"

@@ -45,7 +45,7 @@ func (x *Expression) Eval(in Input) (out any, failure *results.Error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, failure = nil, results.NewError(results.CodeInternalError,
-				"%s rule panicked: %s", x.Rule, clip(fmt.Sprint(p), maxMessageBytes))
+				"%s rule panicked: %s", x.Rule, results.ClipBytes(fmt.Sprint(p), maxMessageBytes))
 		}
 	}()
 	st := applyStates.Get().(*applyState)
@@ -262,7 +262,7 @@ func (x *Expression) Observed(in Input) string {
 			if err != nil {
 				continue
 			}
-			saw = append(saw, r.name+": "+clip(preview(v), 80))
+			saw = append(saw, r.name+": "+results.ClipBytes(preview(v), 80))
 		}
 		msg := "`" + cl.text + "` was false"
 		if len(saw) > 0 {

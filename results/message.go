@@ -1,6 +1,9 @@
 package results
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // minCodeRunes is as much of a rule quoted in a message as Shorten keeps:
 // enough to recognise which rule it was; minAsideRunes as much of an aside
@@ -9,6 +12,43 @@ const (
 	minCodeRunes  = 12
 	minAsideRunes = 16
 )
+
+// Clip cuts s at its end to at most n characters (runes), for a line, a
+// cell or a field with a limit in characters: s itself when it has no more
+// than n, otherwise its first n-1 characters and "…", or "" when n < 2
+// leaves no room for a character before the mark. It keeps whitespace as
+// it is; Shorten folds it and cuts the middle, keeping a message's end.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n < 2 {
+		return ""
+	}
+	kept := 0
+	for i := range s {
+		if kept == n-1 {
+			return s[:i] + "…"
+		}
+		kept++
+	}
+	return s
+}
+
+// ClipBytes cuts s at its end to its first n bytes, backed up to the start
+// of a character so that valid UTF-8 stays valid, and marks the cut with
+// "…", which comes on top of the n bytes: for a message bounded in bytes
+// where it is stored or logged. s itself when it has no more than n bytes.
+func ClipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // Shorten fits msg on one line of at most n characters (runes), for a
 // table cell, a status page or an excerpt of a server's text. Runs of

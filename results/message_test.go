@@ -124,3 +124,59 @@ func FuzzShorten(f *testing.F) {
 		}
 	})
 }
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		name, s string
+		n       int
+		want    string
+	}{
+		{"short", "short", 10, "short"},
+		{"exactly n", "exactly10!", 10, "exactly10!"},
+		{"cut", "abcdefghijkl", 10, "abcdefghi…"},
+		{"characters, not bytes", "ééééééééééé", 4, "ééé…"},
+		{"whitespace kept", "a  b\ncdef", 5, "a  b…"},
+		{"room for the mark only", "abc", 1, ""},
+		{"no room", "abc", 0, ""},
+		{"empty", "", 0, ""},
+		{"invalid UTF-8 counts per byte", "ab\xffcdef", 4, "ab\xff…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Clip(tt.s, tt.n)
+			if got != tt.want {
+				t.Errorf("Clip(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+			}
+			if n := utf8.RuneCountInString(got); n > max(tt.n, 0) {
+				t.Errorf("Clip(%q, %d) has %d characters", tt.s, tt.n, n)
+			}
+		})
+	}
+}
+
+func TestClipBytes(t *testing.T) {
+	tests := []struct {
+		name, s string
+		n       int
+		want    string
+	}{
+		{"short", "short", 10, "short"},
+		{"exactly n", "exactly10!", 10, "exactly10!"},
+		{"the mark comes on top", "abcdefghijkl", 10, "abcdefghij…"},
+		{"never half a character", "aéé", 4, "aé…"}, // é is 2 bytes: byte 4 is inside the second
+		{"a character ending at n is kept", "aééé", 5, "aéé…"},
+		{"no room", "éa", 1, "…"},
+		{"zero", "abc", 0, "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ClipBytes(tt.s, tt.n)
+			if got != tt.want {
+				t.Errorf("ClipBytes(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+			}
+			if !utf8.ValidString(got) {
+				t.Errorf("ClipBytes(%q, %d) = %q, not valid UTF-8", tt.s, tt.n, got)
+			}
+		})
+	}
+}

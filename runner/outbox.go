@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 
@@ -63,7 +62,7 @@ const (
 	// to minutes; an hour is already more than an alert can usefully wait,
 	// and sending earlier would only be refused again.
 	maxRetryAfter = time.Hour
-	// maxLastError bounds the error text stored with an alert.
+	// maxLastError bounds, in bytes, the error text stored with an alert.
 	maxLastError = 500
 )
 
@@ -299,7 +298,7 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	d.observer.AlertFailed(&a, false)
-	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, lastError(err.Error())); merr != nil {
+	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, results.ClipBytes(err.Error(), maxLastError)); merr != nil {
 		d.observer.StoreError("mark_alert_retry")
 		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
 		return false
@@ -366,7 +365,7 @@ func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why 
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	d.observer.AlertFailed(&a, true)
-	if err := d.store.MarkAlertFailed(mctx, a.ID, tries, lastError(why)); err != nil {
+	if err := d.store.MarkAlertFailed(mctx, a.ID, tries, results.ClipBytes(why, maxLastError)); err != nil {
 		d.observer.StoreError("mark_alert_failed")
 		d.logger.Error("recording an alert delivery failure failed",
 			append(d.attrs(a, tries, errors.New(why)), "store_error", err)...)
@@ -387,16 +386,4 @@ func (d *Deliverer) attrs(a results.Alert, tries int, err error) []any {
 		attrs = append(attrs, "error", err.Error())
 	}
 	return attrs
-}
-
-// lastError bounds s for storage, cut on a rune boundary.
-func lastError(s string) string {
-	if len(s) <= maxLastError {
-		return s
-	}
-	cut := maxLastError
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // demoLog is the demo's log. The daemon's whole log goes to a file, as
@@ -92,7 +94,7 @@ func (h *demoHandler) Handle(ctx context.Context, r slog.Record) error {
 		if e := attrs["error"]; e != "" {
 			what += ": " + e
 		}
-		fmt.Fprintln(h.log.term, clipLine("  "+printable(what), demoWidth))
+		fmt.Fprintln(h.log.term, results.Clip("  "+printable(what), demoWidth))
 	}
 	return err
 }
@@ -111,14 +113,6 @@ func runLine(attrs map[string]string) string {
 		what += ", shape drift"
 	}
 	return fmt.Sprintf("  %-19s %s", printable(attrs["probe"]), printable(what))
-}
-
-// clipLine cuts s to at most width runes, ending a cut line with "…".
-func clipLine(s string, width int) string {
-	if r := []rune(s); len(r) > width {
-		return string(r[:width-1]) + "…"
-	}
-	return s
 }
 
 func (h *demoHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

@@ -124,12 +124,7 @@ func formatLatency(d time.Duration) string {
 // cuts s to n runes, so one row of text is one table row. A run's message
 // is shortened by results.Shorten instead, which keeps its end.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return results.Clip(strings.Join(strings.Fields(s), " "), n)
 }
 
 // printable is text toolpulse did not write itself (a rule's fail()

@@ -98,10 +98,7 @@ func descriptionText(title, description string) string {
 	if description == "" {
 		return title + "_(none)_"
 	}
-	if r := []rune(description); len(r) > results.DescriptionRunes {
-		description = string(r[:results.DescriptionRunes-1]) + ellipsis
-	}
-	return codeBlock(title, []string{description}, maxSectionText)
+	return codeBlock(title, []string{results.Clip(description, results.DescriptionRunes)}, maxSectionText)
 }
 
 // excerptText is the section with the start of the body a failed run

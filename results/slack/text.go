@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Slack's Block Kit limits. slack-go checks none of them, and Slack refuses a
@@ -56,30 +58,19 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // runes counts characters the way Slack's limits do.
 func runes(s string) int { return utf8.RuneCountInString(s) }
 
-// clip shortens s to at most limit characters, ending it with an ellipsis
-// when it had to cut. s may already be escaped: clip never leaves half an
-// entity (a bare "&am") that Slack would show raw, because every '&' in
-// escaped text starts an entity.
+// clip is results.Clip for text that may already be escaped: it never
+// leaves half an entity (a bare "&am") that Slack would show raw, because
+// every '&' in escaped text starts an entity.
 func clip(s string, limit int) string {
-	if runes(s) <= limit {
-		return s
+	c := results.Clip(s, limit)
+	if c == s || c == "" {
+		return c
 	}
-	keep := limit - runes(ellipsis)
-	if keep <= 0 {
-		return ""
+	c = strings.TrimSuffix(c, ellipsis)
+	if i := strings.LastIndexByte(c, '&'); i >= 0 && !strings.Contains(c[i:], ";") {
+		c = c[:i]
 	}
-	n := 0
-	for i := range s {
-		if n == keep {
-			s = s[:i]
-			break
-		}
-		n++
-	}
-	if i := strings.LastIndexByte(s, '&'); i >= 0 && !strings.Contains(s[i:], ";") {
-		s = s[:i]
-	}
-	return s + ellipsis
+	return c + ellipsis
 }
 
 // humanDuration writes how long something lasted the way people say it:
