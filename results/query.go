@@ -6,7 +6,7 @@ import "time"
 // question History is asked, and the summaries behind stats, the status
 // page and test --from-db. They are here, not with one store, so that
 // every store (SQLite, and Postgres for a fleet) answers in the same
-// types and one contract test (results/storetest) holds them all to it.
+// types and one contract test (internal/storetest) holds them all to it.
 
 // DefaultLimit is how many rows a store's History and Drifts return when
 // the caller asks for none.

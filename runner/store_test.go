@@ -19,7 +19,7 @@ import (
 // the daemon runs on in production, and read back what was committed.
 // It counts calls per method and, when told to, fails any method of
 // Store before the real store sees the call. The store's own behaviour
-// is held to its contract in results/storetest.
+// is held to its contract in internal/storetest.
 type faultStore struct {
 	*sqlite.Store
 	tb testing.TB

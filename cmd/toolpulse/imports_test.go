@@ -49,7 +49,7 @@ var forbidden = map[string][]string{
 	module + "/runner":         {module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus", module + "/cmd"},
 	module + "/results/sqlite": {module + "/checks", module + "/runner", module + "/consumers"},
 	// The store contract holds every store; it must not lean on one.
-	module + "/results/storetest": {module + "/results/sqlite", module + "/cmd"},
+	module + "/internal/storetest": {module + "/results/sqlite", module + "/cmd"},
 }
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
@@ -82,7 +82,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
-			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/results/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) {
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolpulse/toolpulse/results/sqlite"
-	"github.com/toolpulse/toolpulse/results/storetest"
+	"github.com/toolpulse/toolpulse/internal/storetest"
 )
 
 // TestContract holds the store to what every toolpulse store must do, on

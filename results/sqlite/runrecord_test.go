@@ -76,7 +76,7 @@ var noRows = map[string]int{"results": 0, "attempts": 0, "shapes": 0, "shape_cou
 	"drifts": 0, "alert_state": 0, "alerts": 0}
 
 // TestRecordRunStoresDriftAndLinkedAlert checks the rows behind what the
-// contract (results/storetest) reads back: the drift's row, and the
+// contract (internal/storetest) reads back: the drift's row, and the
 // shape_drift alert linked to it by drift_id.
 func TestRecordRunStoresDriftAndLinkedAlert(t *testing.T) {
 	s, path := newStore(t)
