@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Drift is a change of what a probe answers: a path or kind its learned
@@ -181,17 +180,11 @@ const ExcerptRunes = 500
 // before redaction could keep the start of a secret.
 func Excerpt(body string) string {
 	body = strings.TrimSpace(body)
-	if utf8.RuneCountInString(body) <= ExcerptRunes {
+	clipped := Clip(body, ExcerptRunes)
+	if clipped == body {
 		return body
 	}
-	n := 0
-	for i := range body {
-		if n == ExcerptRunes-1 {
-			return strings.TrimRightFunc(body[:i], unicode.IsSpace) + "…"
-		}
-		n++
-	}
-	return body
+	return strings.TrimRightFunc(strings.TrimSuffix(clipped, "…"), unicode.IsSpace) + "…"
 }
 
 // HTTPTarget names an HTTP call as alerts show it: the method, then the
