@@ -243,7 +243,7 @@ func (mu *Mutator) survivor(b MutationBase, baseShape shape.Shape, m Mutation) S
 	if mu.shown == nil {
 		mu.shown = mu.shownBases()
 	}
-	class, by := classify(m, b.MinResults, shownBy(mu.shown, m))
+	class, by := survivorClass(m, b.MinResults, shownBy(mu.shown, m))
 	s := Survivor{Base: b.Name, Mutation: m, Class: class,
 		Diff: shape.Diff(baseShape, mu.shapeOf(b, m.Response)), Why: why(m, class, by)}
 	s.Mutation.Response = nil
@@ -259,10 +259,10 @@ func (b MutationBase) input() Input {
 	return in
 }
 
-// classify sorts a survivor; shownBy is the passing base that already
+// survivorClass sorts a survivor; shownBy is the passing base that already
 // shows what the mutation makes, or "". It returns shownBy when that base
 // is why the survivor is ByDesign, "" otherwise.
-func classify(m Mutation, minResults int, shownBy string) (SurvivorClass, string) {
+func survivorClass(m Mutation, minResults int, shownBy string) (SurvivorClass, string) {
 	switch {
 	case m.Kind == MutAddField:
 		return PositiveControl, ""

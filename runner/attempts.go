@@ -85,7 +85,7 @@ func (a *attempt) failure(err error, phase string) (results.Code, string) {
 	if l.parent.Err() != nil {
 		err = fmt.Errorf("%w: %w", errCanceled, l.parent.Err())
 	}
-	code := classify(err, 0, nil)
+	code := codeOf(err, 0, nil)
 	switch code {
 	case results.CodeCanceled:
 		return code, "run canceled before the attempt finished"

@@ -45,7 +45,7 @@ func BenchmarkRequestBuild(b *testing.B) {
 // BenchmarkClassify maps what an attempt ends with to a code: statuses as
 // checkRetry judges them, and transport errors as net/http really returns
 // them (captured once from loopback servers), plus the body-too-large
-// error readBody returns. Errors that match late in classify's order
+// error readBody returns. Errors that match late in codeOf's order
 // (connection refused runs every TLS check first) cost the most.
 func BenchmarkClassify(b *testing.B) {
 	expect := []int{200}
@@ -66,12 +66,12 @@ func BenchmarkClassify(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			if got := classify(tt.err, tt.status, expect); got != tt.want {
-				b.Fatalf("classify(%v, %d) = %q, want %q", tt.err, tt.status, got, tt.want)
+			if got := codeOf(tt.err, tt.status, expect); got != tt.want {
+				b.Fatalf("codeOf(%v, %d) = %q, want %q", tt.err, tt.status, got, tt.want)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				classify(tt.err, tt.status, expect)
+				codeOf(tt.err, tt.status, expect)
 			}
 		})
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// Causes of our own that classify maps to codes; everything else reaching
-// classify comes from net/http, net and crypto/tls.
+// Causes of our own that codeOf maps to codes; everything else reaching
+// codeOf comes from net/http, net and crypto/tls.
 var (
 	// errCanceled marks an attempt that toolpulse itself stopped because the
 	// caller's context ended (shutdown, or the caller's own deadline).
@@ -58,14 +58,14 @@ type panicError struct{ value any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("internal error: panic: %v", e.value) }
 
-// classify is the one place where a cause becomes a code. With err == nil it
+// codeOf is the one place where a cause becomes a code. With err == nil it
 // judges an HTTP status: "" when expect lists it, otherwise the status's
 // code. With err != nil it judges the error and ignores status. The order
 // of the checks matters: our own causes first, then cancellation (so a
 // shutdown never reads as a timeout), then the most specific network
 // causes, with network_error as the fallback for any other failure to get
 // an HTTP exchange.
-func classify(err error, status int, expect []int) results.Code {
+func codeOf(err error, status int, expect []int) results.Code {
 	if err == nil {
 		if slices.Contains(expect, status) {
 			return ""

@@ -39,8 +39,8 @@ func TestClassifyStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d in %v", tt.status, tt.expect), func(t *testing.T) {
-			if got := classify(nil, tt.status, tt.expect); got != tt.want {
-				t.Errorf("classify(%d) = %q, want %q", tt.status, got, tt.want)
+			if got := codeOf(nil, tt.status, tt.expect); got != tt.want {
+				t.Errorf("codeOf(%d) = %q, want %q", tt.status, got, tt.want)
 			}
 		})
 	}
@@ -67,8 +67,8 @@ func TestClassifyOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := classify(tt.err, 0, nil); got != tt.want {
-				t.Errorf("classify(%v) = %q, want %q", tt.err, got, tt.want)
+			if got := codeOf(tt.err, 0, nil); got != tt.want {
+				t.Errorf("codeOf(%v) = %q, want %q", tt.err, got, tt.want)
 			}
 		})
 	}

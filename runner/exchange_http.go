@@ -29,7 +29,7 @@ import (
 //     after the headers and before Do returns, with the body open, and its
 //     error becomes Do's;
 //   - PassthroughErrorHandler returns the transport's or the handler's
-//     error as it was, not a "giving up after" text, so classify sees the
+//     error as it was, not a "giving up after" text, so codeOf sees the
 //     real cause;
 //   - Do calls the client's CloseIdleConnections after every failure; the
 //     shared transports' front ignores it (see transportPool).
@@ -88,7 +88,7 @@ func (x *httpExchange) attempt(a *attempt) attemptResult {
 	}
 	res := attemptResult{httpStatus: x.status}
 	if resp != nil {
-		if code := classify(nil, x.status, x.p.Expect.Status); code != "" {
+		if code := codeOf(nil, x.status, x.p.Expect.Status); code != "" {
 			res.code, res.message = code, x.statusText(code)
 			res.retryAfter, res.retryAfterSet = retryAfter(resp, x.e.now())
 			return res
@@ -181,7 +181,7 @@ func (x *httpExchange) readBody(resp *http.Response) error {
 	return nil
 }
 
-// statusText describes the attempt's HTTP status, which classify judged
+// statusText describes the attempt's HTTP status, which codeOf judged
 // as code.
 func (x *httpExchange) statusText(code results.Code) string {
 	text := fmt.Sprintf("HTTP %d", x.status)

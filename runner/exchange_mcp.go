@@ -69,7 +69,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 		}
 		return res
 	}
-	if code := classify(nil, ans.Status, x.p.Expect.Status); code != "" {
+	if code := codeOf(nil, ans.Status, x.p.Expect.Status); code != "" {
 		res.code, res.message = code, "tools/call answered HTTP "+http.StatusText(ans.Status)
 		res.blamed = lastCall(res.exchanges)
 	}

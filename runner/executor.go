@@ -266,13 +266,13 @@ func (op *operation) recovered(res *results.Result, v any) {
 		// Recording uses the injected clock and logger, which may be what
 		// panicked in the first place.
 		if recover() != nil {
-			res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
+			res.Fail(results.NewError(codeOf(err, 0, nil), "%s", msg))
 		}
 	}()
 	if op.loop != nil {
-		op.loop.recordPanic(classify(err, 0, nil), msg)
+		op.loop.recordPanic(codeOf(err, 0, nil), msg)
 	}
-	res.Fail(results.NewError(classify(err, 0, nil), "%s", msg))
+	res.Fail(results.NewError(codeOf(err, 0, nil), "%s", msg))
 	op.e.logger.Error("panic in probe run", "probe", res.Probe, "operation_id", res.OperationID,
 		"panic", op.e.redactor.Load().Redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
 }

@@ -74,7 +74,7 @@ func FixtureBase(f consumers.Fixture) (consumers.MutationBase, error) {
 // fixture's min_results. The rules see no request and no probe name.
 func JudgeFixture(c *consumers.Consumer, f consumers.Fixture, expectStatus []int) FixtureVerdict {
 	status := cmp.Or(f.Status, http.StatusOK)
-	if code := classify(nil, status, expectStatus); code != "" {
+	if code := codeOf(nil, status, expectStatus); code != "" {
 		return FixtureVerdict{Outcome: code.Outcome(),
 			Error: results.NewError(code, "HTTP %d %s", status, http.StatusText(status))}
 	}

@@ -39,7 +39,7 @@ func (x *cannedExchange) attempt(*attempt) attemptResult {
 	if x.payload, err = json.Marshal(response); err != nil {
 		return attemptResult{code: results.CodeInternalError, message: err.Error(), httpStatus: status}
 	}
-	if code := classify(nil, status, x.q.Expect.Status); code != "" {
+	if code := codeOf(nil, status, x.q.Expect.Status); code != "" {
 		return attemptResult{code: code, message: "HTTP " + http.StatusText(status), httpStatus: status}
 	}
 	if isError {

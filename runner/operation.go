@@ -283,7 +283,7 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 	v, err := consumers.DecodeJSON(payload)
 	if err != nil {
 		jerr := &jsonError{err: err, contentType: meta.headers["content-type"]}
-		return in, results.NewError(classify(jerr, 0, nil), "%s", truncate(jerr.Error()))
+		return in, results.NewError(codeOf(jerr, 0, nil), "%s", truncate(jerr.Error()))
 	}
 	in.Response = v
 	switch {

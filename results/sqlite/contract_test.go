@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/internal/storetest"
+	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // TestContract holds the store to what every toolpulse store must do, on

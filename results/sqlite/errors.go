@@ -59,11 +59,11 @@ func (e *refusal) Error() string   { return e.err.Error() }
 func (e *refusal) Unwrap() error   { return e.err }
 func (e *refusal) Permanent() bool { return true }
 
-// classify returns err, wrapped so that it has a Permanent() bool method
+// markPermanent returns err, wrapped so that it has a Permanent() bool method
 // returning true when Permanent(err) holds, and unchanged otherwise. The
 // record path passes its errors through it; a record that fails validation
 // is a refusal too, see refuse.
-func classify(err error) error {
+func markPermanent(err error) error {
 	if !Permanent(err) {
 		return err
 	}

@@ -99,7 +99,7 @@ func (s *Store) ResetProfile(ctx context.Context, probe string, at time.Time) (b
 		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, err)
 	}
 	if err := s.resetProfile(ctx, probe, at); err != nil {
-		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, classify(ctxErr(ctx, err)))
+		return false, fmt.Errorf("sqlite: reset profile of %s: %w", probe, markPermanent(ctxErr(ctx, err)))
 	}
 	return had, nil
 }

@@ -150,7 +150,7 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 	}
 	ids, err := s.record(ctx, rec)
 	if err != nil {
-		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, classify(err))
+		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, markPermanent(err))
 	}
 	for i, id := range ids {
 		rec.Alerts[i].ID = id
