@@ -12,9 +12,9 @@ import (
 // other triggers are outcome names.
 const notifyShapeDrift = string(results.AlertDrift)
 
-// SilencedError is the last error of an alert recorded, not sent, because
+// silencedError is the last error of an alert recorded, not sent, because
 // a silence covered its probe.
-const SilencedError = "silenced"
+const silencedError = "silenced"
 
 // notifies reports whether notify.on lists trigger.
 func notifies(n checks.Notify, trigger string) bool {
@@ -130,7 +130,7 @@ func decide(n checks.Notify, st results.AlertState, r *results.Result, now time.
 			return st, nil
 		}
 		st.SilencedAt = now
-		a.State, a.LastError = results.DeliverySkipped, SilencedError
+		a.State, a.LastError = results.DeliverySkipped, silencedError
 		return st, []results.Alert{a}
 	}
 	st.LastNotifiedAt, st.Notified, st.SilencedAt = now, mode, time.Time{}

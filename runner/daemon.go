@@ -21,9 +21,9 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// DefaultGracePeriod is how long in-flight runs may finish on shutdown when
+// defaultGracePeriod is how long in-flight runs may finish on shutdown when
 // Deps.GracePeriod is zero.
-const DefaultGracePeriod = 10 * time.Second
+const defaultGracePeriod = 10 * time.Second
 
 const (
 	// drainTimeout is how long shutdown waits for cancelled runs to return
@@ -71,15 +71,15 @@ type Deps struct {
 	Rand func() float64
 	// GracePeriod is how long in-flight runs may finish on shutdown before
 	// their context is cancelled, and how long a run of a probe that a
-	// reload removed or changed may go on. 0: DefaultGracePeriod; negative:
+	// reload removed or changed may go on. 0: defaultGracePeriod; negative:
 	// cancel at once.
 	GracePeriod time.Duration
 	// WriteQueue is how many results may wait in memory to be written
-	// while the store fails. 0 or less: DefaultWriteQueue.
+	// while the store fails. 0 or less: defaultWriteQueue.
 	WriteQueue int
-	// Delivery tunes the outbox's Deliverer; its Logger, Observer and Clock are
+	// Delivery tunes the outbox's deliverer; its Logger, Observer and Clock are
 	// the Daemon's. The zero value: the defaults.
-	Delivery DelivererOptions
+	Delivery delivererOptions
 }
 
 // daemonState is where a Daemon is in its life.
@@ -98,7 +98,7 @@ func (s daemonState) String() string {
 
 // Daemon schedules every probe of a config with gocron and sends each run
 // through the Executor and the Recorder: run, detect drift, apply the
-// alert policy, record, wake the Deliverer. Runs are bounded by the
+// alert policy, record, wake the deliverer. Runs are bounded by the
 // config's max_concurrency across all probes, and a probe never overlaps
 // itself. Shutdown drains: runs in flight get a grace period, are then
 // cancelled, and are recorded either way.
@@ -117,7 +117,7 @@ type Daemon struct {
 	rand     func() float64
 	exec     *Executor
 	rec      *Recorder
-	deliv    *Deliverer
+	deliv    *deliverer
 	senders  func(*checks.Config) (Senders, error)
 	sender   *receiverSet
 	grace    time.Duration
@@ -152,7 +152,7 @@ type Daemon struct {
 
 // New returns a Daemon for cfg, with everything a run goes through: the
 // Executor, the Recorder (drift, alerts, recording, the write queue) and
-// the outbox's Deliverer with cfg's receiver. It schedules nothing until
+// the outbox's deliverer with cfg's receiver. It schedules nothing until
 // Run.
 func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	switch {
@@ -189,7 +189,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	}
 	switch {
 	case d.grace == 0:
-		d.grace = DefaultGracePeriod
+		d.grace = defaultGracePeriod
 	case d.grace < 0:
 		d.grace = 0
 	}
@@ -204,9 +204,9 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.exec = NewExecutor(Options{Logger: d.logger, Redactor: d.redactor})
 	delivery := deps.Delivery
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
-	d.deliv = NewDeliverer(deps.Store, d.sender, delivery)
+	d.deliv = newDeliverer(deps.Store, d.sender, delivery)
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
-		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: ProbeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
+		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
 		Silences: deps.Silences,
 	})
@@ -228,7 +228,7 @@ func probeNames(cfg *checks.Config) []string {
 // scheduling, gives the runs in flight the grace period, cancels those
 // still running, records every one of them, tries once more for another
 // grace period to write the results still queued (those it cannot write
-// are logged as lost), stops the Deliverer and the scheduler, and returns
+// are logged as lost), stops the deliverer and the scheduler, and returns
 // nil. It returns an error only when it could not
 // start (called twice, the store's alert state unreadable, or a probe
 // gocron refuses).

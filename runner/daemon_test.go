@@ -541,8 +541,8 @@ func TestDaemonReloadInFlight(t *testing.T) {
 }
 
 // TestDaemonWakesDeliverer fails a probe whose failure alerts: the run
-// wakes the Deliverer, which sends the alert long before its next poll,
-// and Run stops the Deliverer on shutdown.
+// wakes the deliverer, which sends the alert long before its next poll,
+// and Run stops the deliverer on shutdown.
 func TestDaemonWakesDeliverer(t *testing.T) {
 	schedCheckLeaks(t)
 	url := jsonBody(500, `{"error":"down"}`)(t)
@@ -551,7 +551,7 @@ func TestDaemonWakesDeliverer(t *testing.T) {
 	sender := &schedSender{}
 	h := schedNew(t, cfg, func(o *Deps) {
 		o.Senders = func(*checks.Config) (Senders, error) { return Senders{"default/slack": sender}, nil }
-		o.Delivery = DelivererOptions{PollInterval: time.Hour}
+		o.Delivery = delivererOptions{PollInterval: time.Hour}
 	})
 	h.run()
 
@@ -614,8 +614,8 @@ func TestNewRequires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.grace != DefaultGracePeriod {
-		t.Errorf("default grace period %v, want %v", d.grace, DefaultGracePeriod)
+	if d.grace != defaultGracePeriod {
+		t.Errorf("default grace period %v, want %v", d.grace, defaultGracePeriod)
 	}
 }
 

@@ -27,11 +27,11 @@ func (v FixtureVerdict) Code() results.Code {
 	return v.Error.Code
 }
 
-// FixtureResponse is what a consumer's rules see as response for fixture
+// fixtureResponse is what a consumer's rules see as response for fixture
 // f: its response:, or, for a result: fixture (an MCP tool's whole
 // CallToolResult), what a live call of the tool would give them (SPEC
 // §10), with the result's isError.
-func FixtureResponse(f consumers.Fixture) (response any, isError bool, err error) {
+func fixtureResponse(f consumers.Fixture) (response any, isError bool, err error) {
 	result, ok := f.ToolResult()
 	if !ok {
 		return f.Response, false, nil
@@ -54,7 +54,7 @@ func FixtureResponse(f consumers.Fixture) (response any, isError bool, err error
 // came from, so that a rule reading result.structuredContent is tested
 // as one reading response is.
 func FixtureBase(f consumers.Fixture) (consumers.MutationBase, error) {
-	response, _, err := FixtureResponse(f)
+	response, _, err := fixtureResponse(f)
 	if err != nil {
 		return consumers.MutationBase{}, err
 	}
@@ -80,7 +80,7 @@ func JudgeFixture(c *consumers.Consumer, f consumers.Fixture, expectStatus []int
 	}
 	in := consumers.Input{Response: f.Response, Status: status, Headers: f.Headers}
 	if result, ok := f.ToolResult(); ok {
-		response, isError, err := FixtureResponse(f)
+		response, isError, err := fixtureResponse(f)
 		if err != nil {
 			return FixtureVerdict{Outcome: results.ContractError, Error: results.NewError(results.CodeInternalError, "%v", err)}
 		}

@@ -29,7 +29,7 @@ func (x *cannedExchange) attempt(*attempt) attemptResult {
 	x.next++
 	status := cmp.Or(f.Status, http.StatusOK)
 	x.meta = answerMeta{status: status, headers: f.Headers}
-	response, isError, err := FixtureResponse(f)
+	response, isError, err := fixtureResponse(f)
 	if err != nil {
 		return attemptResult{code: results.CodeInternalError, message: err.Error(), httpStatus: status}
 	}
@@ -137,7 +137,7 @@ func (e *Executor) MutateProbeFixtures(p *checks.Probe, fixtures []checks.ProbeF
 			if len(answers) == 0 {
 				continue
 			}
-			response, _, err := FixtureResponse(answers[len(answers)-1])
+			response, _, err := fixtureResponse(answers[len(answers)-1])
 			if err != nil {
 				continue
 			}

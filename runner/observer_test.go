@@ -91,7 +91,7 @@ func TestDelivererObserver(t *testing.T) {
 	retry, refused := testAlert(alertT0), testAlert(alertT0)
 	retry.OperationID, refused.OperationID = "op-retry", "op-refused"
 	retryID, refusedID := store.enqueue(retry), store.enqueue(refused)
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0), Observer: obs})
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock, Rand: fixedRand(0), Observer: obs})
 	stop := runDeliverer(t, d, time.Second)
 	waitFor(t, "both alerts settled", func() bool {
 		return store.storedAlert(retryID).State == results.DeliveryDelivered &&

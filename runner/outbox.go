@@ -13,9 +13,9 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// DelivererOptions are a Deliverer's dependencies and limits. Every field
+// delivererOptions are a deliverer's dependencies and limits. Every field
 // is optional; zero means the default.
-type DelivererOptions struct {
+type delivererOptions struct {
 	Logger *slog.Logger    // nil: discard
 	Clock  clockwork.Clock // decides what is due; nil: the real clock
 	Rand   func() float64  // in [0,1), for back-off jitter; nil: math/rand/v2
@@ -28,7 +28,7 @@ type DelivererOptions struct {
 	// MaxAge is how long after its creation an alert is still worth
 	// delivering; an older one is given up. Default 24h.
 	MaxAge time.Duration
-	// PollInterval is the longest the Deliverer sleeps between looks at
+	// PollInterval is the longest the deliverer sleeps between looks at
 	// the outbox, so that alerts enqueued without a Wake, or by another
 	// process, still go out. Default 5s.
 	PollInterval time.Duration
@@ -36,7 +36,7 @@ type DelivererOptions struct {
 	Observer Observer
 }
 
-// Defaults of DelivererOptions.
+// Defaults of delivererOptions.
 const (
 	DefaultDeliveryMaxTries  = 10
 	DefaultDeliveryBaseDelay = time.Second
@@ -66,12 +66,12 @@ const (
 	maxLastError = 500
 )
 
-// Deliverer drains the alert outbox: it sends each due alert with the
+// deliverer drains the alert outbox: it sends each due alert with the
 // Sender, one at a time, and records the result in the store, retrying
 // with back-off until the alert is delivered, refused for good, out of
 // tries or too old. Delivery is at least once: an alert whose delivery
 // could not be recorded may be sent again.
-type Deliverer struct {
+type deliverer struct {
 	// pausedUntil holds a receiver's deliveries back after it asked for
 	// it (a 429's Retry-After), by receiver key: the limit is the
 	// receiver's, not one alert's, so its next alert must wait too, but
@@ -98,10 +98,10 @@ type Deliverer struct {
 	unmarked map[int64]time.Time
 }
 
-// NewDeliverer returns a Deliverer that reads the outbox in store and sends
+// newDeliverer returns a deliverer that reads the outbox in store and sends
 // with sender. Start it with Run.
-func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer {
-	d := &Deliverer{
+func newDeliverer(store Store, sender Sender, opts delivererOptions) *deliverer {
+	d := &deliverer{
 		store:       store,
 		sender:      sender,
 		logger:      opts.Logger,
@@ -150,7 +150,7 @@ func NewDeliverer(store Store, sender Sender, opts DelivererOptions) *Deliverer 
 // (RecorderOptions.Wake) after recording a run that enqueued pending
 // alerts. It never blocks; wakes that arrive while one is already waiting
 // are merged.
-func (d *Deliverer) Wake() {
+func (d *deliverer) Wake() {
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -162,7 +162,7 @@ func (d *Deliverer) Wake() {
 // outlives it. Store errors are logged and retried on the next poll; they
 // never end Run. Call Run once: one loop owns the outbox, which is what
 // keeps alerts going out one at a time and in order.
-func (d *Deliverer) Run(ctx context.Context) {
+func (d *deliverer) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -185,7 +185,7 @@ func (d *Deliverer) Run(ctx context.Context) {
 
 // sleep returns how long Run may wait before the next pass: until the
 // earliest pending alert is due, but never longer than the poll interval.
-func (d *Deliverer) sleep(ctx context.Context) time.Duration {
+func (d *deliverer) sleep(ctx context.Context) time.Duration {
 	// The earliest due alert may be one of a paused receiver, which the
 	// pass left: then the end of the first pause is the next thing to do.
 	pause := time.Duration(0)
@@ -224,7 +224,7 @@ func (d *Deliverer) sleep(ctx context.Context) time.Duration {
 // 0) waits for the next pass. Alerts already tried in this pass may still
 // be due and come back first, so each read asks for that many more rows, or
 // they could fill every batch and starve the alerts behind them.
-func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
+func (d *deliverer) pass(ctx context.Context) (storeOK bool) {
 	tried := map[int64]bool{}
 	for ctx.Err() == nil {
 		limit := deliveryBatch + len(tried)
@@ -263,7 +263,7 @@ func (d *Deliverer) pass(ctx context.Context) (storeOK bool) {
 
 // deliver makes one delivery attempt of a and records its result. It
 // returns false when the store could not record it.
-func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
+func (d *deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	if at, ok := d.unmarked[a.ID]; ok {
 		return d.markDelivered(ctx, a, a.DeliveryTries, at)
 	}
@@ -310,7 +310,7 @@ func (d *Deliverer) deliver(ctx context.Context, a results.Alert) bool {
 // send calls the Sender with a timeout of its own and the shutdown grace,
 // and turns a panic in it into a failure that is not retried: one bad
 // alert must not take down the daemon or block the outbox forever.
-func (d *Deliverer) send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
+func (d *deliverer) send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.sendTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -337,7 +337,7 @@ func (d *Deliverer) send(ctx context.Context, a results.Alert) (retry bool, retr
 // (1 after the first attempt): full jitter, so that alerts queued during an
 // outage do not hit a recovering Slack in lockstep, and never less than the
 // receiver's Retry-After, capped at maxRetryAfter.
-func (d *Deliverer) backoff(tries int, retryAfter time.Duration) time.Duration {
+func (d *deliverer) backoff(tries int, retryAfter time.Duration) time.Duration {
 	wait := time.Duration(d.rand() * float64(backoffCeiling(d.baseDelay, d.maxDelay, tries-1)))
 	if retryAfter > 0 {
 		wait = max(wait, min(retryAfter, maxRetryAfter))
@@ -345,7 +345,7 @@ func (d *Deliverer) backoff(tries int, retryAfter time.Duration) time.Duration {
 	return wait
 }
 
-func (d *Deliverer) markDelivered(ctx context.Context, a results.Alert, tries int, at time.Time) bool {
+func (d *deliverer) markDelivered(ctx context.Context, a results.Alert, tries int, at time.Time) bool {
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	if err := d.store.MarkAlertDelivered(mctx, a.ID, at); err != nil {
@@ -361,7 +361,7 @@ func (d *Deliverer) markDelivered(ctx context.Context, a results.Alert, tries in
 	return true
 }
 
-func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why string) bool {
+func (d *deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why string) bool {
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	d.observer.AlertFailed(&a, true)
@@ -377,7 +377,7 @@ func (d *Deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why 
 
 // attrs are the log attributes of a delivery result. The error comes from
 // the Sender, whose contract keeps secrets out of it.
-func (d *Deliverer) attrs(a results.Alert, tries int, err error) []any {
+func (d *deliverer) attrs(a results.Alert, tries int, err error) []any {
 	attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "tries", tries}
 	if a.Receiver != "" {
 		attrs = append(attrs, "receiver", a.Receiver)

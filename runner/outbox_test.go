@@ -74,7 +74,7 @@ func (s *fakeSender) waitCalls(t testing.TB, n int) {
 
 // runDeliverer starts d.Run and returns a stop that cancels it and waits
 // for it to return, failing the test if that takes longer than limit.
-func runDeliverer(t *testing.T, d *Deliverer, limit time.Duration) (stop func()) {
+func runDeliverer(t *testing.T, d *deliverer, limit time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -110,7 +110,7 @@ func TestDeliverSuccess(t *testing.T) {
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
 	id := store.enqueue(testAlert(alertT0))
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	stop := runDeliverer(t, d, time.Second)
 	waitFor(t, "the alert delivered", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
 	stop()
@@ -141,7 +141,7 @@ func TestDeliverRetryBackoff(t *testing.T) {
 	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{reply: retryable("slack: 503 Service Unavailable")}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0.5),
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock, Rand: fixedRand(0.5),
 		BaseDelay: time.Second, MaxDelay: 5 * time.Second})
 	id := store.enqueue(testAlert(alertT0))
 	ctx := context.Background()
@@ -189,7 +189,7 @@ func TestDeliverRetryAfter(t *testing.T) {
 			sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 				return true, c.retryAfter, errors.New("slack: rate limited")
 			}}
-			d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(c.rand), MaxTries: 100})
+			d := newDeliverer(store, sender, delivererOptions{Clock: clock, Rand: fixedRand(c.rand), MaxTries: 100})
 			a := testAlert(alertT0)
 			a.DeliveryTries = c.triesDone
 			id := store.enqueue(a)
@@ -210,7 +210,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) {
 		return false, 0, errors.New("slack: invalid_blocks")
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
+	d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0)})
 	id := store.enqueue(testAlert(alertT0))
 	d.pass(context.Background())
 	d.pass(context.Background())
@@ -226,7 +226,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 func TestDeliverMaxTries(t *testing.T) {
 	store := newTestStore(t)
 	sender := &fakeSender{reply: retryable("slack: 500")}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0), MaxTries: 3})
+	d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0), MaxTries: 3})
 	id := store.enqueue(testAlert(alertT0))
 	for range 5 {
 		d.pass(context.Background())
@@ -254,7 +254,7 @@ func TestDeliverMaxAge(t *testing.T) {
 	store := newTestStore(t)
 	clock := newTestClock(alertT0)
 	sender := &fakeSender{}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock})
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock})
 	old := store.enqueue(testAlert(alertT0.Add(-24*time.Hour - time.Millisecond)))
 	edge := store.enqueue(testAlert(alertT0.Add(-24 * time.Hour)))
 	d.pass(context.Background())
@@ -280,7 +280,7 @@ func TestDeliverOnePassDrainsBatches(t *testing.T) {
 		}
 		return false, 0, nil
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0)})
+	d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0), Rand: fixedRand(0)})
 	const total = 3*deliveryBatch + 1
 	for range total {
 		store.enqueue(testAlert(alertT0))
@@ -295,7 +295,7 @@ func TestDeliverWake(t *testing.T) {
 	verifyNoLeaks(t)
 	store := newTestStore(t)
 	sender := &fakeSender{}
-	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: time.Hour})
+	d := newDeliverer(store, sender, delivererOptions{PollInterval: time.Hour})
 	stop := runDeliverer(t, d, time.Second)
 	defer stop()
 	waitFor(t, "Run to go to sleep", func() bool { return store.callCount("NextAlertDue") >= 1 })
@@ -304,7 +304,7 @@ func TestDeliverWake(t *testing.T) {
 	start := time.Now()
 	d.Wake()
 	d.Wake() // merged, never blocks
-	waitFor(t, "the woken Deliverer to deliver", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
+	waitFor(t, "the woken deliverer to deliver", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("delivery took %v after Wake", took)
 	}
@@ -317,7 +317,7 @@ func TestDeliverSleepsUntilNextDue(t *testing.T) {
 	store := newTestStore(t)
 	sender := &fakeSender{}
 	id := store.enqueue(testAlert(time.Now().Add(50 * time.Millisecond)))
-	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: time.Hour})
+	d := newDeliverer(store, sender, delivererOptions{PollInterval: time.Hour})
 	stop := runDeliverer(t, d, time.Second)
 	defer stop()
 	waitFor(t, "the alert delivered when due", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
@@ -327,7 +327,7 @@ func TestDeliverRunStopsOnCancel(t *testing.T) {
 	verifyNoLeaks(t)
 	store := newTestStore(t)
 	sender := &fakeSender{block: true}
-	d := NewDeliverer(store, sender, DelivererOptions{})
+	d := newDeliverer(store, sender, delivererOptions{})
 	d.grace = 50 * time.Millisecond
 	id := store.enqueue(testAlert(time.Now()))
 	stop := runDeliverer(t, d, time.Second)
@@ -351,7 +351,7 @@ func TestDeliverGraceOnShutdown(t *testing.T) {
 	verifyNoLeaks(t)
 	store := newTestStore(t)
 	sender := &fakeSender{block: true, release: make(chan struct{})}
-	d := NewDeliverer(store, sender, DelivererOptions{})
+	d := newDeliverer(store, sender, delivererOptions{})
 	d.grace = 5 * time.Second
 	id := store.enqueue(testAlert(time.Now()))
 	stop := runDeliverer(t, d, 2*time.Second)
@@ -376,7 +376,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 			return nil
 		})
 		id := store.enqueue(testAlert(time.Now()))
-		d := NewDeliverer(store, &fakeSender{}, DelivererOptions{PollInterval: 5 * time.Millisecond})
+		d := newDeliverer(store, &fakeSender{}, delivererOptions{PollInterval: 5 * time.Millisecond})
 		stop := runDeliverer(t, d, time.Second)
 		defer stop()
 		waitFor(t, "delivery after the store recovered", func() bool { return store.storedAlert(id).State == results.DeliveryDelivered })
@@ -385,7 +385,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	t.Run("MarkAlertDelivered fails, the alert is not sent twice", func(t *testing.T) {
 		store := newTestStore(t)
 		sender := &fakeSender{}
-		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
+		d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0)})
 		id := store.enqueue(testAlert(alertT0))
 		store.setFail(func(m string) error {
 			if m == "MarkAlertDelivered" {
@@ -414,7 +414,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 			return nil
 		})
 		store.enqueue(testAlert(time.Now()))
-		d := NewDeliverer(store, &fakeSender{}, DelivererOptions{PollInterval: 50 * time.Millisecond})
+		d := newDeliverer(store, &fakeSender{}, delivererOptions{PollInterval: 50 * time.Millisecond})
 		stop := runDeliverer(t, d, time.Second)
 		time.Sleep(200 * time.Millisecond)
 		stop()
@@ -427,7 +427,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 	t.Run("MarkAlertRetry fails, the pass ends", func(t *testing.T) {
 		store := newTestStore(t)
 		sender := &fakeSender{reply: retryable("slack: 502")}
-		d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
+		d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0)})
 		store.enqueue(testAlert(alertT0))
 		store.enqueue(testAlert(alertT0))
 		store.setFail(func(m string) error {
@@ -446,7 +446,7 @@ func TestDeliverStoreErrors(t *testing.T) {
 func TestDeliverSenderPanic(t *testing.T) {
 	store := newTestStore(t)
 	sender := &fakeSender{reply: func(int, results.Alert) (bool, time.Duration, error) { panic("nil map") }}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: newTestClock(alertT0)})
+	d := newDeliverer(store, sender, delivererOptions{Clock: newTestClock(alertT0)})
 	id := store.enqueue(testAlert(alertT0))
 	d.pass(context.Background())
 	if a := store.storedAlert(id); a.State != results.DeliveryFailed || !strings.Contains(a.LastError, "panicked") {
@@ -455,7 +455,7 @@ func TestDeliverSenderPanic(t *testing.T) {
 }
 
 func TestDeliverDefaults(t *testing.T) {
-	d := NewDeliverer(newTestStore(t), &fakeSender{}, DelivererOptions{})
+	d := newDeliverer(newTestStore(t), &fakeSender{}, delivererOptions{})
 	got := fmt.Sprint(d.maxTries, d.baseDelay, d.maxDelay, d.maxAge, d.poll)
 	if want := fmt.Sprint(10, time.Second, 5*time.Minute, 24*time.Hour, 5*time.Second); got != want {
 		t.Errorf("defaults = %s, want %s", got, want)
@@ -473,7 +473,7 @@ func TestDeliverRetryAfterHoldsEveryAlert(t *testing.T) {
 		}
 		return false, 0, nil
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0)})
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock, Rand: fixedRand(0)})
 	first, second := testAlert(alertT0), testAlert(alertT0)
 	second.OperationID = "op-2"
 	store.enqueue(first)
@@ -511,7 +511,7 @@ func TestDeliverRetryAfterHoldsOnlyItsReceiver(t *testing.T) {
 		}
 		return false, 0, nil
 	}}
-	d := NewDeliverer(store, sender, DelivererOptions{Clock: clock, Rand: fixedRand(0)})
+	d := newDeliverer(store, sender, delivererOptions{Clock: clock, Rand: fixedRand(0)})
 	var ids []int64
 	for _, key := range []string{"default/slack", "default/slack", "routes[0]/webhook"} {
 		a := testAlert(alertT0)

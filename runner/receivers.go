@@ -21,7 +21,7 @@ type Looper interface {
 }
 
 // receiverSet lets a reload change the receivers without restarting the
-// Deliverer, and runs the Loopers among them: from start until stop, each
+// deliverer, and runs the Loopers among them: from start until stop, each
 // set's loops end (and are waited for) when a reload replaces them.
 type receiverSet struct {
 	mu      sync.RWMutex
@@ -81,7 +81,7 @@ func (s *receiverSet) stopLoops() {
 
 // Send implements Sender: it sends a to the receiver its key names. An
 // alert whose receiver is not configured (a reload removed it) is refused
-// for good: the Deliverer records it as failed, with the reason.
+// for good: the deliverer records it as failed, with the reason.
 func (s *receiverSet) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
 	s.mu.RLock()
 	sender := s.senders[a.Receiver]

@@ -27,7 +27,7 @@ func TestDeliverByReceiver(t *testing.T) {
 		a.Receiver = key
 		ids[key] = store.enqueue(a)
 	}
-	d := NewDeliverer(store, set, DelivererOptions{Clock: clock})
+	d := newDeliverer(store, set, delivererOptions{Clock: clock})
 	stop := runDeliverer(t, d, time.Second)
 	waitFor(t, "every alert delivered or failed", func() bool {
 		for _, id := range ids {

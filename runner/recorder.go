@@ -29,17 +29,17 @@ type RecorderOptions struct {
 	// and travel with its alerts. nil: no probe has labels.
 	Labels map[string]map[string]string
 	// Targets are what each probe calls, by probe name: its alerts name
-	// it (see ProbeTargets). nil: an MCP probe's alerts name the tool and
+	// it (see probeTargets). nil: an MCP probe's alerts name the tool and
 	// server its run reports, others none.
-	Targets map[string]ProbeTarget
+	Targets map[string]probeTarget
 	// Observer is told of every recorded run, drift event, store failure
 	// and dropped run; nil: none.
 	Observer Observer
 	// Wake is called when a recorded run enqueued alerts to deliver (the
-	// Deliverer's Wake); nil: none.
+	// deliverer's Wake); nil: none.
 	Wake func()
 	// WriteQueue is how many runs may wait in memory to be written while
-	// the store fails. 0 or less: DefaultWriteQueue.
+	// the store fails. 0 or less: defaultWriteQueue.
 	WriteQueue int
 	// Clock dates the alert policy's decisions (repeat intervals, drift
 	// windows) and times the write queue's back-off; nil: the real clock.
@@ -72,7 +72,7 @@ const recordTimeout = 15 * time.Second
 // with each of them; and, when the store cannot take a run, the write
 // queue (see writeQueue), which keeps the runs in order and writes them
 // once it can. It never talks to the alert receiver: alerts go to the
-// store's outbox, which a Deliverer drains, so a slow or dead Slack never
+// store's outbox, which a deliverer drains, so a slow or dead Slack never
 // holds up a run.
 //
 // Record is the one entry point. Run writes the queue and must be running
@@ -92,7 +92,7 @@ type Recorder struct {
 	mu      sync.RWMutex // guards notify, labels, targets, deliver and states
 	notify  checks.Notify
 	labels  map[string]map[string]string // by probe: routes and silences match them
-	targets map[string]ProbeTarget       // by probe: what its alerts say it called
+	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
 	states  map[string]results.AlertState
 	redact  func(string) string
@@ -184,7 +184,7 @@ func (rc *Recorder) Load(ctx context.Context) error {
 // Alert states are kept: a failure announced before the reload is not
 // announced again.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
-	labels, targets := ProbeLabels(cfg), ProbeTargets(cfg)
+	labels, targets := ProbeLabels(cfg), probeTargets(cfg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
@@ -206,7 +206,7 @@ func ProbeLabels(cfg *checks.Config) map[string]map[string]string {
 // drift event, the probe's new alert state and its alerts, in one store
 // transaction. It returns what it decided; the caller's r is left as it
 // is. A recorded run is counted (Observer.RunFinished) and wakes the
-// Deliverer when it enqueued alerts.
+// deliverer when it enqueued alerts.
 //
 // Record ignores ctx's cancellation, within recordTimeout: the run is
 // over, and a shutdown that drains in-flight runs must not lose their
@@ -240,7 +240,7 @@ func (rc *Recorder) Drain(ctx context.Context, grace time.Duration) { rc.queue.d
 // failed. Anything above 0 means the store is not keeping up.
 func (rc *Recorder) Pending() int { return rc.queue.pending() }
 
-// recorded counts a recorded run and wakes the Deliverer for its alerts.
+// recorded counts a recorded run and wakes the deliverer for its alerts.
 func (rc *Recorder) recorded(r *results.Result, d Decision) {
 	rc.observer.RunFinished(r)
 	if slices.ContainsFunc(d.Alerts, func(a results.Alert) bool { return a.State == results.DeliveryPending }) {
@@ -265,7 +265,7 @@ func (rc *Recorder) recorded(r *results.Result, d Decision) {
 // sends the resolved alert first, since the incident on-call is working
 // is over, then its drift events, marked Resolving so that they say they
 // came with the run that resolved it rather than read as a new problem.
-// Each alert names what the run called (ProbeTarget), scrubbed of known
+// Each alert names what the run called (probeTarget), scrubbed of known
 // secrets.
 func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision, error) {
 	defer rc.lockProbe(r.Probe)()
@@ -297,7 +297,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			a := results.NewAlert(results.AlertDrift, r, now)
 			a.Drift = drift
 			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, SilencedError
+				a.State, a.LastError = results.DeliverySkipped, silencedError
 			}
 			drifted = append(drifted, a)
 		}
@@ -314,7 +314,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			a := results.NewAlert(results.AlertDrift, r, now)
 			a.Drift = drift
 			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, SilencedError
+				a.State, a.LastError = results.DeliverySkipped, silencedError
 			}
 			drifted = append(drifted, a)
 		}
@@ -331,7 +331,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			a := results.NewAlert(results.AlertDrift, r, now)
 			a.Drift = drift
 			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, SilencedError
+				a.State, a.LastError = results.DeliverySkipped, silencedError
 			}
 			drifted = append(drifted, a)
 		}

@@ -243,12 +243,12 @@ func TestRecorderLogsEachAlert(t *testing.T) {
 }
 
 // TestRecorderNotBlockedBySlowDelivery: with the receiver hanging, runs are
-// still recorded at once; the Recorder and the Deliverer share only the store.
+// still recorded at once; the Recorder and the deliverer share only the store.
 func TestRecorderNotBlockedBySlowDelivery(t *testing.T) {
 	verifyNoLeaks(t)
 	store := newTestStore(t)
 	sender := &fakeSender{block: true}
-	d := NewDeliverer(store, sender, DelivererOptions{PollInterval: 10 * time.Millisecond})
+	d := newDeliverer(store, sender, delivererOptions{PollInterval: 10 * time.Millisecond})
 	d.grace = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

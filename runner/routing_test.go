@@ -145,7 +145,7 @@ func TestRecorderSilencedRoute(t *testing.T) {
 		alerts := process(t, p, pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 		got = append(got, alertSummary(alerts))
 		for _, a := range alerts {
-			if a.LastError != SilencedError {
+			if a.LastError != silencedError {
 				t.Errorf("silenced alert %+v does not say why it was skipped", a)
 			}
 		}

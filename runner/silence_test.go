@@ -98,7 +98,7 @@ func TestAlertDecideSilenced(t *testing.T) {
 					}
 					wantErr := ""
 					if a.State == skipped {
-						wantErr = SilencedError
+						wantErr = silencedError
 					}
 					if a.LastError != wantErr {
 						t.Errorf("step %d: alert %s last error %q, want %q", i, a.Kind, a.LastError, wantErr)
@@ -139,8 +139,8 @@ func TestRecorderHonoursSilences(t *testing.T) {
 	}
 	clock.Advance(SilenceRefresh)
 	got := step("search")
-	if len(got) != 1 || got[0].Kind != firing || got[0].State != skipped || got[0].LastError != SilencedError {
-		t.Fatalf("search, silenced: alerts %+v, want one firing, skipped, last error %q", got, SilencedError)
+	if len(got) != 1 || got[0].Kind != firing || got[0].State != skipped || got[0].LastError != silencedError {
+		t.Fatalf("search, silenced: alerts %+v, want one firing, skipped, last error %q", got, silencedError)
 	}
 	if runs, err := store.RecordedRuns(ctx, "search"); err != nil || len(runs) != 1 {
 		t.Errorf("search, silenced: recorded runs %d (err %v), want 1: a silenced probe is still recorded", len(runs), err)
@@ -211,8 +211,8 @@ func TestDaemonSilencesByLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(alerts) != 1 || alerts[0].Kind != firing || alerts[0].State != skipped || alerts[0].LastError != SilencedError {
-		t.Fatalf("alerts %+v, want one firing alert, skipped, last error %q", alerts, SilencedError)
+	if len(alerts) != 1 || alerts[0].Kind != firing || alerts[0].State != skipped || alerts[0].LastError != silencedError {
+		t.Fatalf("alerts %+v, want one firing alert, skipped, last error %q", alerts, silencedError)
 	}
 }
 
@@ -243,9 +243,9 @@ func TestRecorderSilencedDrift(t *testing.T) {
 		t.Fatalf("alerts of the drifted run: %s, want [shape_drift firing]", got)
 	}
 	for _, a := range alerts {
-		if a.State != skipped || a.LastError != SilencedError || a.Receiver != "" {
+		if a.State != skipped || a.LastError != silencedError || a.Receiver != "" {
 			t.Errorf("%s alert: state %s, last error %q, receiver %q; want skipped, %q, none",
-				a.Kind, a.State, a.LastError, a.Receiver, SilencedError)
+				a.Kind, a.State, a.LastError, a.Receiver, silencedError)
 		}
 	}
 	_, drifts, _, _ := store.snapshot()
@@ -284,7 +284,7 @@ func TestRecorderSilenceFollowsReloadedLabels(t *testing.T) {
 		t.Errorf("before the probe has the label: %s %s, want pending", a.Kind, a.State)
 	}
 	p.SetConfig(config(map[string]string{"team": "search"}), true)
-	if a := step(results.CodeServerError); a.State != skipped || a.LastError != SilencedError {
+	if a := step(results.CodeServerError); a.State != skipped || a.LastError != silencedError {
 		t.Errorf("after a reload gave it team=search: %s %s (%q), want skipped, silenced", a.Kind, a.State, a.LastError)
 	}
 	p.SetConfig(config(map[string]string{"team": "maps"}), true)

@@ -5,9 +5,9 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// ProbeTarget is what a probe calls, as its alerts name it
+// probeTarget is what a probe calls, as its alerts name it
 // (results.Alert.Target): never a query, userinfo or header.
-type ProbeTarget struct {
+type probeTarget struct {
 	// Call is a single probe's call: "POST https://host/path" or "tool
 	// NAME at https://host/path"; "" for a steps probe.
 	Call string
@@ -16,16 +16,16 @@ type ProbeTarget struct {
 	Steps map[string]string
 }
 
-// ProbeTargets returns what each of cfg's probes calls, by probe name, as
+// probeTargets returns what each of cfg's probes calls, by probe name, as
 // RecorderOptions.Targets takes it.
-func ProbeTargets(cfg *checks.Config) map[string]ProbeTarget {
-	out := make(map[string]ProbeTarget, len(cfg.Probes))
+func probeTargets(cfg *checks.Config) map[string]probeTarget {
+	out := make(map[string]probeTarget, len(cfg.Probes))
 	for _, p := range cfg.Probes {
 		if len(p.Steps) == 0 {
-			out[p.Name] = ProbeTarget{Call: callTarget(p.Request, p.MCP)}
+			out[p.Name] = probeTarget{Call: callTarget(p.Request, p.MCP)}
 			continue
 		}
-		t := ProbeTarget{Steps: make(map[string]string, len(p.Steps))}
+		t := probeTarget{Steps: make(map[string]string, len(p.Steps))}
 		for _, st := range p.Steps {
 			if call := callTarget(st.Request, st.MCP); call != "" {
 				t.Steps[st.Name] = "step " + st.Name + ": " + call
@@ -48,7 +48,7 @@ func callTarget(req checks.Request, mcp *checks.MCP) string {
 // probe, the deciding step's for a steps run that failed, or the step
 // whose answer drifted; "" when unknown (a steps run that passed names no
 // one step).
-func (t ProbeTarget) of(r *results.Result, drift *results.Drift) string {
+func (t probeTarget) of(r *results.Result, drift *results.Drift) string {
 	step := r.Step
 	if drift != nil && drift.Step != "" {
 		step = drift.Step

@@ -14,13 +14,13 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// DefaultWriteQueue is how many results the daemon holds in memory while
+// defaultWriteQueue is how many results the daemon holds in memory while
 // the store cannot be written, when Deps.WriteQueue is zero. A
 // queued result is typically 2 to 8 KB (its attempts, the canonical shape
 // text, a response sample of at most 4 KB on a failure), so a full queue
 // takes some 20 to 80 MB; the rare result that carries a shape sample (a
 // passing run whose shape changed) adds up to 64 KB of its own.
-const DefaultWriteQueue = 10_000
+const defaultWriteQueue = 10_000
 
 // Back-off of the writes of queued results: writeRetryBase doubling up to
 // writeRetryMax, jittered, see writeQueue.retryDelay.
@@ -101,12 +101,12 @@ type queued struct {
 }
 
 // newWriteQueue returns an empty queue of capacity runs (0 or less:
-// DefaultWriteQueue) that writes with write and calls written for every
+// defaultWriteQueue) that writes with write and calls written for every
 // queued run once it is recorded.
 func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, Decision),
 	logger *slog.Logger, observer Observer, clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
 	if capacity <= 0 {
-		capacity = DefaultWriteQueue
+		capacity = defaultWriteQueue
 	}
 	return &writeQueue{
 		write: write, written: written, logger: logger, observer: observer,
