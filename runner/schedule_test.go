@@ -1,19 +1,13 @@
 package runner
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
-
-	"github.com/toolpulse/toolpulse/checks"
 )
 
 func TestSchedJitterOffset(t *testing.T) {
@@ -67,64 +61,6 @@ func TestSchedNextRun(t *testing.T) {
 	for name, tt := range tests {
 		if got := nextRun(tt.t, time.Minute, tt.now); !got.Equal(tt.want) {
 			t.Errorf("%s: nextRun = %v, want %v", name, got, tt.want)
-		}
-	}
-}
-
-// TestSchedSameProbe changes one thing at a time: each must count as a
-// change, and a probe loaded again with nothing changed must not.
-func TestSchedSameProbe(t *testing.T) {
-	srv := httptest.NewTLSServer(http.NotFoundHandler())
-	t.Cleanup(srv.Close)
-	pool := func() *x509.CertPool {
-		p := x509.NewCertPool()
-		p.AddCert(srv.Certificate())
-		return p
-	}
-	base := func() *checks.Probe {
-		p := schedProbe(t, "search", "http://127.0.0.1:1", time.Minute)
-		p.Labels = map[string]string{"team": "search"}
-		p.TLS = &tls.Config{RootCAs: pool()}
-		return p
-	}
-	tests := map[string]struct {
-		change func(p *checks.Probe)
-		same   bool
-	}{
-		"loaded again":           {func(p *checks.Probe) {}, true},
-		"consumer compiled anew": {func(p *checks.Probe) { p.Consumer = mustConsumer("select_results", seedSelect, seedValidate) }, true},
-		"same CA, new pool":      {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: pool()} }, true},
-		"interval":               {func(p *checks.Probe) { p.Interval = 2 * time.Minute }, false},
-		"jitter":                 {func(p *checks.Probe) { p.Jitter = 0 }, false},
-		"timeout":                {func(p *checks.Probe) { p.Timeout = time.Second }, false},
-		"url":                    {func(p *checks.Probe) { p.Request.URL += "x" }, false},
-		"method":                 {func(p *checks.Probe) { p.Request.Method = http.MethodGet }, false},
-		"header value":           {func(p *checks.Probe) { p.Request.Headers["Authorization"] = "Bearer other" }, false},
-		"query":                  {func(p *checks.Probe) { p.Request.Query["lang"] = "de" }, false},
-		"json fixture":           {func(p *checks.Probe) { p.Request.JSON = map[string]any{"query": "other"} }, false},
-		"body":                   {func(p *checks.Probe) { p.Request.Body = "raw" }, false},
-		"max body":               {func(p *checks.Probe) { p.MaxBodyBytes++ }, false},
-		"retries":                {func(p *checks.Probe) { p.Retries.MaxAttempts++ }, false},
-		"expect status":          {func(p *checks.Probe) { p.Expect.Status = []int{200, 204} }, false},
-		"min results":            {func(p *checks.Probe) { p.Expect.MinResults = 2 }, false},
-		"labels":                 {func(p *checks.Probe) { p.Labels["team"] = "other" }, false},
-		"consumer rule":          {func(p *checks.Probe) { p.Consumer = mustConsumer("select_results", seedSelect, "true") }, false},
-		"consumer version": {func(p *checks.Probe) {
-			c := *p.Consumer
-			c.Version = "3"
-			p.Consumer = &c
-		}, false},
-		"consumer name":  {func(p *checks.Probe) { p.Consumer = mustConsumer("other", seedSelect, seedValidate) }, false},
-		"CA":             {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: x509.NewCertPool()} }, false},
-		"insecure":       {func(p *checks.Probe) { p.TLS = &tls.Config{RootCAs: pool(), InsecureSkipVerify: true} }, false},
-		"TLS removed":    {func(p *checks.Probe) { p.TLS = nil }, false},
-		"system CA pool": {func(p *checks.Probe) { p.TLS = &tls.Config{} }, false},
-	}
-	for name, tt := range tests {
-		a, b := base(), base()
-		tt.change(b)
-		if got := a.Same(b); got != tt.same {
-			t.Errorf("%s: Same = %v, want %v", name, got, tt.same)
 		}
 	}
 }
