@@ -39,7 +39,7 @@ func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)
 	}
 	d := record(f.t, f.p, &r)
-	return &r, driftAlerts(d.Alerts)
+	return &r, alertsOfDrift(d.Alerts)
 }
 
 // definitionDrifts are the stored drifts of kind definition.

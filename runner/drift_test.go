@@ -81,7 +81,7 @@ func (f *driftFixture) drifts() []results.Drift {
 	return drifts
 }
 
-func driftAlerts(alerts []results.Alert) []results.Alert {
+func alertsOfDrift(alerts []results.Alert) []results.Alert {
 	var out []results.Alert
 	for _, a := range alerts {
 		if a.Kind == results.AlertDrift {
@@ -147,7 +147,7 @@ func TestDriftNeedsFiveObservations(t *testing.T) {
 	if len(r.Drift) != 0 || r.Baseline != "" {
 		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Baseline, r.Drift)
 	}
-	if len(f.drifts()) != 0 || len(driftAlerts(alerts)) != 0 {
+	if len(f.drifts()) != 0 || len(alertsOfDrift(alerts)) != 0 {
 		t.Errorf("with 4 baseline observations: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
 	}
 }
@@ -171,7 +171,7 @@ func TestDriftAlertsOnceThenLearns(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(10)
 	_, alerts := f.run(seedWrappedBody, "")
-	if len(driftAlerts(alerts)) != 1 {
+	if len(alertsOfDrift(alerts)) != 1 {
 		t.Fatalf("first drifted run made alerts %v", alertKinds(alerts))
 	}
 	second, alerts := f.run(seedWrappedBody, "")
@@ -217,7 +217,7 @@ func TestDriftEachChangeAlerts(t *testing.T) {
 	}
 	retyped := strings.Replace(seedWrappedBody, "0.93", `"0.93"`, 1)
 	d, alerts := f.run(retyped, "")
-	if want := []string{"results.items[].score: number -> string"}; !slices.Equal(d.Drift, want) || len(driftAlerts(alerts)) != 1 {
+	if want := []string{"results.items[].score: number -> string"}; !slices.Equal(d.Drift, want) || len(alertsOfDrift(alerts)) != 1 {
 		t.Errorf("second change: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
 	}
 	if n := len(f.drifts()); n != 2 {
@@ -325,7 +325,7 @@ func TestDriftProfileSurvivesRestart(t *testing.T) {
 	f.baseline(6)
 	f.restart()
 	d, alerts := f.run(seedWrappedBody, "")
-	if !slices.Equal(d.Drift, []string{seedDiffLine}) || len(driftAlerts(alerts)) != 1 {
+	if !slices.Equal(d.Drift, []string{seedDiffLine}) || len(alertsOfDrift(alerts)) != 1 {
 		t.Errorf("after a restart: drift %q, alerts %v; want the drift alerted", d.Drift, alertKinds(alerts))
 	}
 }
@@ -352,7 +352,7 @@ func TestDriftRecordRetriedLearnsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(driftAlerts(d.Alerts)) != 1 || len(f.drifts()) != 1 {
+	if len(alertsOfDrift(d.Alerts)) != 1 || len(f.drifts()) != 1 {
 		t.Errorf("the retried run: alerts %v, %d drift rows; want its drift alerted once", alertKinds(d.Alerts), len(f.drifts()))
 	}
 }
@@ -388,7 +388,7 @@ func TestDriftStoreErrors(t *testing.T) {
 			}
 			if method == "ProfileResets" {
 				// Resets are a side read: detection goes on without them.
-				if len(d.Drift) == 0 || len(driftAlerts(alerts)) != 1 {
+				if len(d.Drift) == 0 || len(alertsOfDrift(alerts)) != 1 {
 					t.Errorf("ProfileResets failing: drift %q, alerts %v; want the drift detected", d.Drift, alertKinds(alerts))
 				}
 				return
@@ -398,7 +398,7 @@ func TestDriftStoreErrors(t *testing.T) {
 			}
 			f.store.setFail(nil)
 			d, alerts = f.run(seedWrappedBody, seedWrappedCode)
-			if len(d.Drift) == 0 || len(f.drifts()) != 1 || len(driftAlerts(alerts)) != 1 {
+			if len(d.Drift) == 0 || len(f.drifts()) != 1 || len(alertsOfDrift(alerts)) != 1 {
 				t.Errorf("the next drifted run: drift %q, %d rows, alerts %v; want the drift detected",
 					d.Drift, len(f.drifts()), alertKinds(alerts))
 			}
@@ -428,7 +428,7 @@ func TestDriftCarriesOverRecordedShapes(t *testing.T) {
 		t.Errorf("first run after the upgrade: drift %q, alerts %v; want it to fit the carried-over profile", d.Drift, alertKinds(alerts))
 	}
 	d, alerts = f.run(`{"facets":{"d00d12":{"n":4}},"next_cursor":null,"results":{"items":[]}}`, "")
-	if want := []string{seedDiffLine}; !slices.Equal(d.Drift, want) || len(driftAlerts(alerts)) != 1 {
+	if want := []string{seedDiffLine}; !slices.Equal(d.Drift, want) || len(alertsOfDrift(alerts)) != 1 {
 		t.Errorf("the seed-000 wrap after the upgrade: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
 	}
 }
@@ -483,7 +483,7 @@ func recordedPattern(t *testing.T, f *driftFixture, n int, gen func(i int, rnd *
 	rnd := rand.New(rand.NewPCG(1, 16))
 	for i := range n {
 		_, as := f.run(gen(i, rnd), "")
-		alerts += len(driftAlerts(as))
+		alerts += len(alertsOfDrift(as))
 	}
 	seen := map[string]bool{}
 	for _, r := range f.store.recorded() {

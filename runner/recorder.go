@@ -282,25 +282,11 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 
 	var rec results.RunRecord
 	var d Decision
-	// drifted are the run's shape_drift alerts, ordered with the
-	// failure's below (see recordNow).
-	var drifted []results.Alert
 	judged, err := rc.detectDrift(ctx, r, now, &d)
 	if err != nil {
 		rc.logger.Error("drift detection failed; recording the run without a drift event",
 			"probe", r.Probe, "operation_id", r.OperationID, "error", err)
 		rc.observer.StoreError("drift_lookup")
-	}
-	if drift := judged.drift; drift != nil {
-		rec.Drift = drift
-		if notifies(notify, notifyShapeDrift) {
-			a := results.NewAlert(results.AlertDrift, r, now)
-			a.Drift = drift
-			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, silencedError
-			}
-			drifted = append(drifted, a)
-		}
 	}
 	stepped, stepErr := rc.detectStepDrifts(ctx, r, now)
 	if stepErr != nil {
@@ -308,34 +294,14 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 			"probe", r.Probe, "operation_id", r.OperationID, "error", stepErr)
 		rc.observer.StoreError("drift_lookup")
 	}
-	for _, drift := range stepped.drifts {
-		rec.StepDrifts = append(rec.StepDrifts, drift)
-		if notifies(notify, notifyShapeDrift) {
-			a := results.NewAlert(results.AlertDrift, r, now)
-			a.Drift = drift
-			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, silencedError
-			}
-			drifted = append(drifted, a)
-		}
-	}
 	defined, defErr := rc.detectDefinitionDrift(ctx, r, now)
 	if defErr != nil {
 		rc.logger.Error("definition drift detection failed; recording the run without its tool definition's text",
 			"probe", r.Probe, "operation_id", r.OperationID, "error", defErr)
 		rc.observer.StoreError("definition_lookup")
 	}
-	if drift := defined.drift; drift != nil {
-		rec.DefinitionDrift = drift
-		if notifies(notify, notifyShapeDrift) {
-			a := results.NewAlert(results.AlertDrift, r, now)
-			a.Drift = drift
-			if silenced {
-				a.State, a.LastError = results.DeliverySkipped, silencedError
-			}
-			drifted = append(drifted, a)
-		}
-	}
+	rec.Drift, rec.StepDrifts, rec.DefinitionDrift = judged.drift, stepped.drifts, defined.drift
+	drifted := driftAlerts(notify, r, rec.Drifts(), now, silenced)
 	next, alerts := decide(notify, st, r, now, silenced)
 	to := addressing{told: st.Receivers}
 	if deliver {
@@ -350,14 +316,7 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 	if moved := movedFiring(notify, st, next, alerts, to, r, now, silenced); moved != nil {
 		alerts = append(alerts, *moved)
 	}
-	if slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.Kind == results.AlertResolved }) {
-		for i := range drifted {
-			drifted[i].Resolving = true
-		}
-		rec.Alerts = append(alerts, drifted...)
-	} else {
-		rec.Alerts = append(drifted, alerts...)
-	}
+	rec.Alerts = withDrifts(alerts, drifted)
 	for i := range rec.Alerts {
 		if t := target.of(r, rec.Alerts[i].Drift); t != "" {
 			rec.Alerts[i].Target = rc.redact(t)
@@ -397,7 +356,48 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		rc.observer.DriftDetected(d)
 	}
 
-	for _, a := range rec.Alerts {
+	rc.logEnqueued(rec.Alerts)
+	d.Alerts = rec.Alerts
+	return d, nil
+}
+
+// driftAlerts returns a shape_drift alert for each drift of run r, in
+// order, when notify is on shape_drift; recorded as skipped when the
+// probe is silenced.
+func driftAlerts(notify checks.Notify, r *results.Result, drifts []*results.Drift, now time.Time, silenced bool) []results.Alert {
+	if !notifies(notify, notifyShapeDrift) {
+		return nil
+	}
+	var out []results.Alert
+	for _, drift := range drifts {
+		a := results.NewAlert(results.AlertDrift, r, now)
+		a.Drift = drift
+		if silenced {
+			a.State, a.LastError = results.DeliverySkipped, silencedError
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// withDrifts orders a run's drift alerts with its failure's: a drift
+// explains a failure, so it goes first; on a run that resolves the
+// failure, the resolved message goes first and each drift says that its
+// run resolved it.
+func withDrifts(alerts, drifted []results.Alert) []results.Alert {
+	if !slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.Kind == results.AlertResolved }) {
+		return append(drifted, alerts...)
+	}
+	for i := range drifted {
+		drifted[i].Resolving = true
+	}
+	return append(alerts, drifted...)
+}
+
+// logEnqueued logs each alert a run recorded, with why it was skipped
+// when it was.
+func (rc *Recorder) logEnqueued(alerts []results.Alert) {
+	for _, a := range alerts {
 		attrs := []any{"probe", a.Probe, "kind", a.Kind, "alert_id", a.ID, "state", a.State,
 			"operation_id", a.OperationID, "outcome", a.Outcome}
 		if a.Receiver != "" {
@@ -417,8 +417,6 @@ func (rc *Recorder) recordNow(ctx context.Context, r *results.Result) (Decision,
 		}
 		rc.logger.Info("alert enqueued", attrs...)
 	}
-	d.Alerts = rec.Alerts
-	return d, nil
 }
 
 // lockProbe locks probe's mutex and returns its unlock. The scheduler never
