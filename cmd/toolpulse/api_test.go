@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // TestAPI serves the JSON API over a real database filled by `check`
@@ -38,7 +40,10 @@ func TestAPI(t *testing.T) {
 	}
 
 	var probes struct {
-		Probes []probeSummary `json:"probes"`
+		Probes []struct {
+			Name   string            `json:"name"`
+			Latest *results.Envelope `json:"latest"`
+		} `json:"probes"`
 	}
 	if code := get("/api/v1/probes", &probes); code != http.StatusOK || len(probes.Probes) != 3 {
 		t.Fatalf("/api/v1/probes: %d, %d probes, want 200 and 3", code, len(probes.Probes))
@@ -63,6 +68,10 @@ func TestAPI(t *testing.T) {
 		t.Errorf("results since 24h: %d, %d results, want 2", code, len(page.Results))
 	}
 
+	// apiError is an error body as a client reads it.
+	type apiError struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
 	var apiErr apiError
 	for path, want := range map[string]struct {
 		status int
@@ -91,13 +100,13 @@ func TestAPI(t *testing.T) {
 	}
 	// A probe that is configured but has never drifted is an empty list.
 	var none struct {
-		Drifts []driftJSON `json:"drifts"`
+		Drifts []json.RawMessage `json:"drifts"`
 	}
 	if code := get("/api/v1/drifts?probe=tracker", &none); code != http.StatusOK || none.Drifts == nil || len(none.Drifts) != 0 {
 		t.Errorf("/api/v1/drifts?probe=tracker: %d %+v, want 200 and []", code, none)
 	}
 	var drifts struct {
-		Drifts []driftJSON `json:"drifts"`
+		Drifts []json.RawMessage `json:"drifts"`
 	}
 	if code := get("/api/v1/drifts", &drifts); code != http.StatusOK || drifts.Drifts == nil {
 		t.Errorf("/api/v1/drifts: %d %+v, want 200 and a list", code, drifts)

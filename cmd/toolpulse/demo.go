@@ -20,7 +20,9 @@ import (
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/examples/slackprinter"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/web"
 )
 
 type demoCmd struct {
@@ -152,9 +154,9 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	}
 	// The status page and API, as `run` serves them, for the length of the
 	// demo.
-	statusURL, stopStatus, err := serveLoopback(newServer(serverDeps{
-		logger: slog.New(slog.DiscardHandler), healthy: s.healthy, metrics: s.metricsHandler,
-		store: s.store, probes: func() []*checks.Probe { return cfg.Probes },
+	statusURL, stopStatus, err := serveLoopback(web.NewServer(web.Deps{
+		Logger: slog.New(slog.DiscardHandler), Healthy: s.healthy, Metrics: s.metricsHandler,
+		Store: s.store, Probes: func() []*checks.Probe { return cfg.Probes },
 	}))
 	if err != nil {
 		s.store.Close()
@@ -225,9 +227,9 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	fmt.Fprintf(out, "Next: write a check of your own, README section \"Your first check in ten minutes\".\n")
 
 	if d.Serve && e.ctx.Err() == nil {
-		url, stop, err := serveLoopback(newServer(serverDeps{
-			logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: s.metricsHandler,
-			store: store, probes: func() []*checks.Probe { return cfg.Probes },
+		url, stop, err := serveLoopback(web.NewServer(web.Deps{
+			Logger: slog.New(slog.DiscardHandler), Healthy: func(context.Context) error { return nil }, Metrics: s.metricsHandler,
+			Store: store, Probes: func() []*checks.Probe { return cfg.Probes },
 		}))
 		if err != nil {
 			return softwareError(err)
@@ -250,10 +252,10 @@ func writeDemoStats(w io.Writer, stats []results.ProbeStats) error {
 		p := &stats[i]
 		last := string(p.LastOutcome)
 		if p.LastCode != "" {
-			last += " (" + printable(string(p.LastCode)) + ")"
+			last += " (" + present.Printable(string(p.LastCode)) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", printable(p.Probe), p.Runs, pct(p.Pass, p.Runs),
-			pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), formatLatency(p.P95), p.DriftEvents, last)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", present.Printable(p.Probe), p.Runs, pct(p.Pass, p.Runs),
+			pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), present.FormatLatency(p.P95), p.DriftEvents, last)
 	}
 	return tw.Flush()
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
 // demoLog is the demo's log. The daemon's whole log goes to a file, as
@@ -94,7 +95,7 @@ func (h *demoHandler) Handle(ctx context.Context, r slog.Record) error {
 		if e := attrs["error"]; e != "" {
 			what += ": " + e
 		}
-		fmt.Fprintln(h.log.term, results.Clip("  "+printable(what), demoWidth))
+		fmt.Fprintln(h.log.term, results.Clip("  "+present.Printable(what), demoWidth))
 	}
 	return err
 }
@@ -112,7 +113,7 @@ func runLine(attrs map[string]string) string {
 	if attrs["drift"] == "true" {
 		what += ", shape drift"
 	}
-	return fmt.Sprintf("  %-19s %s", printable(attrs["probe"]), printable(what))
+	return fmt.Sprintf("  %-19s %s", present.Printable(attrs["probe"]), present.Printable(what))
 }
 
 func (h *demoHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -37,10 +38,10 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	now := time.Now()
 	q := results.HistoryQuery{Probes: h.Probe, Limit: h.Limit}
 	var err error
-	if q.Since, err = parseInstant(h.Since, now); err != nil {
+	if q.Since, err = present.ParseInstant(h.Since, now); err != nil {
 		return usageError("--since: %v", err)
 	}
-	if q.Until, err = parseInstant(h.Until, now); err != nil {
+	if q.Until, err = present.ParseInstant(h.Until, now); err != nil {
 		return usageError("--until: %v", err)
 	}
 	for _, o := range h.Outcome {
@@ -147,26 +148,6 @@ func knownProbes(ctx context.Context, store *sqlite.Store, cfg *checks.Config, n
 		}
 	}
 	return nil
-}
-
-// parseInstant reads a point in time: "" (none), a duration ago ("24h",
-// "90m"), an RFC 3339 time, or a date (midnight UTC).
-func parseInstant(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration ago must not be negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is neither a duration (24h) nor a time (2026-10-26T13:07:00Z) or date (2026-10-26)", s)
 }
 
 // historyRow is the JSON and CSV form of a stored result: the columns of
@@ -376,7 +357,7 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 		if name == "" {
 			name = "-"
 		}
-		return printable(name) + "\t"
+		return present.Printable(name) + "\t"
 	}
 	stepHeader := ""
 	if withStep {
@@ -386,19 +367,19 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", toolHeader, stepHeader, paint("OUTCOME", "", colour))
 	for i := range rows {
 		r := &rows[i]
-		code, message := codeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), printable(r.Probe), tool(r), step(r.Step),
-			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), formatLatency(r.Duration),
-			statusText(r.HTTPStatus), message)
+		code, message := present.CodeAndMessage(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), present.Printable(r.Probe), tool(r), step(r.Step),
+			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), present.FormatLatency(r.Duration),
+			present.StatusText(r.HTTPStatus), message)
 		if withAttempts {
 			for _, a := range r.Attempts {
-				acode := printable(a.Verdict())
-				detail := results.Shorten(printable(a.Message), maxMessageRunes)
+				acode := present.Printable(a.Verdict())
+				detail := results.Shorten(present.Printable(a.Message), present.MaxMessageRunes)
 				if a.Wait > 0 {
-					detail = strings.TrimSpace(detail + " (then waited " + formatLatency(a.Wait) + ")")
+					detail = strings.TrimSpace(detail + " (then waited " + present.FormatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", printable(attemptLabel(a)), toolGap, step(a.Step), acode, formatLatency(a.Duration),
-					statusText(a.HTTPStatus), detail)
+				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", present.Printable(attemptLabel(a)), toolGap, step(a.Step), acode, present.FormatLatency(a.Duration),
+					present.StatusText(a.HTTPStatus), detail)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -31,9 +32,9 @@ func TestParseInstant(t *testing.T) {
 		{"yesterday", time.Time{}, true},
 	}
 	for _, tt := range tests {
-		got, err := parseInstant(tt.in, now)
+		got, err := present.ParseInstant(tt.in, now)
 		if (err != nil) != tt.wantErr || !got.Equal(tt.want) {
-			t.Errorf("parseInstant(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+			t.Errorf("present.ParseInstant(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

@@ -27,7 +27,7 @@ var owners = map[string]string{
 	"google.golang.org/protobuf":            module + "/results/prometheus",
 	"github.com/alecthomas/kong":            module + "/cmd/toolpulse",
 	"github.com/KimMachineGun/automemlimit": module + "/cmd/toolpulse",
-	"golang.org/x/time":                     module + "/cmd/toolpulse",
+	"golang.org/x/time":                     module + "/web",
 	"github.com/chromedp":                   module + "/cmd/toolpulse", // its tests drive the status page in Chromium
 	"go.uber.org/goleak":                    module + "/internal/testkit",
 
@@ -48,6 +48,11 @@ var forbidden = map[string][]string{
 	module + "/checks":         {module + "/runner", module + "/results/sqlite", module + "/results/slack"},
 	module + "/runner":         {module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus", module + "/cmd"},
 	module + "/results/sqlite": {module + "/checks", module + "/runner", module + "/consumers"},
+	// The HTTP surface reads the store and the config; the daemon and the
+	// receivers reach it only through what cmd passes to NewServer.
+	module + "/web": {module + "/cmd", module + "/runner", module + "/results/slack", module + "/results/prometheus"},
+	// What the CLI and the web surface both print sits below them both.
+	module + "/results/present": {module + "/checks", module + "/runner", module + "/web", module + "/cmd"},
 	// The store contract holds every store; it must not lean on one.
 	module + "/internal/storetest": {module + "/results/sqlite", module + "/cmd"},
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/web"
 )
 
 // testConfig is a checks.yaml against the example provider: a two-layout
@@ -279,9 +280,9 @@ func storedServer(t *testing.T, h *cliRun) (*httptest.Server, *checks.Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	srv := httptest.NewServer(newServer(serverDeps{
-		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
-		store: store, probes: func() []*checks.Probe { return cfg.Probes },
+	srv := httptest.NewServer(web.NewServer(web.Deps{
+		Logger: slog.New(slog.DiscardHandler), Healthy: func(context.Context) error { return nil }, Metrics: http.NotFoundHandler(),
+		Store: store, Probes: func() []*checks.Probe { return cfg.Probes },
 	}))
 	t.Cleanup(srv.Close)
 	return srv, cfg

@@ -140,7 +140,11 @@ func TestAPIAndPageShowDefinitionDrift(t *testing.T) {
 		return string(body)
 	}
 	var drifts struct {
-		Drifts []driftJSON `json:"drifts"`
+		Drifts []struct {
+			Kind              results.DriftKind `json:"kind"`
+			DescriptionBefore *string           `json:"description_before"`
+			DescriptionAfter  *string           `json:"description_after"`
+		} `json:"drifts"`
 	}
 	if err := json.Unmarshal([]byte(get("/api/v1/drifts?probe=search")), &drifts); err != nil {
 		t.Fatal(err)

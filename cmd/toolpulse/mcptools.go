@@ -16,6 +16,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
 // mcpCmd groups the commands that look at an MCP server.
@@ -216,7 +217,7 @@ func writeToolsTable(w io.Writer, list *mcpsdk.ToolList) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, hintOf(d.Annotations), output, requiredOf(d.InputSchema))
 		if t.Invalid != "" {
-			flagged = append(flagged, name+": "+oneLine(printable(t.Invalid), maxFlagRunes))
+			flagged = append(flagged, name+": "+present.OneLine(present.Printable(t.Invalid), maxFlagRunes))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -288,7 +289,7 @@ func requiredOf(schema json.RawMessage) string {
 // cell is a server's text made safe for one table cell: printable (a
 // tool name is the server's to choose, escape sequences included), one
 // line, bounded.
-func cell(s string) string { return oneLine(printable(s), maxCellRunes) }
+func cell(s string) string { return present.OneLine(present.Printable(s), maxCellRunes) }
 
 func isJSONNull(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))

@@ -18,6 +18,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/web"
 )
 
 type runCmd struct {
@@ -80,12 +81,12 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 
 	served := make(chan error, 1)
 	if ln != nil {
-		h := newServer(serverDeps{
-			logger: logger, server: cfg.Server, token: cfg.Server.Token, healthy: s.healthy, metrics: s.metricsHandler,
-			store: s.store, probes: func() []*checks.Probe { return state.Running().Probes },
-			configBanner: state.Banner,
+		h := web.NewServer(web.Deps{
+			Logger: logger, Server: cfg.Server, Token: cfg.Server.Token, Healthy: s.healthy, Metrics: s.metricsHandler,
+			Store: s.store, Probes: func() []*checks.Probe { return state.Running().Probes },
+			ConfigBanner: state.Banner,
 		})
-		go func() { served <- serve(ctx, ln, h, logger) }()
+		go func() { served <- web.Serve(ctx, ln, h, logger) }()
 	} else {
 		served <- nil
 	}

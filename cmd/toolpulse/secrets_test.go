@@ -147,7 +147,7 @@ func TestSecretsStayHidden(t *testing.T) {
 		get(p, "Bearer "+tokenSecret)
 	}
 	get("/", "Bearer wrong") // a refused request says nothing either
-	get("/", basic("x", tokenSecret))
+	get("/", "Basic "+base64.StdEncoding.EncodeToString([]byte("x:"+tokenSecret)))
 
 	if err := d.Stop(syscall.SIGTERM); err != nil {
 		d.T.Fatalf("SIGTERM: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -153,33 +154,11 @@ func (x *silenceExpireCmd) Run(e *env, root *cli) error {
 	return nil
 }
 
-// silenceRow is the JSON form of a silence: the columns of the silences
-// table, with the same names.
-type silenceRow struct {
-	ID        int64            `json:"id"`
-	Matchers  results.Matchers `json:"matchers"`
-	StartsAt  string           `json:"starts_at"`
-	EndsAt    string           `json:"ends_at"`
-	Reason    string           `json:"reason"`
-	CreatedAt string           `json:"created_at"`
-	ExpiredAt *string          `json:"expired_at"`
-}
-
-func toSilenceRow(s results.Silence) silenceRow {
-	row := silenceRow{ID: s.ID, Matchers: s.Matchers, StartsAt: results.FormatTime(s.StartsAt),
-		EndsAt: results.FormatTime(s.EndsAt), Reason: s.Reason, CreatedAt: results.FormatTime(s.CreatedAt)}
-	if !s.ExpiredAt.IsZero() {
-		at := results.FormatTime(s.ExpiredAt)
-		row.ExpiredAt = &at
-	}
-	return row
-}
-
 func writeSilencesJSON(w io.Writer, silences []results.Silence) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, s := range silences {
-		if err := enc.Encode(toSilenceRow(s)); err != nil {
+		if err := enc.Encode(present.ToSilenceRow(s)); err != nil {
 			return err
 		}
 	}
@@ -198,8 +177,8 @@ func writeSilencesTable(w io.Writer, silences []results.Silence) error {
 		if !s.ExpiredAt.IsZero() {
 			expired = results.FormatTime(s.ExpiredAt)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, printable(s.Matchers.String()), results.FormatTime(s.StartsAt),
-			results.FormatTime(s.EndsAt), expired, oneLine(printable(s.Reason), maxMessageRunes))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, present.Printable(s.Matchers.String()), results.FormatTime(s.StartsAt),
+			results.FormatTime(s.EndsAt), expired, present.OneLine(present.Printable(s.Reason), present.MaxMessageRunes))
 	}
 	return tw.Flush()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -89,7 +90,7 @@ func TestSilenceCommands(t *testing.T) {
 		}
 		expired = map[int64]bool{}
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var row silenceRow
+			var row present.SilenceRow
 			if err := json.Unmarshal([]byte(line), &row); err != nil {
 				t.Fatalf("silence list --format json: %v\n%s", err, line)
 			}
@@ -123,9 +124,9 @@ func TestSilenceAddStart(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("silence list: exit %d, stderr %q", code, errOut)
 	}
-	var rows []silenceRow
+	var rows []present.SilenceRow
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var row silenceRow
+		var row present.SilenceRow
 		if err := json.Unmarshal([]byte(line), &row); err != nil {
 			t.Fatalf("%v\n%s", err, line)
 		}
@@ -217,7 +218,7 @@ func TestAPISilences(t *testing.T) {
 		}
 	}
 	srv, _ := storedServer(t, h)
-	get := func(path string) (int, []silenceRow) {
+	get := func(path string) (int, []present.SilenceRow) {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -225,7 +226,7 @@ func TestAPISilences(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var body struct {
-			Silences []silenceRow `json:"silences"`
+			Silences []present.SilenceRow `json:"silences"`
 		}
 		if resp.StatusCode == http.StatusOK {
 			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -24,11 +25,11 @@ type statsCmd struct {
 // the runs that passed only after retries, latency percentiles and drift.
 func (s *statsCmd) Run(e *env, root *cli) error {
 	now := time.Now()
-	since, err := parseInstant(s.Since, now)
+	since, err := present.ParseInstant(s.Since, now)
 	if err != nil {
 		return usageError("--since: %v", err)
 	}
-	until, err := parseInstant(s.Until, now)
+	until, err := present.ParseInstant(s.Until, now)
 	if err != nil {
 		return usageError("--until: %v", err)
 	}
@@ -195,9 +196,9 @@ func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]
 		p := &stats[i]
 		last := string(p.LastOutcome)
 		if p.LastCode != "" {
-			last += " (" + printable(string(p.LastCode)) + ")"
+			last += " (" + present.Printable(string(p.LastCode)) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t", printable(p.Probe))
+		fmt.Fprintf(tw, "%s\t", present.Printable(p.Probe))
 		if withTool {
 			var tool *results.MCPTarget
 			if r := latest[p.Probe]; r != nil {
@@ -207,7 +208,7 @@ func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Runs,
 			pct(p.Pass, p.Runs), pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), p.PassedAfterRetries,
-			formatLatency(p.P50), formatLatency(p.P95), formatLatency(p.P99), p.DriftEvents,
+			present.FormatLatency(p.P50), present.FormatLatency(p.P95), present.FormatLatency(p.P99), p.DriftEvents,
 			paint(last, p.LastOutcome, colour), results.FormatTime(p.OutcomeSince))
 	}
 	return tw.Flush()

@@ -18,6 +18,7 @@ import (
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
+	"github.com/toolpulse/toolpulse/web"
 )
 
 // stepsTestRun is the order-31 drill as a steps probe records it: the
@@ -192,9 +193,9 @@ func stepsServer(t *testing.T) (srv *httptest.Server, at time.Time) {
 		}},
 		{Name: "search", Interval: time.Minute, Request: checks.Request{URL: "http://127.0.0.1:1/search"}},
 	}
-	srv = httptest.NewServer(newServer(serverDeps{
-		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
-		store: store, probes: func() []*checks.Probe { return probes }, now: func() time.Time { return now },
+	srv = httptest.NewServer(web.NewServer(web.Deps{
+		Logger: slog.New(slog.DiscardHandler), Healthy: func(context.Context) error { return nil }, Metrics: http.NotFoundHandler(),
+		Store: store, Probes: func() []*checks.Probe { return probes }, Now: func() time.Time { return now },
 	}))
 	t.Cleanup(srv.Close)
 	return srv, at

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
 // testReport is everything `toolpulse test` found; --format json prints it
@@ -194,7 +195,7 @@ func writeFixtureTable(w io.Writer, owner string, fixtures []fixtureReport, colo
 			failed++
 			mark = paint("FAIL", results.ContractError, colour)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tgot %s\n", mark, printable(f.Name), printable(f.Expected), printable(f.got()))
+		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tgot %s\n", mark, present.Printable(f.Name), present.Printable(f.Expected), present.Printable(f.got()))
 	}
 	if err := tw.Flush(); err != nil {
 		return 0, 0, err
@@ -203,9 +204,9 @@ func writeFixtureTable(w io.Writer, owner string, fixtures []fixtureReport, colo
 		if !f.OK {
 			// A message quotes the answer a rule judged; printable, as in
 			// check, whoever wrote the answer.
-			fmt.Fprintf(w, "  FAIL %s / %s: %s\n", printable(owner), printable(f.Name), printable(f.Mismatch))
+			fmt.Fprintf(w, "  FAIL %s / %s: %s\n", present.Printable(owner), present.Printable(f.Name), present.Printable(f.Mismatch))
 			if f.Message != "" {
-				fmt.Fprintf(w, "       %s: %s\n", printable(string(f.Code)), printable(f.Message))
+				fmt.Fprintf(w, "       %s: %s\n", present.Printable(string(f.Code)), present.Printable(f.Message))
 			}
 		}
 	}
@@ -224,13 +225,13 @@ func writeMutationTable(w io.Writer, m *mutationReport) int {
 	fmt.Fprintf(w, "  mutations: %d on %d base(s), %d killed, %d survived; score %.0f%%\n",
 		m.Total, len(m.Bases), m.Killed, len(m.Survivors), 100*m.Score())
 	for _, base := range slices.Sorted(maps.Keys(m.Skipped)) {
-		fmt.Fprintf(w, "    base %q not used: %s\n", base, printable(m.Skipped[base]))
+		fmt.Fprintf(w, "    base %q not used: %s\n", base, present.Printable(m.Skipped[base]))
 	}
 	for _, name := range m.Stale {
 		fmt.Fprintf(w, "    note: accept_mutations entry %q matched no surviving mutation; remove it or fix its name\n", name)
 	}
 	for _, name := range m.KilledControls {
-		fmt.Fprintf(w, "    FAIL positive control killed: %s: the rule rejects an unrelated added field, so it breaks on harmless additive changes\n", printable(name))
+		fmt.Fprintf(w, "    FAIL positive control killed: %s: the rule rejects an unrelated added field, so it breaks on harmless additive changes\n", present.Printable(name))
 	}
 	for _, s := range m.Survivors {
 		label := map[consumers.SurvivorClass]string{
@@ -240,19 +241,19 @@ func writeMutationTable(w io.Writer, m *mutationReport) int {
 		if s.Accepted != "" {
 			label = "accepted"
 		}
-		fmt.Fprintf(w, "    %-10s  %s  [%s]\n", label, printable(s.Mutation.Name), printable(s.Base))
+		fmt.Fprintf(w, "    %-10s  %s  [%s]\n", label, present.Printable(s.Mutation.Name), present.Printable(s.Base))
 		// With --from-db a base is a provider's recorded answer, and a
 		// diff line quotes it.
 		for _, line := range s.Diff {
-			fmt.Fprintf(w, "                %s\n", printable(line))
+			fmt.Fprintf(w, "                %s\n", present.Printable(line))
 		}
 		switch {
 		case s.Accepted != "":
-			fmt.Fprintf(w, "                accepted: %s\n", printable(s.Accepted))
+			fmt.Fprintf(w, "                accepted: %s\n", present.Printable(s.Accepted))
 		case s.Class == consumers.BlindSpot, s.Class == consumers.ByDesign:
 			// A blind spot says why it matters; a change by design says
 			// what allows it: min_results 0, or the fixture that shows it.
-			fmt.Fprintf(w, "                %s\n", printable(s.Why))
+			fmt.Fprintf(w, "                %s\n", present.Printable(s.Why))
 		}
 	}
 	return problems

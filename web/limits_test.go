@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -156,13 +156,13 @@ func TestGuardBudgets(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newServer(serverDeps{
-				logger:  slog.New(slog.DiscardHandler),
-				token:   tt.token,
-				healthy: func(context.Context) error { return nil },
-				metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
-				store:   emptyStore(t),
-				probes:  func() []*checks.Probe { return nil },
+			h := NewServer(Deps{
+				Logger:  slog.New(slog.DiscardHandler),
+				Token:   tt.token,
+				Healthy: func(context.Context) error { return nil },
+				Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+				Store:   emptyStore(t),
+				Probes:  func() []*checks.Probe { return nil },
 			})
 			srv := httptest.NewServer(h)
 			defer srv.Close()
@@ -225,14 +225,14 @@ func TestGuardHostNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(newServer(serverDeps{
-				logger:  slog.New(slog.DiscardHandler),
-				server:  tt.server,
-				token:   tt.server.Token,
-				healthy: func(context.Context) error { return nil },
-				metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
-				store:   emptyStore(t),
-				probes:  func() []*checks.Probe { return nil },
+			srv := httptest.NewServer(NewServer(Deps{
+				Logger:  slog.New(slog.DiscardHandler),
+				Server:  tt.server,
+				Token:   tt.server.Token,
+				Healthy: func(context.Context) error { return nil },
+				Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+				Store:   emptyStore(t),
+				Probes:  func() []*checks.Probe { return nil },
 			}))
 			defer srv.Close()
 			var body io.Reader

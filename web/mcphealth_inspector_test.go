@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"encoding/json"
@@ -114,9 +114,9 @@ func TestMCPHealthInspector(t *testing.T) {
 
 		t.Run("token", func(t *testing.T) {
 			const token = "inspector-t0ken-1"
-			srv := httptest.NewServer(newServer(serverDeps{
-				token: checks.Secret(token), store: f.store, probes: func() []*checks.Probe { return []*checks.Probe{{Name: "weather"}} },
-				healthy: nil, metrics: http.NotFoundHandler(), now: func() time.Time { return f.now },
+			srv := httptest.NewServer(NewServer(Deps{
+				Token: checks.Secret(token), Store: f.store, Probes: func() []*checks.Probe { return []*checks.Probe{{Name: "weather"}} },
+				Healthy: nil, Metrics: http.NotFoundHandler(), Now: func() time.Time { return f.now },
 			}))
 			t.Cleanup(srv.Close)
 			url := srv.URL + mcpPath

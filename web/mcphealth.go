@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
 // mcpPath is where toolpulse's own MCP endpoint is served (SPEC §10).
@@ -16,7 +17,7 @@ const mcpPath = "/mcp"
 // probe of the running config, its latest run, its alert state and, for a
 // probe that is not healthy, its latest pass (one indexed read each).
 type toolHealth struct {
-	store  readStore
+	store  Store
 	probes func() []*checks.Probe
 }
 
@@ -46,7 +47,7 @@ func (h toolHealth) Health(ctx context.Context) ([]mcpsdk.ToolHealth, error) {
 			th.Healthy = r.Outcome == results.Pass
 			th.LastRunAt = results.FormatTime(r.StartedAt)
 			if r.Error != nil {
-				th.Message = results.Shorten(r.Error.Message, maxMessageRunes)
+				th.Message = results.Shorten(r.Error.Message, present.MaxMessageRunes)
 			}
 		}
 		if st, ok := states[p.Name]; ok {

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"encoding/json"
@@ -91,9 +91,9 @@ func TestMCPHealthEndpoint(t *testing.T) {
 // the surface, and POST is let through for /mcp alone.
 func TestMCPHealthNeedsTheToken(t *testing.T) {
 	f := newStatusFixture(t)
-	srv := httptest.NewServer(newServer(serverDeps{
-		token: checks.Secret("mcp-token-1"), store: f.store, probes: func() []*checks.Probe { return nil },
-		healthy: nil, metrics: http.NotFoundHandler(), now: func() time.Time { return f.now },
+	srv := httptest.NewServer(NewServer(Deps{
+		Token: checks.Secret("mcp-token-1"), Store: f.store, Probes: func() []*checks.Probe { return nil },
+		Healthy: nil, Metrics: http.NotFoundHandler(), Now: func() time.Time { return f.now },
 	}))
 	t.Cleanup(srv.Close)
 	params := map[string]any{"name": mcpsdk.ToolListHealth, "arguments": map[string]any{}}

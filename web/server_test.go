@@ -1,6 +1,7 @@
-package main
+package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -27,13 +28,13 @@ func TestServerRoutes(t *testing.T) {
 		_, _ = io.WriteString(w, "toolpulse_runs_total 1\n")
 	})
 	var healthErr error
-	srv := httptest.NewServer(newServer(serverDeps{
-		logger:  slog.New(slog.DiscardHandler),
-		token:   checks.Secret(token),
-		healthy: func(context.Context) error { return healthErr },
-		metrics: metrics,
-		store:   emptyStore(t),
-		probes:  func() []*checks.Probe { return nil },
+	srv := httptest.NewServer(NewServer(Deps{
+		Logger:  slog.New(slog.DiscardHandler),
+		Token:   checks.Secret(token),
+		Healthy: func(context.Context) error { return healthErr },
+		Metrics: metrics,
+		Store:   emptyStore(t),
+		Probes:  func() []*checks.Probe { return nil },
 	}))
 	defer srv.Close()
 
@@ -112,10 +113,10 @@ func TestServeWarnsOfClearText(t *testing.T) {
 			if tt.addr != nil {
 				l = addrListener{ln, tt.addr}
 			}
-			var logs syncBuffer
+			var logs bytes.Buffer // read once Serve has returned
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- serve(ctx, l, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil))) }()
+			go func() { done <- Serve(ctx, l, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil))) }()
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)

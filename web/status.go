@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"cmp"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -27,7 +28,7 @@ import (
 // its charts as inline SVG: no script, no external asset, nothing for a
 // browser to fetch but the page itself.
 //
-//go:embed web
+//go:embed templates
 var webFiles embed.FS
 
 const (
@@ -49,7 +50,7 @@ const (
 // statusPages renders the overview at / and a page per probe.
 type statusPages struct {
 	logger    *slog.Logger
-	store     readStore
+	store     Store
 	probes    func() []*checks.Probe
 	now       func() time.Time
 	templates *template.Template
@@ -60,28 +61,28 @@ type statusPages struct {
 	csp string
 }
 
-func newStatusPages(deps serverDeps) *statusPages {
-	css, err := fs.ReadFile(webFiles, "web/style.css")
+func newStatusPages(deps Deps) *statusPages {
+	css, err := fs.ReadFile(webFiles, "templates/style.css")
 	if err != nil {
 		panic(err) // embedded at build time: a missing file is a build defect
 	}
 	templates := template.Must(template.New("").Funcs(template.FuncMap{
-		"latency":   formatLatency,
+		"latency":   present.FormatLatency,
 		"stripRuns": func() int { return stripRuns },
-	}).ParseFS(webFiles, "web/*.html"))
+	}).ParseFS(webFiles, "templates/*.html"))
 	sum := sha256.Sum256(css)
-	now := deps.now
+	now := deps.Now
 	if now == nil {
 		now = time.Now
 	}
 	return &statusPages{
-		logger:    deps.logger,
-		store:     deps.store,
-		probes:    deps.probes,
+		logger:    deps.Logger,
+		store:     deps.Store,
+		probes:    deps.Probes,
 		now:       now,
 		templates: templates,
 		css:       template.CSS(css),
-		banner:    deps.configBanner,
+		banner:    deps.ConfigBanner,
 		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
 			"img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 	}
@@ -355,9 +356,9 @@ func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []resul
 			r.Consumer, r.MCP = latest.Consumer, latest.MCP
 		}
 		r.State = stateOf(latest.Outcome)
-		r.Code, r.Message = codeAndMessage(latest)
+		r.Code, r.Message = present.CodeAndMessage(latest)
 		at := momentOf(now, latest.StartedAt)
-		r.LastRun, r.Latency = &at, formatLatency(latest.Duration)
+		r.LastRun, r.Latency = &at, present.FormatLatency(latest.Duration)
 	}
 	if drift != nil {
 		r.Drift = newDriftView(now, *drift, overviewDiffLines, latest)
@@ -463,7 +464,7 @@ type runView struct {
 	Latency  string
 	Attempts int
 	Status   string
-	Selected string // "selected/validated", or nothingSelected
+	Selected string // "selected/validated", or present.NothingSelected
 	Shape    string
 	// Step is a steps run's deciding step, "-" when every step passed; ""
 	// for a single probe's run.
@@ -472,13 +473,13 @@ type runView struct {
 
 func newRunView(now time.Time, r *results.Result) runView {
 	v := runView{ID: r.OperationID, Href: "/runs/" + url.PathEscape(r.OperationID), When: momentOf(now, r.StartedAt), State: stateOf(r.Outcome),
-		Latency: formatLatency(r.Duration), Attempts: r.AttemptCount(), Status: statusText(r.HTTPStatus),
-		Selected: nothingSelected, Code: "-"}
+		Latency: present.FormatLatency(r.Duration), Attempts: r.AttemptCount(), Status: present.StatusText(r.HTTPStatus),
+		Selected: present.NothingSelected, Code: "-"}
 	if r.SelectedCount > 0 {
 		v.Selected = fmt.Sprintf("%d/%d", r.SelectedCount, r.ValidatedCount)
 	}
 	if r.Error != nil {
-		v.Code, v.Message = string(r.Error.Code), results.Shorten(r.Error.Message, maxMessageRunes)
+		v.Code, v.Message = string(r.Error.Code), results.Shorten(r.Error.Message, present.MaxMessageRunes)
 	}
 	if r.Shape != nil {
 		v.Shape = r.Shape.Fingerprint
@@ -541,10 +542,10 @@ func newAttemptView(now time.Time, a results.Attempt) attemptView {
 		code = "-"
 	}
 	av := attemptView{Number: a.Number, Try: a.TryNumber(), Poll: a.Poll, Method: a.Method,
-		When: momentOf(now, a.StartedAt), Latency: formatLatency(a.Duration),
-		Status: statusText(a.HTTPStatus), Code: code, Message: a.Message, Step: a.Step}
+		When: momentOf(now, a.StartedAt), Latency: present.FormatLatency(a.Duration),
+		Status: present.StatusText(a.HTTPStatus), Code: code, Message: a.Message, Step: a.Step}
 	if a.Wait > 0 {
-		av.Wait = formatLatency(a.Wait)
+		av.Wait = present.FormatLatency(a.Wait)
 	}
 	return av
 }
@@ -595,7 +596,7 @@ func newRunPageView(now time.Time, r *results.Result) *runPageView {
 		return v
 	}
 	for _, st := range r.Steps {
-		sv := runStepView{Name: st.Name, State: stateOf(st.Outcome), Code: "-", Latency: formatLatency(st.Duration),
+		sv := runStepView{Name: st.Name, State: stateOf(st.Outcome), Code: "-", Latency: present.FormatLatency(st.Duration),
 			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped, Deciding: st.Name == r.Step}
 		if st.Error != nil {
 			sv.Code, sv.Message = string(st.Error.Code), st.Error.Message

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
@@ -248,9 +249,9 @@ func newStatusFixture(t *testing.T) *statusFixture {
 		{Name: "fresh", Interval: time.Minute, MCP: &checks.MCP{URL: "http://user:pw-SECRET@tools.example.com:3901/mcp?token=t0k3n", Tool: "get-weather"}},
 		{Name: "tracker", Interval: time.Minute},
 	}
-	srv := httptest.NewServer(newServer(serverDeps{
-		logger: slog.New(slog.DiscardHandler), healthy: func(context.Context) error { return nil }, metrics: http.NotFoundHandler(),
-		store: store, probes: func() []*checks.Probe { return probes }, now: func() time.Time { return now },
+	srv := httptest.NewServer(NewServer(Deps{
+		Logger: slog.New(slog.DiscardHandler), Healthy: func(context.Context) error { return nil }, Metrics: http.NotFoundHandler(),
+		Store: store, Probes: func() []*checks.Probe { return probes }, Now: func() time.Time { return now },
 	}))
 	t.Cleanup(srv.Close)
 	return &statusFixture{srv: srv, now: now, store: store}
@@ -514,5 +515,37 @@ func TestAPIProbesAlertState(t *testing.T) {
 	}
 	if !strings.Contains(body, `"last_message":null`) {
 		t.Errorf("a probe never alerted does not show last_message null:\n%s", body)
+	}
+}
+
+// TestNothingSelected: a run that selected nothing shows "–" in the check
+// and history tables and on the probe page, never counts of zero that read
+// like a measurement.
+func TestNothingSelected(t *testing.T) {
+	tests := []struct {
+		name             string
+		r                results.Result
+		message, counted string
+	}{
+		{"pass with items", results.Result{Outcome: results.Pass, SelectedCount: 3, ValidatedCount: 3},
+			"3 selected, 3 validated", "3/3"},
+		{"pass of an empty list (min_results 0)", results.Result{Outcome: results.Pass},
+			"–", "–"},
+		{"unavailable", results.Result{Outcome: results.Unavailable, Error: results.NewError(results.CodeServerError, "HTTP 503")},
+			"HTTP 503", "–"},
+		{"empty selection", results.Result{Outcome: results.ContractError, Error: results.NewError(results.CodeEmptySelection, "none")},
+			"none", "–"},
+		{"invalid item", results.Result{Outcome: results.ContractError, SelectedCount: 2, ValidatedCount: 1,
+			Error: results.NewError(results.CodeInvalidItem, "item 1")}, "item 1", "2/1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, got := present.CodeAndMessage(&tt.r); got != tt.message {
+				t.Errorf("table message %q, want %q", got, tt.message)
+			}
+			if got := newRunView(time.Now(), &tt.r).Selected; got != tt.counted {
+				t.Errorf("probe page selected/validated %q, want %q", got, tt.counted)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
 // probeAlert is what the status page and the API say of a probe's
@@ -42,7 +43,7 @@ func deliveryWord(a results.Alert) string {
 }
 
 // readAlerts reads the alert state and the newest alert of each of names.
-func readAlerts(ctx context.Context, store readStore, names []string) (map[string]probeAlert, error) {
+func readAlerts(ctx context.Context, store Store, names []string) (map[string]probeAlert, error) {
 	states, err := store.AlertStates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("alert states: %w", err)
@@ -89,7 +90,7 @@ type alertView struct {
 func newAlertView(now time.Time, pa probeAlert) *alertView {
 	v := &alertView{Firing: pa.Firing, Since: momentAt(now, pa.FailingSince), Notified: momentAt(now, pa.LastNotifiedAt)}
 	if m := pa.LastMessage; m != nil {
-		v.Kind, v.Delivery, v.Error = string(m.Kind), m.Delivery, results.Shorten(m.LastError, maxMessageRunes)
+		v.Kind, v.Delivery, v.Error = string(m.Kind), m.Delivery, results.Shorten(m.LastError, present.MaxMessageRunes)
 	}
 	if !v.Firing && v.Kind == "" {
 		return nil // nothing to say

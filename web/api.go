@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/present"
 )
 
-// readStore is what the JSON API and the status page read; *sqlite.Store implements it.
-type readStore interface {
+// Store is what the JSON API and the status page read; *sqlite.Store implements it.
+type Store interface {
 	Latest(ctx context.Context) ([]results.Result, error)
 	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
 	Drifts(ctx context.Context, probe string, since time.Time, limit int) ([]results.Drift, error)
@@ -45,7 +46,7 @@ type probeSummary struct {
 	Alert    probeAlert          `json:"alert"`
 }
 
-func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
+func handleProbes(store Store, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !onlyParams(w, r) {
 			return
@@ -90,7 +91,7 @@ func handleProbes(store readStore, probes func() []*checks.Probe) http.Handler {
 	})
 }
 
-func handleProbeResults(store readStore, probes func() []*checks.Probe) http.Handler {
+func handleProbeResults(store Store, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if !onlyParams(w, r, "since", "limit") {
@@ -137,7 +138,7 @@ type driftJSON struct {
 	Step string `json:"step,omitempty"`
 }
 
-func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
+func handleDrifts(store Store, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !onlyParams(w, r, "probe", "since", "limit") {
 			return
@@ -180,7 +181,7 @@ func handleDrifts(store readStore, probes func() []*checks.Probe) http.Handler {
 // handleSilences lists the silences not ended or expired at now, as
 // `toolpulse silence list --format json` prints them; all=true adds the
 // rest.
-func handleSilences(store readStore, now func() time.Time) http.Handler {
+func handleSilences(store Store, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !onlyParams(w, r, "all") {
 			return
@@ -199,9 +200,9 @@ func handleSilences(store readStore, now func() time.Time) http.Handler {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading silences failed")
 			return
 		}
-		out := make([]silenceRow, len(silences))
+		out := make([]present.SilenceRow, len(silences))
 		for i, s := range silences {
-			out[i] = toSilenceRow(s)
+			out[i] = present.ToSilenceRow(s)
 		}
 		writeJSON(w, map[string]any{"silences": out})
 	})
@@ -256,7 +257,7 @@ type apiPage struct {
 func pageQuery(w http.ResponseWriter, r *http.Request) (apiPage, bool) {
 	p := apiPage{limit: results.DefaultLimit}
 	var err error
-	if p.since, err = parseInstant(r.URL.Query().Get("since"), time.Now()); err != nil {
+	if p.since, err = present.ParseInstant(r.URL.Query().Get("since"), time.Now()); err != nil {
 		writeAPIError(w, http.StatusBadRequest, "bad_request", "since: "+err.Error())
 		return p, false
 	}
