@@ -12,32 +12,8 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
-
-func TestParseInstant(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in      string
-		want    time.Time
-		wantErr bool
-	}{
-		{"", time.Time{}, false},
-		{"24h", now.Add(-24 * time.Hour), false},
-		{"90m", now.Add(-90 * time.Minute), false},
-		{"2026-10-26T13:07:00Z", time.Date(2026, 10, 26, 13, 7, 0, 0, time.UTC), false},
-		{"2026-10-26", time.Date(2026, 10, 26, 0, 0, 0, 0, time.UTC), false},
-		{"-1h", time.Time{}, true},
-		{"yesterday", time.Time{}, true},
-	}
-	for _, tt := range tests {
-		got, err := present.ParseInstant(tt.in, now)
-		if (err != nil) != tt.wantErr || !got.Equal(tt.want) {
-			t.Errorf("present.ParseInstant(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
 
 // TestHistoryAndStats records two rounds of the seed-000 drill with
 // `check`, then reads them back the ways an operator would.

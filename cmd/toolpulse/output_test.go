@@ -17,39 +17,8 @@ import (
 
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/present"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
-
-// TestPrintable: each kind of character a terminal would act on, or that
-// reorders or hides the text after it, is written as a visible escape;
-// whitespace is a space; text anyone would write is left alone.
-func TestPrintable(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"plain text", `state: "paid" (item {"id": 1})`, `state: "paid" (item {"id": 1})`},
-		{"letters, accents, emoji", "Zürich, 東京 ✓ 🙂", "Zürich, 東京 ✓ 🙂"},
-		{"clear screen", "\x1b[2Jgone", `\x1b[2Jgone`},
-		{"window title", "\x1b]0;pwned\x07", `\x1b]0;pwned\x07`},
-		{"carriage return", "FAIL\rALL PROBES PASS", "FAIL ALL PROBES PASS"},
-		{"tab and newline", "a\tb\nc", "a b c"},
-		{"NUL, DEL", "a\x00b\x7f", `a\x00b\x7f`},
-		{"C1 CSI", "\u009b2J", `\u009b2J`},
-		{"NEL is a line break", "a\u0085b", "a b"},
-		{"line separator", "a\u2028b", "a b"},
-		{"bidi override", "\u202eSSAP", `\u202eSSAP`},
-		{"bidi isolates", "\u2066x\u2069\u2067y\u2069\u2068z\u2069", `\u2066x\u2069\u2067y\u2069\u2068z\u2069`},
-		{"marks and zero width", "\u200ea\u200fb\u200bc\ufeff\u061c", `\u200ea\u200fb\u200bc\ufeff\u061c`},
-		{"tag characters", "\U000e0041", `\U000e0041`},
-		{"invalid UTF-8", "a\xffb", "a\ufffdb"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := present.Printable(tt.in); got != tt.want {
-				t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
 
 // hostileText is what a provider puts in its answer so that a rule's
 // fail() message quotes it: clear the screen, set the window title,
