@@ -12,7 +12,7 @@ import (
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/examples"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // TestDemoConfigLoads loads every config under examples/ and runs every
@@ -104,7 +104,7 @@ func TestMCPExample(t *testing.T) {
 
 // checkFixture judges one fixture as `toolpulse test` does.
 func checkFixture(c *consumers.Consumer, f consumers.Fixture) error {
-	v := runner.JudgeFixture(c, f, checks.DefaultStatus)
+	v := prober.JudgeFixture(c, f, checks.DefaultStatus)
 	if miss := f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected); miss != "" {
 		return fmt.Errorf("%s (%v)", miss, v.Error)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // Seed 002's experiment (../shared/seeds/002_*.txt), reproduced with the
@@ -208,7 +208,7 @@ type orderRun struct {
 // runAgent handles every order the way the seed's agent does, each tool
 // call judged by its probe in probes; under a verified strength each
 // order is one multi-step run.
-func runAgent(ctx context.Context, exec *runner.Executor, s strength, probes map[string]*checks.Probe, orders []provider.OrderCase) []orderRun {
+func runAgent(ctx context.Context, exec *prober.Executor, s strength, probes map[string]*checks.Probe, orders []provider.OrderCase) []orderRun {
 	runs := make([]orderRun, 0, len(orders))
 	for _, c := range orders {
 		if s.verified {
@@ -313,7 +313,7 @@ func TestSeed002Experiment(t *testing.T) {
 	srv := httptest.NewServer(desk)
 	defer srv.Close()
 	seeded := provider.Seeded()
-	exec := runner.NewExecutor(runner.Options{Version: "test"})
+	exec := prober.NewExecutor(prober.Options{Version: "test"})
 	defer exec.CloseIdleConnections()
 
 	envelopeCaught := []string{"7 contract_error out_of_stock at inventory", "16 unavailable server_error at tracker",

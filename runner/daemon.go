@@ -1,3 +1,8 @@
+// Package runner is the daemon: it schedules every probe (gocron), bounds
+// the runs in flight, hands each run to the engine (runner/prober), records
+// its result, judges drift against the probe's learned profile, applies
+// the alert policy and delivers the alerts. It reaches the store, the
+// receivers and the metrics only through the interfaces it declares.
 package runner
 
 import (
@@ -19,6 +24,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // defaultGracePeriod is how long in-flight runs may finish on shutdown when
@@ -115,7 +121,7 @@ type Daemon struct {
 	logger   *slog.Logger
 	clock    clockwork.Clock
 	rand     func() float64
-	exec     *Executor
+	exec     *prober.Executor
 	rec      *Recorder
 	deliv    *deliverer
 	senders  func(*checks.Config) (Senders, error)
@@ -201,7 +207,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
-	d.exec = NewExecutor(Options{Logger: d.logger, Redactor: d.redactor})
+	d.exec = prober.NewExecutor(prober.Options{Logger: d.logger, Redactor: d.redactor})
 	delivery := deps.Delivery
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = newDeliverer(deps.Store, d.sender, delivery)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/tooldef"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // definitionFixture runs an MCP probe of a live mcptest server through the
@@ -34,7 +35,7 @@ func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 	f.clock.Advance(time.Minute)
 	p := mcpProbe(f.srv, results.ContractError)
 	p.Name = "external_search"
-	r := NewExecutor(Options{}).Run(context.Background(), p)
+	r := prober.NewExecutor(prober.Options{}).Run(context.Background(), p)
 	if r.Tool == nil || r.Tool.Fingerprint == "" || !json.Valid([]byte(r.Tool.Canonical)) {
 		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)
 	}
@@ -225,9 +226,9 @@ func TestToolDefinitionScrubbed(t *testing.T) {
 	tool := searchTool()
 	tool.Description = "Search the docs; send sk-mcp-SECRET as the key."
 	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{tool}})
-	res := NewExecutor(Options{Redactor: results.NewRedactor("sk-mcp-SECRET")}).Run(context.Background(),
+	res := prober.NewExecutor(prober.Options{Redactor: results.NewRedactor("sk-mcp-SECRET")}).Run(context.Background(),
 		mcpProbe(srv, results.ContractError))
-	plain := NewExecutor(Options{}).Run(context.Background(), mcpProbe(srv, results.ContractError))
+	plain := prober.NewExecutor(prober.Options{}).Run(context.Background(), mcpProbe(srv, results.ContractError))
 	if res.Tool == nil || plain.Tool == nil {
 		t.Fatalf("runs carry no tool definition: %+v, %+v", res.Tool, plain.Tool)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // delivererOptions are a deliverer's dependencies and limits. Every field
@@ -338,7 +339,7 @@ func (d *deliverer) send(ctx context.Context, a results.Alert) (retry bool, retr
 // outage do not hit a recovering Slack in lockstep, and never less than the
 // receiver's Retry-After, capped at maxRetryAfter.
 func (d *deliverer) backoff(tries int, retryAfter time.Duration) time.Duration {
-	wait := time.Duration(d.rand() * float64(backoffCeiling(d.baseDelay, d.maxDelay, tries-1)))
+	wait := time.Duration(d.rand() * float64(prober.BackoffCeiling(d.baseDelay, d.maxDelay, tries-1)))
 	if retryAfter > 0 {
 		wait = max(wait, min(retryAfter, maxRetryAfter))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // defaultWriteQueue is how many results the daemon holds in memory while
@@ -220,7 +221,7 @@ func (q *writeQueue) popLocked() {
 // between half and all of min(retryMax, retryBase * 2^n). Half of it is
 // fixed so that a retry never spins, whatever the random source.
 func (q *writeQueue) retryDelay(n int) time.Duration {
-	c := backoffCeiling(q.retryBase, q.retryMax, n)
+	c := prober.BackoffCeiling(q.retryBase, q.retryMax, n)
 	return c/2 + time.Duration(q.rand()*float64(c/2))
 }
 

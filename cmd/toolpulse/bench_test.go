@@ -13,6 +13,7 @@ import (
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // BenchmarkOperationAllIn is one whole operation as the daemon runs it,
@@ -101,7 +102,7 @@ func BenchmarkOperationAllIn(b *testing.B) {
 // SQLite file there. The probe sends a secret header, a query parameter
 // and a JSON fixture, and is judged by the repository's select_results
 // consumer.
-func allInStack(b *testing.B, providerURL string) (*runner.Executor, *runner.Recorder, *checks.Probe) {
+func allInStack(b *testing.B, providerURL string) (*prober.Executor, *runner.Recorder, *checks.Probe) {
 	b.Helper()
 	consumer, err := filepath.Abs(filepath.Join("..", "..", "consumers", "select_results.yaml"))
 	if err != nil {
@@ -130,7 +131,7 @@ func allInStack(b *testing.B, providerURL string) (*runner.Executor, *runner.Rec
 	}
 	// The daemon's own Executor and Recorder, wired as runner.New wires
 	// them.
-	exec := runner.NewExecutor(runner.Options{Logger: s.logger, Redactor: cfg.Redactor()})
+	exec := prober.NewExecutor(prober.Options{Logger: s.logger, Redactor: cfg.Redactor()})
 	rec := runner.NewRecorder(s.store, cfg.Notify, runner.RecorderOptions{Logger: s.logger, Observer: s.metrics, Deliver: cfg.Notify.Slack.Enabled(), Labels: runner.ProbeLabels(cfg)})
 	if err := rec.Load(context.Background()); err != nil {
 		b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 type checkCmd struct {
@@ -39,7 +39,7 @@ func (c *checkCmd) Run(e *env, root *cli) error {
 		defer store.Close()
 	}
 
-	exec := runner.NewExecutor(runner.Options{
+	exec := prober.NewExecutor(prober.Options{
 		Logger:   slog.New(slog.DiscardHandler),
 		Redactor: cfg.Redactor(),
 	})
@@ -87,7 +87,7 @@ func probeNames(cfg *checks.Config) []string {
 // runAll runs every probe once with at most limit in flight and records each
 // result as soon as it is known. It returns the results in probe order and
 // the first recording error.
-func runAll(ctx context.Context, exec *runner.Executor, store *sqlite.Store, probes []*checks.Probe, limit int) ([]results.Result, error) {
+func runAll(ctx context.Context, exec *prober.Executor, store *sqlite.Store, probes []*checks.Probe, limit int) ([]results.Result, error) {
 	out := make([]results.Result, len(probes))
 	sem := make(chan struct{}, max(limit, 1))
 	var (

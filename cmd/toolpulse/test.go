@@ -15,7 +15,7 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/shape"
 	"github.com/toolpulse/toolpulse/results/sqlite"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 type testCmd struct {
@@ -58,7 +58,7 @@ func (c *testCmd) Run(e *env, root *cli) error {
 		report.Consumers = append(report.Consumers, cr)
 	}
 	if cfg != nil && len(c.Consumer) == 0 {
-		ex := runner.NewExecutor(runner.Options{})
+		ex := prober.NewExecutor(prober.Options{})
 		for _, p := range cfg.Probes {
 			if len(p.Steps) == 0 {
 				continue
@@ -291,7 +291,7 @@ func recordedBase(p *checks.Probe, body string) (consumers.MutationBase, error) 
 	if !ok {
 		return consumers.MutationBase{}, errors.New("not a CallToolResult")
 	}
-	b, err := runner.FixtureBase(consumers.Fixture{Name: name, Result: result, MinResults: p.Expect.MinResults})
+	b, err := prober.FixtureBase(consumers.Fixture{Name: name, Result: result, MinResults: p.Expect.MinResults})
 	return b, err
 }
 
@@ -308,7 +308,7 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 	var bases []consumers.MutationBase
 	for _, f := range c.Fixtures {
 		start := time.Now()
-		v := runner.JudgeFixture(c, f, status)
+		v := prober.JudgeFixture(c, f, status)
 		fr := fixtureReport{Name: f.Name, Expected: f.Expect.String(), Outcome: v.Outcome, Code: v.Code(),
 			Selected: v.Selected, Validated: v.Validated, Mismatch: f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected),
 			Duration: time.Since(start)}
@@ -320,7 +320,7 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 		cr.Fixtures = append(cr.Fixtures, fr)
 		if fr.OK && v.Outcome == "pass" {
 			// A result: fixture is mutated as what the rules see as response.
-			if b, err := runner.FixtureBase(f); err == nil {
+			if b, err := prober.FixtureBase(f); err == nil {
 				bases = append(bases, b)
 			}
 		}
@@ -342,7 +342,7 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 
 // testProbe judges a multi-step probe's canned runs (SPEC §11) and, with
 // mutate, mutates each step's answer of every passing one.
-func testProbe(ex *runner.Executor, p *checks.Probe, mutate bool) probeReport {
+func testProbe(ex *prober.Executor, p *checks.Probe, mutate bool) probeReport {
 	pr := probeReport{Name: p.Name, OK: true}
 	for _, s := range p.Steps {
 		pr.Steps = append(pr.Steps, s.Name)

@@ -10,7 +10,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/examples/provider"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
 // TestSeedDrills runs the verified drills of examples/seeds/checks.yaml
@@ -35,7 +35,7 @@ func TestSeedDrills(t *testing.T) {
 	for _, p := range cfg.Probes {
 		probes[p.Name] = p
 	}
-	exec := runner.NewExecutor(runner.Options{Version: "test"})
+	exec := prober.NewExecutor(prober.Options{Version: "test"})
 	defer exec.CloseIdleConnections()
 
 	tests := []struct {

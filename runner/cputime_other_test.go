@@ -1,8 +1,0 @@
-//go:build !unix
-
-package runner
-
-import "time"
-
-// processCPU is not measured here; cpu-ns/op then reads 0.
-func processCPU() time.Duration { return 0 }

@@ -1,0 +1,120 @@
+package prober
+
+import (
+	"net/http"
+
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// phaseMCP is the phase of an MCP attempt, for messages.
+const phaseMCP = "in the MCP session"
+
+// mcpExchange is an MCP probe's conversation (SPEC §10): one attempt is
+// one fresh session with the server, mcpsdk.Call (handshake, tools/list,
+// tools/call, close), so that a transient failure at any step retries the
+// whole session under the probe's retry policy, and no session outlives
+// its attempt. The session's own verdict (SPEC §10 codes) is the
+// attempt's; expect.status judges the tools/call exchange's status.
+type mcpExchange struct {
+	e      *Executor
+	p      *checks.Probe
+	client *http.Client
+	last   *mcpsdk.Answer // what the last attempt got; nil before one
+}
+
+// newMCPExchange builds p's exchange around the shared transport t.
+// Redirects are not followed: the auth headers travel with every request
+// of the session, and a redirect to another origin must not take them
+// along; a 3xx is judged as any unexpected status.
+func newMCPExchange(e *Executor, p *checks.Probe, t http.RoundTripper) *mcpExchange {
+	return &mcpExchange{e: e, p: p, client: &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+func (x *mcpExchange) attempt(a *attempt) attemptResult {
+	m := x.p.MCP
+	header := make(http.Header, len(m.Headers)+1)
+	for k, v := range m.Headers {
+		header.Set(k, v.Reveal())
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", x.e.userAgent)
+	}
+	x.last = nil
+	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
+		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
+		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
+		Now: x.e.now, Schemas: &x.e.schemas,
+	})
+	if err != nil {
+		// The loader makes every Request Call accepts; this is a bug.
+		return attemptResult{code: results.CodeInternalError, message: "building the MCP call: " + err.Error()}
+	}
+	x.last = ans
+	res := attemptResult{httpStatus: ans.Status, retryAfter: ans.RetryAfter, retryAfterSet: ans.RetryAfterSet}
+	res.exchanges, res.blamed = exchangeRows(ans.Exchanges)
+	if f := ans.Err; f != nil {
+		res.code, res.message = f.Code, f.Message
+		switch {
+		case f.Code == results.CodeToolError && m.IsError == results.Unavailable:
+			res.code = results.CodeToolUnavailable
+		case a.ctx.Err() != nil:
+			// The attempt's timeout, the budget or the caller ended the
+			// session: say whose it was, as an HTTP attempt does.
+			res.code, res.message = a.failure(a.ctx.Err(), phaseMCP)
+		}
+		return res
+	}
+	if code := codeOf(nil, ans.Status, x.p.Expect.Status); code != "" {
+		res.code, res.message = code, "tools/call answered HTTP "+http.StatusText(ans.Status)
+		res.blamed = lastCall(res.exchanges)
+	}
+	return res
+}
+
+// exchangeRows are a session's exchanges as attempt rows, and the index
+// of the one mcpsdk found the session's failure in (-1: none). The loop
+// numbers the rows and gives the blamed one the attempt's verdict, which
+// may be the probe's reading of mcpsdk's (is_error: unavailable).
+func exchangeRows(xs []mcpsdk.Exchange) ([]results.Attempt, int) {
+	blamed := -1
+	rows := make([]results.Attempt, 0, len(xs))
+	for i, x := range xs {
+		method := x.Method
+		if method == http.MethodDelete {
+			method = "DELETE session"
+		}
+		rows = append(rows, results.Attempt{Method: method, StartedAt: x.StartedAt, Duration: x.Duration, HTTPStatus: x.Status})
+		if x.Code != "" && blamed < 0 {
+			blamed = i
+		}
+	}
+	return rows, blamed
+}
+
+// lastCall is the index of the last tools/call row, the exchange
+// expect.status judges; -1 when there is none.
+func lastCall(rows []results.Attempt) int {
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Method == "tools/call" {
+			return i
+		}
+	}
+	return -1
+}
+
+// answer is what rules see of the last result: response as the payload,
+// and the whole result and the tool's definition beside it.
+func (x *mcpExchange) answer() ([]byte, answerMeta) {
+	if x.last == nil {
+		return nil, answerMeta{}
+	}
+	return x.last.Response, answerMeta{status: x.last.Status, headers: x.last.Headers,
+		result: x.last.Result, tool: x.last.Tool}
+}
+
+var _ exchange = (*mcpExchange)(nil)
