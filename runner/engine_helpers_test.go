@@ -1,8 +1,9 @@
 package runner
 
-// Providers, probes and printers of the engine's tests that the daemon's
-// tests run through the engine too. They are copies of runner/prober's
-// test helpers: test files cannot be shared across packages.
+// Providers, probes and printers of the engine's tests (runner/prober's
+// provider_test.go, exchange_mcp_test.go, operation_test.go) that the
+// daemon's tests use to run the engine too: test files cannot be shared
+// across packages. The larger refund desk is internal/refunddesk.
 
 import (
 	"context"
@@ -13,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,187 +137,9 @@ func mcpProbe(srv *mcptest.Server, isError results.Outcome) *checks.Probe {
 	}
 }
 
-// refundDesk is a refund service with its token endpoint and the order
-// whose state tells whether a refund really happened (seed 002).
-type refundDesk struct {
-	mu           sync.Mutex
-	lie          bool          // refunds claim success and change nothing
-	settle       time.Duration // how long a real refund takes to show
-	ordersStatus int           // GET /orders answers this instead (0: 200)
-	ordersFlaky  int           // GET /orders answers 503 this many times first
-	refundStatus int           // POST /refunds answers this instead (0: 201)
-	noToken      bool          // the token endpoint answers without one
-
-	state      string
-	refundedAt time.Time
-	refunds    int      // POST /refunds received
-	deletes    []string // DELETE paths received
-	keys       []string // Idempotency-Key of each refund request
-	orderPaths []string // GET /orders paths received, escaped
-}
-
-const deskToken = "tok-SECRET-7f3a9c"
-
-func newRefundDesk() *refundDesk { return &refundDesk{state: "paid"} }
-
-func (d *refundDesk) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/token":
-		if d.noToken {
-			fmt.Fprint(w, `{"token_type": "bearer"}`)
-			return
-		}
-		fmt.Fprintf(w, `{"access_token": %q, "token_type": "bearer"}`, deskToken)
-	case r.Method == http.MethodPost && r.URL.Path == "/refunds":
-		d.refunds++
-		d.keys = append(d.keys, r.Header.Get("Idempotency-Key"))
-		if r.Header.Get("Authorization") != "Bearer "+deskToken {
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintf(w, `{"error": "bad credentials %s"}`, r.Header.Get("Authorization"))
-			return
-		}
-		if d.refundStatus != 0 {
-			w.WriteHeader(d.refundStatus)
-			// A provider that echoes the credential it was sent.
-			fmt.Fprintf(w, `{"error": "busy, retry later (%s)"}`, r.Header.Get("Authorization"))
-			return
-		}
-		if !d.lie {
-			d.state, d.refundedAt = "refunded", time.Now()
-		}
-		w.WriteHeader(http.StatusCreated)
-		fmt.Fprint(w, `{"status": "success", "data": {"refund_id": "rf_31", "amount": 19.99}}`)
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/orders/"):
-		d.orderPaths = append(d.orderPaths, r.URL.EscapedPath())
-		if d.ordersFlaky > 0 {
-			d.ordersFlaky--
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, `{"error": "tracker busy"}`)
-			return
-		}
-		if d.ordersStatus != 0 {
-			w.WriteHeader(d.ordersStatus)
-			fmt.Fprint(w, `{"error": "tracker down"}`)
-			return
-		}
-		state, refundID := d.state, "null"
-		if state == "refunded" && time.Since(d.refundedAt) < d.settle {
-			state = "paid" // not visible yet
-		}
-		if state == "refunded" {
-			refundID = `"rf_31"`
-		}
-		fmt.Fprintf(w, `{"id": 31, "state": %q, "refund_id": %s}`, state, refundID)
-	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/refunds/"):
-		d.deletes = append(d.deletes, r.URL.Path)
-		d.state = "paid"
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"error": "no such route"}`)
-	}
-}
-
-// refundProbe is SPEC §11's drill against the desk at url; edit changes
-// the YAML before it is loaded.
-func refundProbe(t *testing.T, url string, edit func(string) string) *checks.Probe {
-	t.Helper()
-	yaml := `version: 1
-defaults:
-  timeout: 2s
-  retries: {max_attempts: 3, base_delay: 1ms, max_delay: 2ms, budget: 5s}
-consumers:
-  - name: refund_envelope
-    select: 'response.status == "success" ? [response.data] : fail("refund_failed", "status is " + string(response.status))'
-    validate: type(.refund_id) == "string"
-probes:
-  - name: refund_order_31
-    steps:
-      - name: token
-        request: {method: POST, url: "${URL}/token", json: {client_id: probe}}
-        capture: {access_token: {rule: response.access_token, secret: true}}
-      - name: refund
-        request:
-          method: POST
-          url: ${URL}/refunds
-          headers: {Authorization: "Bearer {{access_token}}", Idempotency-Key: "{{operation_id}}"}
-          json: {order_id: 31, amount: 19.99}
-        expect: {status: [201]}
-        consumer: refund_envelope
-        capture: {refund_id: response.data.refund_id}
-      - name: verify
-        request: {url: "${URL}/orders/31"}
-        until: 'response.state == "refunded" && response.refund_id == vars.refund_id'
-        within: 600ms
-        every: 50ms
-      - name: cleanup
-        always: true
-        request: {method: DELETE, url: "${URL}/refunds/{{refund_id}}"}
-        expect: {status: [204]}
-`
-	if edit != nil {
-		yaml = edit(yaml)
-	}
-	cfg, err := checks.Parse("checks.yaml", []byte(yaml), t.TempDir(), func(k string) (string, bool) {
-		if k == "URL" {
-			return url, true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg.Probes[0]
-}
-
-func serveDesk(t *testing.T, d *refundDesk) string {
-	srv := httptest.NewServer(d)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// stepsOf lists the step of each attempt, run-length encoded:
-// "token refund verify×3 cleanup".
-func stepsOf(res results.Result) string {
-	var out []string
-	n := 0
-	for i, a := range res.Attempts {
-		n++
-		if i+1 < len(res.Attempts) && res.Attempts[i+1].Step == a.Step {
-			continue
-		}
-		if n > 1 {
-			out = append(out, fmt.Sprintf("%s×%d", a.Step, n))
-		} else {
-			out = append(out, a.Step)
-		}
-		n = 0
-	}
-	return strings.Join(out, " ")
-}
-
 func runSteps(t *testing.T, p *checks.Probe) results.Result {
 	t.Helper()
 	return prober.NewExecutor(prober.Options{Redactor: results.NewRedactor()}).Run(context.Background(), p)
-}
-
-// stepVerdicts lists each step of a run with its outcome and code.
-func stepVerdicts(res results.Result) string {
-	var out []string
-	for _, s := range res.Steps {
-		v := s.Name + " " + string(s.Outcome)
-		if s.Error != nil {
-			v += " " + string(s.Error.Code)
-		}
-		if s.Skipped {
-			v += " (skipped)"
-		}
-		out = append(out, v)
-	}
-	return strings.Join(out, ", ")
 }
 
 // shapeOf is the structural shape of a decoded JSON body (SPEC §5), kept

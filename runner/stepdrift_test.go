@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/internal/refunddesk"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -134,9 +135,9 @@ func TestStepDriftNamesTheStep(t *testing.T) {
 // step and every step with the shape of its answer, counted under the
 // step's key.
 func TestStepsRunRecordedWhole(t *testing.T) {
-	d := newRefundDesk()
-	d.lie = true
-	p := refundProbe(t, serveDesk(t, d), nil)
+	d := refunddesk.New()
+	d.Lie = true
+	p := refunddesk.Probe(t, refunddesk.Serve(t, d), nil)
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	res := runSteps(t, p)
 	record(t, f.p, &res)
@@ -147,11 +148,11 @@ func TestStepsRunRecordedWhole(t *testing.T) {
 	if got.Kind != results.ProbeSteps || got.Step != "verify" || got.Code() != results.CodeClaimMismatch {
 		t.Errorf("stored run: kind %s, step %q, code %s; want steps, verify, claim_mismatch", got.Kind, got.Step, got.Code())
 	}
-	if len(got.Attempts) != len(res.Attempts) || stepsOf(got) != stepsOf(res) {
-		t.Errorf("stored attempts by step %s, want %s", stepsOf(got), stepsOf(res))
+	if len(got.Attempts) != len(res.Attempts) || refunddesk.StepsOf(got) != refunddesk.StepsOf(res) {
+		t.Errorf("stored attempts by step %s, want %s", refunddesk.StepsOf(got), refunddesk.StepsOf(res))
 	}
-	if stepVerdicts(got) != stepVerdicts(res) {
-		t.Errorf("stored steps %s, want %s", stepVerdicts(got), stepVerdicts(res))
+	if refunddesk.StepVerdicts(got) != refunddesk.StepVerdicts(res) {
+		t.Errorf("stored steps %s, want %s", refunddesk.StepVerdicts(got), refunddesk.StepVerdicts(res))
 	}
 	for i, st := range res.Steps {
 		if (st.Shape == nil) != (got.Steps[i].Shape == nil) ||

@@ -67,7 +67,7 @@ var forbidden = map[string][]string{
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
 // domain at the bottom, one owner per dependency (tests included), siblings
-// apart, the test kit and the MCP test server for tests only (the kit's
+// apart, the test kit, the MCP test server and the refund desk for tests only (the kit's
 // own subpackages and the MCP test server build on the kit) and the
 // end-to-end harness for tests, the test kit and toolpulse-bench only.
 func TestImportGraph(t *testing.T) {
@@ -95,7 +95,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
-			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) {
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) || (imp == module+"/internal/refunddesk" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {
