@@ -77,33 +77,25 @@ type Slack struct {
 // Enabled reports whether alerts are delivered to Slack at all.
 func (s Slack) Enabled() bool { return s.WebhookURL != "" || s.Token != "" }
 
-// Probe is one synthetic check with every default applied. It calls
-// either an HTTP endpoint (Request) or an MCP tool (MCP non-nil, Request
-// zero); Kind says which. The settings below apply to both kinds: for an
-// MCP probe, Expect.Status is checked on the tools/call exchange.
+// Probe is one synthetic check with every default applied: the calls it
+// makes, in Steps, and the settings of the whole run. A single probe
+// (request: or mcp:) makes one call, an unnamed step; a probe with
+// steps: makes one named step per entry (SPEC §11).
 type Probe struct {
-	Name    string
-	Request Request
+	Name string
+	// Steps are the probe's calls, in order: never empty. A single
+	// probe's one step has no name, which is what tells it apart (Kind).
+	Steps []Step
 	// URLSecrets are what ${VAR} put into the path or query of the
-	// probe's URLs (its request's, its MCP server's, its steps'): a token
-	// in "/bot${TOKEN}/getMe" is a secret like a header value, scrubbed
+	// probe's URLs (its steps' requests and MCP servers): a token in
+	// "/bot${TOKEN}/getMe" is a secret like a header value, scrubbed
 	// wherever the URL is shown (ScrubURL, Config.Secrets).
 	URLSecrets []Secret
-	// MCP is the tool call of an MCP probe; nil for an HTTP probe.
-	MCP *MCP
-	// Steps are a multi-step probe's calls (SPEC §11); nil for a probe
-	// that makes one call (Request or MCP). Consumer is nil then: each
-	// step has its own.
-	Steps []Step
 	// Fixtures are a multi-step probe's canned runs, for toolpulse test.
 	Fixtures     []ProbeFixture
-	Consumer     *consumers.Consumer
 	Interval     time.Duration
 	Jitter       time.Duration
-	Timeout      time.Duration // per attempt, including reading the body
 	MaxBodyBytes int64
-	Retries      Retries
-	Expect       Expect
 	Labels       map[string]string
 	// TLS is the client TLS configuration built at load (CA file read and
 	// parsed); nil means Go's defaults.
@@ -128,25 +120,43 @@ type Request struct {
 	NoRedirects bool
 }
 
-// Kind is results.ProbeSteps for a multi-step probe, results.ProbeMCP for
-// a probe that calls an MCP tool and results.ProbeHTTP for one that sends
-// Request.
+// Kind is results.ProbeSteps for a multi-step probe, and the kind of its
+// one call for a single probe: results.ProbeMCP for an MCP tool call,
+// results.ProbeHTTP for an HTTP request.
 func (p *Probe) Kind() results.ProbeKind {
 	switch {
-	case len(p.Steps) > 0:
+	case p.MultiStep():
 		return results.ProbeSteps
-	case p.MCP != nil:
-		return results.ProbeMCP
+	case len(p.Steps) == 0:
+		return results.ProbeHTTP
 	}
-	return results.ProbeHTTP
+	return p.Steps[0].Kind()
 }
 
-// Consumers are the consumers p's answers are judged by: its own, or
-// those of its steps, in order, each once.
-func (p *Probe) Consumers() []*consumers.Consumer {
-	if p.Consumer != nil {
-		return []*consumers.Consumer{p.Consumer}
+// MultiStep reports whether p was written with steps:, whose calls have
+// names, rather than as one request: or mcp: call.
+func (p *Probe) MultiStep() bool { return len(p.Steps) > 0 && p.Steps[0].Name != "" }
+
+// Call is a single probe's one call; nil for a multi-step probe.
+func (p *Probe) Call() *Step {
+	if p.MultiStep() || len(p.Steps) == 0 {
+		return nil
 	}
+	return &p.Steps[0]
+}
+
+// Consumer is the consumer of a single probe's call; nil for a
+// multi-step probe, whose steps have their own.
+func (p *Probe) Consumer() *consumers.Consumer {
+	if c := p.Call(); c != nil {
+		return c.Consumer
+	}
+	return nil
+}
+
+// Consumers are the consumers p's answers are judged by, those of its
+// steps in order, each once.
+func (p *Probe) Consumers() []*consumers.Consumer {
 	var out []*consumers.Consumer
 	for _, s := range p.Steps {
 		if s.Consumer != nil && !slices.Contains(out, s.Consumer) {
@@ -156,13 +166,16 @@ func (p *Probe) Consumers() []*consumers.Consumer {
 	return out
 }
 
-// RunBudget bounds one whole run of p: retries.budget, raised by the
-// within of each step that polls (SPEC §11), so that a verification
-// allowed 10s to settle is not cut short by a 15s budget its earlier steps
-// have half spent.
+// RunBudget bounds one whole run of p: retries.budget (every step carries
+// the probe's), raised by the within of each step that polls (SPEC §11),
+// so that a verification allowed 10s to settle is not cut short by a 15s
+// budget its earlier steps have half spent.
 func (p *Probe) RunBudget() time.Duration {
-	b := p.Retries.Budget
-	for _, s := range p.Steps {
+	var b time.Duration
+	for i, s := range p.Steps {
+		if i == 0 {
+			b = s.Retries.Budget
+		}
 		if s.Until != nil {
 			b += s.Within
 		}
@@ -170,15 +183,17 @@ func (p *Probe) RunBudget() time.Duration {
 	return b
 }
 
-// Step is one call of a multi-step probe (SPEC §11), run in order within
-// one operation: an HTTP request, or an MCP tool call when MCP is set.
-// Strings of the call may hold {{name}} templates (see Expand).
+// Step is one call a probe makes, run in order within one operation: an
+// HTTP request, or an MCP tool call when MCP is set. A single probe's one
+// call is a step without a name, and without captures, until or always.
+// Strings of a named step's call may hold {{name}} templates (see Expand).
 type Step struct {
-	Name    string
+	Name    string  // "" for a single probe's call
 	Request Request // an HTTP step's call; empty for an MCP step
 	MCP     *MCP    // an MCP step's call; nil for an HTTP step
-	// Consumer judges the step's answer as a single probe's would be
-	// judged; nil: an accepted status (Expect.Status) is all it needs.
+	// Consumer judges the step's answer; nil: an accepted status
+	// (Expect.Status) is all a named step needs. A single probe always
+	// has one.
 	Consumer *consumers.Consumer
 	// Capture names values of the answer for later steps, in the order
 	// written, once the step has passed (and its until held).
@@ -240,10 +255,11 @@ type Capture struct {
 // surface shows them (the server written by results.MCPServer, without
 // credentials or query); nil for an HTTP probe.
 func (p *Probe) MCPTarget() *results.MCPTarget {
-	if p.MCP == nil {
+	c := p.Call()
+	if c == nil || c.MCP == nil {
 		return nil
 	}
-	return &results.MCPTarget{Tool: p.MCP.Tool, Server: p.ScrubURL(results.MCPServer(p.MCP.URL))}
+	return &results.MCPTarget{Tool: c.MCP.Tool, Server: p.ScrubURL(results.MCPServer(c.MCP.URL))}
 }
 
 // MCP is the tool call an MCP probe makes (SPEC §10): one fresh session on
@@ -339,14 +355,6 @@ func (c *Config) Secrets() []string {
 	for _, p := range c.Probes {
 		for _, s := range p.URLSecrets {
 			add(s)
-		}
-		addQuery(p.Request.URL, p.Request.Query)
-		addURL(p.Request.URL)
-		addHeaders(p.Request.Headers)
-		if p.MCP != nil {
-			addQuery(p.MCP.URL, nil)
-			addURL(p.MCP.URL)
-			addHeaders(p.MCP.Headers)
 		}
 		for _, s := range p.Steps {
 			addQuery(s.Request.URL, s.Request.Query)

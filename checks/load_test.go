@@ -413,42 +413,52 @@ func TestLoadValidFull(t *testing.T) {
 	wantProbes := []Probe{
 		{
 			Name: "external_search",
-			Request: Request{
-				Method:  "POST", // implied by json
-				URL:     "https://search.example.test/search",
-				Headers: map[string]Secret{"Authorization": "Bearer search-token-89ab", "X-Team": "search"},
-				Query:   map[string]string{"lang": "en", "page": "1"},
-				JSON: map[string]any{"query": "API migration guide", "limit": 5,
-					"filters": map[string]any{"fresh": true, "min": 0.5}, "tags": []any{"a", "b"}, "cursor": nil},
-				HasJSON: true,
-			},
-			Interval:     30 * time.Second,    // probe
-			Jitter:       0,                   // probe
-			Timeout:      4 * time.Second,     // defaults:
-			MaxBodyBytes: DefaultMaxBodyBytes, // built-in
-			Retries:      Retries{MaxAttempts: 1, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
-			Expect:       Expect{Status: []int{200, 203}, MinResults: 2},
+			Steps: []Step{{
+				Request: Request{
+					Method:  "POST", // implied by json
+					URL:     "https://search.example.test/search",
+					Headers: map[string]Secret{"Authorization": "Bearer search-token-89ab", "X-Team": "search"},
+					Query:   map[string]string{"lang": "en", "page": "1"},
+					JSON: map[string]any{"query": "API migration guide", "limit": 5,
+						"filters": map[string]any{"fresh": true, "min": 0.5}, "tags": []any{"a", "b"}, "cursor": nil},
+					HasJSON: true,
+				},
+				// probe
+				Timeout: 4 * time.Second,
+				// built-in
+				Retries: Retries{MaxAttempts: 1, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+				Expect:  Expect{Status: []int{200, 203}, MinResults: 2},
+			}},
+			Interval: 30 * time.Second,
+			// probe
+			Jitter: 0,
+			// defaults:
+			MaxBodyBytes: DefaultMaxBodyBytes,
 			Labels:       map[string]string{"team": "search", "tier": "1"},
 		},
 		{
-			Name:         "items.v2",
-			Request:      Request{Method: "POST", URL: "http://127.0.0.1:8099/items?x=1", Body: "plain text costs $5"},
+			Name: "items.v2",
+			Steps: []Step{{
+				Request: Request{Method: "POST", URL: "http://127.0.0.1:8099/items?x=1", Body: "plain text costs $5"},
+				Timeout: 4 * time.Second,
+				Retries: Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+				Expect:  Expect{Status: []int{200, 203}, MinResults: DefaultMinResults},
+			}},
 			Interval:     2 * time.Minute,
 			Jitter:       DefaultJitter,
-			Timeout:      4 * time.Second,
 			MaxBodyBytes: DefaultMaxBodyBytes,
-			Retries:      Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
-			Expect:       Expect{Status: []int{200, 203}, MinResults: DefaultMinResults},
 		},
 		{
-			Name:         "plain-get",
-			Request:      Request{Method: "HEAD", URL: "http://localhost:8099/health"},
+			Name: "plain-get",
+			Steps: []Step{{
+				Request: Request{Method: "HEAD", URL: "http://localhost:8099/health"},
+				Timeout: 4 * time.Second,
+				Retries: Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
+				Expect:  Expect{Status: []int{204}, MinResults: 0},
+			}},
 			Interval:     2 * time.Minute,
 			Jitter:       DefaultJitter,
-			Timeout:      4 * time.Second,
 			MaxBodyBytes: DefaultMaxBodyBytes,
-			Retries:      Retries{MaxAttempts: 4, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: 20 * time.Second},
-			Expect:       Expect{Status: []int{204}, MinResults: 0},
 		},
 	}
 	if len(cfg.Probes) != len(wantProbes) {
@@ -456,11 +466,11 @@ func TestLoadValidFull(t *testing.T) {
 	}
 	wantConsumer := []string{"select_results", "first_item", "first_item"}
 	for i, p := range cfg.Probes {
-		if p.Consumer != cfg.Consumers[wantConsumer[i]] {
+		if p.Consumer() != cfg.Consumers[wantConsumer[i]] {
 			t.Errorf("probe %s: Consumer is not %s", p.Name, wantConsumer[i])
 		}
 		got := *p
-		got.Consumer, got.TLS = nil, nil
+		got.Steps[0].Consumer, got.TLS = nil, nil
 		if !reflect.DeepEqual(got, wantProbes[i]) {
 			t.Errorf("probe %d =\n%#v\nwant\n%#v", i, got, wantProbes[i])
 		}
@@ -534,28 +544,31 @@ probes:
 		t.Errorf("Slack enabled without a webhook or token")
 	}
 	wantProbe := Probe{
-		Name:         "p",
-		Request:      Request{Method: "GET", URL: "http://127.0.0.1:8099/"},
+		Name: "p",
+		Steps: []Step{{
+			Request: Request{Method: "GET", URL: "http://127.0.0.1:8099/"},
+			Timeout: 5 * time.Second,
+			Retries: Retries{MaxAttempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second, Budget: 15 * time.Second},
+			Expect:  Expect{Status: []int{200}, MinResults: 1},
+		}},
 		Interval:     time.Minute,
 		Jitter:       5 * time.Second,
-		Timeout:      5 * time.Second,
 		MaxBodyBytes: 1048576,
-		Retries:      Retries{MaxAttempts: 3, BaseDelay: 200 * time.Millisecond, MaxDelay: 2 * time.Second, Budget: 15 * time.Second},
-		Expect:       Expect{Status: []int{200}, MinResults: 1},
 	}
 	if len(cfg.Probes) != 1 {
 		t.Fatalf("got %d probes", len(cfg.Probes))
 	}
 	gotProbe := *cfg.Probes[0]
-	if gotProbe.Consumer != cfg.Consumers["c"] || gotProbe.Consumer == nil {
+	if gotProbe.Consumer() != cfg.Consumers["c"] || gotProbe.Steps[0].Consumer == nil {
 		t.Errorf("probe consumer not resolved")
 	}
-	gotProbe.Consumer = nil
+	gotProbe.Steps = slices.Clone(gotProbe.Steps)
+	gotProbe.Steps[0].Consumer = nil
 	if !reflect.DeepEqual(gotProbe, wantProbe) {
 		t.Errorf("probe =\n%#v\nwant\n%#v", gotProbe, wantProbe)
 	}
 	// Each probe owns its status list: the built-in one must not be shared.
-	cfg.Probes[0].Expect.Status[0] = 999
+	cfg.Probes[0].Steps[0].Expect.Status[0] = 999
 	if DefaultStatus[0] != 200 {
 		t.Errorf("a probe's Expect.Status aliases DefaultStatus")
 	}
@@ -623,23 +636,23 @@ func TestLoadRepoConfig(t *testing.T) {
 	if p == nil {
 		t.Fatal("no external_search probe")
 	}
-	if p.Request.Method != "POST" || p.Request.URL != "http://127.0.0.1:8099/search" ||
-		!reflect.DeepEqual(p.Request.JSON, map[string]any{"query": "API migration guide"}) {
-		t.Errorf("request = %+v, want POST http://127.0.0.1:8099/search with the seed-000 query", p.Request)
+	if p.Steps[0].Request.Method != "POST" || p.Steps[0].Request.URL != "http://127.0.0.1:8099/search" ||
+		!reflect.DeepEqual(p.Steps[0].Request.JSON, map[string]any{"query": "API migration guide"}) {
+		t.Errorf("request = %+v, want POST http://127.0.0.1:8099/search with the seed-000 query", p.Steps[0].Request)
 	}
-	if p.Consumer == nil || p.Consumer.Name != "select_results" {
-		t.Fatalf("consumer = %+v, want select_results", p.Consumer)
+	if p.Consumer() == nil || p.Consumer().Name != "select_results" {
+		t.Fatalf("consumer = %+v, want select_results", p.Consumer())
 	}
 	if cfg.Server.Token != "" || cfg.Notify.Slack.Enabled() {
 		t.Errorf("with no environment the server token and Slack must be empty")
 	}
 	item := map[string]any{"id": "doc_784", "title": "API migration guide", "score": 0.93}
 	baseline := map[string]any{"results": []any{item}, "next_cursor": nil}
-	if v := p.Consumer.Apply(consumers.Input{Response: baseline, Status: 200}, p.Expect.MinResults); v.Err != nil {
+	if v := p.Consumer().Apply(consumers.Input{Response: baseline, Status: 200}, p.Steps[0].Expect.MinResults); v.Err != nil {
 		t.Errorf("baseline answer: %v, want a pass", v.Err)
 	}
 	unknown := map[string]any{"results": "moved", "next_cursor": nil}
-	if v := p.Consumer.Apply(consumers.Input{Response: unknown, Status: 200}, p.Expect.MinResults); v.Err == nil {
+	if v := p.Consumer().Apply(consumers.Input{Response: unknown, Status: 200}, p.Steps[0].Expect.MinResults); v.Err == nil {
 		t.Errorf("an unknown results container passed")
 	}
 }

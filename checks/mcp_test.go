@@ -26,52 +26,61 @@ func TestLoadValidMCP(t *testing.T) {
 	want := []Probe{
 		{
 			Name: "weather_tool",
-			MCP: &MCP{
-				URL:     "https://probe:mcp-pass-31@mcp.example.test/mcp",
-				Headers: map[string]Secret{"Authorization": "Bearer mcp-token-5150", "X-Team": "weather"},
-				Tool:    "get-weather",
-				Arguments: map[string]any{"location": "New York", "days": 2, "units": map[string]any{"temp": "c"},
-					"tags": []any{"a", "b"}, "hint": nil},
-				IsError:          results.Unavailable,
-				AllowDestructive: true,
-			},
+			Steps: []Step{{
+				MCP: &MCP{
+					URL:     "https://probe:mcp-pass-31@mcp.example.test/mcp",
+					Headers: map[string]Secret{"Authorization": "Bearer mcp-token-5150", "X-Team": "weather"},
+					Tool:    "get-weather",
+					Arguments: map[string]any{"location": "New York", "days": 2, "units": map[string]any{"temp": "c"},
+						"tags": []any{"a", "b"}, "hint": nil},
+					IsError:          results.Unavailable,
+					AllowDestructive: true,
+				},
+				// a tenth of the interval: no jitter is written
+				Timeout: 4 * time.Second,
+				Retries: Retries{MaxAttempts: 2, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: DefaultBudget},
+				Expect:  Expect{Status: []int{200, 202}, MinResults: 1},
+			}},
 			Interval:     30 * time.Second,
-			Jitter:       3 * time.Second, // a tenth of the interval: no jitter is written
-			Timeout:      4 * time.Second,
+			Jitter:       3 * time.Second,
 			MaxBodyBytes: 65536,
-			Retries:      Retries{MaxAttempts: 2, BaseDelay: DefaultBaseDelay, MaxDelay: DefaultMaxDelay, Budget: DefaultBudget},
-			Expect:       Expect{Status: []int{200, 202}, MinResults: 1},
 			Labels:       map[string]string{"team": "weather"},
 		},
 		{
-			Name:         "minimal_tool",
-			MCP:          &MCP{URL: "http://127.0.0.1:3901/mcp", Tool: "echo", Arguments: map[string]any{}, IsError: results.ContractError},
+			Name: "minimal_tool",
+			Steps: []Step{{
+				MCP:     &MCP{URL: "http://127.0.0.1:3901/mcp", Tool: "echo", Arguments: map[string]any{}, IsError: results.ContractError},
+				Timeout: 4 * time.Second,
+				Retries: retries,
+				Expect:  Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
+			}},
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
-			Timeout:      4 * time.Second,
 			MaxBodyBytes: DefaultMaxBodyBytes,
-			Retries:      retries,
-			Expect:       Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
 		},
 		{
-			Name:         "null_arguments",
-			MCP:          &MCP{URL: "http://127.0.0.1:3901/mcp", Tool: "echo", Arguments: map[string]any{}, IsError: results.ContractError},
+			Name: "null_arguments",
+			Steps: []Step{{
+				MCP:     &MCP{URL: "http://127.0.0.1:3901/mcp", Tool: "echo", Arguments: map[string]any{}, IsError: results.ContractError},
+				Timeout: 4 * time.Second,
+				Retries: retries,
+				Expect:  Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
+			}},
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
-			Timeout:      4 * time.Second,
 			MaxBodyBytes: DefaultMaxBodyBytes,
-			Retries:      retries,
-			Expect:       Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
 		},
 		{
-			Name:         "http_items",
-			Request:      Request{Method: "GET", URL: "http://127.0.0.1:8099/items"},
+			Name: "http_items",
+			Steps: []Step{{
+				Request: Request{Method: "GET", URL: "http://127.0.0.1:8099/items"},
+				Timeout: 4 * time.Second,
+				Retries: retries,
+				Expect:  Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
+			}},
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
-			Timeout:      4 * time.Second,
 			MaxBodyBytes: DefaultMaxBodyBytes,
-			Retries:      retries,
-			Expect:       Expect{Status: []int{200, 202}, MinResults: DefaultMinResults},
 		},
 	}
 	if len(cfg.Probes) != len(want) {
@@ -83,13 +92,14 @@ func TestLoadValidMCP(t *testing.T) {
 		if got := p.Kind(); got != wantKind[i] {
 			t.Errorf("probe %s: Kind = %q, want %q", p.Name, got, wantKind[i])
 		}
-		if p.Consumer == nil || p.Consumer != cfg.Consumers[wantConsumer[i]] {
+		if p.Consumer() == nil || p.Consumer() != cfg.Consumers[wantConsumer[i]] {
 			t.Errorf("probe %s: Consumer is not %s", p.Name, wantConsumer[i])
 		}
 		got := *p
-		got.Consumer, got.TLS = nil, nil
+		got.Steps = slices.Clone(p.Steps)
+		got.Steps[0].Consumer, got.TLS = nil, nil
 		if !reflect.DeepEqual(got, want[i]) {
-			t.Errorf("probe %d =\n%#v\n%#v\nwant\n%#v\n%#v", i, got, got.MCP, want[i], want[i].MCP)
+			t.Errorf("probe %d =\n%#v\n%#v\nwant\n%#v\n%#v", i, got, got.Steps[0].MCP, want[i], want[i].Steps[0].MCP)
 		}
 	}
 	if tc := cfg.Probes[0].TLS; tc == nil || tc.RootCAs == nil || tc.InsecureSkipVerify {
@@ -166,10 +176,10 @@ func TestMCPSecrets(t *testing.T) {
 
 	var dump strings.Builder
 	p := cfg.Probes[0]
-	fmt.Fprintf(&dump, "%v %+v %#v %v\n", *p, *p.MCP, p.MCP.Headers, p.MCP)
-	out, _ := json.Marshal(p.MCP)
+	fmt.Fprintf(&dump, "%v %+v %#v %v\n", *p, *p.Steps[0].MCP, p.Steps[0].MCP.Headers, p.Steps[0].MCP)
+	out, _ := json.Marshal(p.Steps[0].MCP)
 	dump.Write(out)
-	slog.New(slog.NewJSONHandler(&dump, nil)).Info("probe", "mcp", p.MCP)
+	slog.New(slog.NewJSONHandler(&dump, nil)).Info("probe", "mcp", p.Steps[0].MCP)
 	if strings.Contains(dump.String(), "mcp-token-5150") {
 		t.Errorf("the header token shows in:\n%s", dump.String())
 	}

@@ -45,6 +45,7 @@ var isErrorOutcomes = []string{string(results.ContractError), string(results.Una
 func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	d := l.d
 	p := &Probe{}
+	var call Step // a single probe's one call
 	var own tuning
 	var consumerN ast.Node
 	var kinds []entry // request, mcp, steps: what the probe calls
@@ -62,10 +63,10 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 			l.probeName(e, p)
 		case "request":
 			kinds = append(kinds, e)
-			l.request(e, &p.Request)
+			l.request(e, &call.Request)
 		case "mcp":
 			kinds = append(kinds, e)
-			p.MCP = l.mcp(e)
+			call.MCP = l.mcp(e)
 		case "steps":
 			kinds = append(kinds, e)
 			stepsE = &e
@@ -100,10 +101,10 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	case !l.defined(consumer):
 		d.errorf(consumerN, "%s.consumer: unknown consumer %q; %s", path, consumer, l.definedConsumers())
 	default:
-		p.Consumer = l.consumers[consumer] // nil when it failed to compile, already reported
-		if p.Consumer != nil {
+		call.Consumer = l.consumers[consumer] // nil when it failed to compile, already reported
+		if call.Consumer != nil {
 			// A single call has no earlier steps: vars holds nothing.
-			names, dynamic := p.Consumer.Vars()
+			names, dynamic := call.Consumer.Vars()
 			l.vars(consumerN, path+".consumer", names, dynamic)
 		}
 	}
@@ -111,12 +112,15 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	t := fitJitter(defaults.over(own))
 	t.probe = p.Name
 	d.check(t)
-	p.Interval, p.Jitter, p.Timeout = t.interval.v, t.jitter.v, t.timeout.v
+	p.Interval, p.Jitter = t.interval.v, t.jitter.v
 	p.MaxBodyBytes = t.maxBodyBytes.v
-	p.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
-	p.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
 	if isSteps {
 		p.Steps = l.steps(*stepsE, t)
+	} else {
+		call.Timeout = t.timeout.v
+		call.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
+		call.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
+		p.Steps = []Step{call}
 	}
 	switch {
 	case fixturesE != nil && !isSteps:

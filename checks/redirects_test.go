@@ -20,7 +20,7 @@ probes:
 		t.Fatal(err)
 	}
 	for i, want := range []bool{false, false, true} {
-		if got := cfg.Probes[i].Request.NoRedirects; got != want {
+		if got := cfg.Probes[i].Steps[0].Request.NoRedirects; got != want {
 			t.Errorf("probe %s: NoRedirects = %v, want %v", cfg.Probes[i].Name, got, want)
 		}
 	}

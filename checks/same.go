@@ -14,29 +14,17 @@ import (
 // internals (programs, certificate pools) are not comparable with
 // reflect.DeepEqual.
 func (p *Probe) Same(q *Probe) bool {
-	a, b := p, q
-	if a.Consumer == nil || b.Consumer == nil {
-		if a.Consumer != b.Consumer {
-			return false
-		}
-	} else if a.Consumer.Ref() != b.Consumer.Ref() {
+	if !SameTLS(p.TLS, q.TLS) || !sameSteps(p.Steps, q.Steps) {
 		return false
 	}
-	if !SameTLS(a.TLS, b.TLS) {
-		return false
-	}
-	if !sameSteps(a.Steps, b.Steps) {
-		return false
-	}
-	x, y := *a, *b
-	x.Consumer, y.Consumer = nil, nil
+	x, y := *p, *q
 	x.TLS, y.TLS = nil, nil
 	x.Steps, y.Steps = nil, nil
 	return reflect.DeepEqual(x, y)
 }
 
-// sameSteps compares steps as Same compares probes: consumers by ref,
-// rules by their text.
+// sameSteps compares steps with their consumers by ref and their rules
+// by text.
 func sameSteps(a, b []Step) bool {
 	if len(a) != len(b) {
 		return false

@@ -50,28 +50,28 @@ probes:
 		"loaded again":   {func(p *Probe) {}, true},
 		"interval":       {func(p *Probe) { p.Interval = 2 * time.Minute }, false},
 		"jitter":         {func(p *Probe) { p.Jitter = 0 }, false},
-		"timeout":        {func(p *Probe) { p.Timeout = time.Second }, false},
-		"url":            {func(p *Probe) { p.Request.URL += "x" }, false},
-		"method":         {func(p *Probe) { p.Request.Method = http.MethodGet }, false},
-		"header value":   {func(p *Probe) { p.Request.Headers["Authorization"] = "Bearer other" }, false},
-		"query":          {func(p *Probe) { p.Request.Query["lang"] = "de" }, false},
-		"json fixture":   {func(p *Probe) { p.Request.JSON = map[string]any{"query": "other"} }, false},
-		"body":           {func(p *Probe) { p.Request.Body = "raw" }, false},
+		"timeout":        {func(p *Probe) { p.Steps[0].Timeout = time.Second }, false},
+		"url":            {func(p *Probe) { p.Steps[0].Request.URL += "x" }, false},
+		"method":         {func(p *Probe) { p.Steps[0].Request.Method = http.MethodGet }, false},
+		"header value":   {func(p *Probe) { p.Steps[0].Request.Headers["Authorization"] = "Bearer other" }, false},
+		"query":          {func(p *Probe) { p.Steps[0].Request.Query["lang"] = "de" }, false},
+		"json fixture":   {func(p *Probe) { p.Steps[0].Request.JSON = map[string]any{"query": "other"} }, false},
+		"body":           {func(p *Probe) { p.Steps[0].Request.Body = "raw" }, false},
 		"max body":       {func(p *Probe) { p.MaxBodyBytes++ }, false},
-		"retries":        {func(p *Probe) { p.Retries.MaxAttempts++ }, false},
-		"expect status":  {func(p *Probe) { p.Expect.Status = []int{200, 204} }, false},
-		"min results":    {func(p *Probe) { p.Expect.MinResults = 2 }, false},
+		"retries":        {func(p *Probe) { p.Steps[0].Retries.MaxAttempts++ }, false},
+		"expect status":  {func(p *Probe) { p.Steps[0].Expect.Status = []int{200, 204} }, false},
+		"min results":    {func(p *Probe) { p.Steps[0].Expect.MinResults = 2 }, false},
 		"labels":         {func(p *Probe) { p.Labels["team"] = "other" }, false},
-		"consumer rule":  {func(p *Probe) { p.Consumer = load("select_results", "true").Consumer }, false},
-		"consumer name":  {func(p *Probe) { p.Consumer = load("other", "type(.id) == 'string'").Consumer }, false},
+		"consumer rule":  {func(p *Probe) { p.Steps[0].Consumer = load("select_results", "true").Steps[0].Consumer }, false},
+		"consumer name":  {func(p *Probe) { p.Steps[0].Consumer = load("other", "type(.id) == 'string'").Steps[0].Consumer }, false},
 		"CA":             {func(p *Probe) { p.TLS = &tls.Config{RootCAs: x509.NewCertPool()} }, false},
 		"insecure":       {func(p *Probe) { p.TLS = &tls.Config{RootCAs: p.TLS.RootCAs, InsecureSkipVerify: true} }, false},
 		"TLS removed":    {func(p *Probe) { p.TLS = nil }, false},
 		"system CA pool": {func(p *Probe) { p.TLS = &tls.Config{} }, false},
 		"consumer version": {func(p *Probe) {
-			c := *p.Consumer
+			c := *p.Steps[0].Consumer
 			c.Version = "3"
-			p.Consumer = &c
+			p.Steps[0].Consumer = &c
 		}, false},
 	}
 	for name, tt := range tests {

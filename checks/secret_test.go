@@ -121,11 +121,11 @@ func TestLoadedConfigHidesSecrets(t *testing.T) {
 	var dump strings.Builder
 	fmt.Fprintf(&dump, "%v %+v %#v\n", *cfg, cfg.Server, cfg.Notify)
 	for _, p := range cfg.Probes {
-		fmt.Fprintf(&dump, "%v %+v %#v\n", *p, p.Request, p.Request.Headers)
+		fmt.Fprintf(&dump, "%v %+v %#v\n", *p, p.Steps[0].Request, p.Steps[0].Request.Headers)
 	}
-	out, _ := json.Marshal(cfg.Probes[0].Request)
+	out, _ := json.Marshal(cfg.Probes[0].Steps[0].Request)
 	dump.Write(out)
-	slog.New(slog.NewJSONHandler(&dump, nil)).Info("config", "server", cfg.Server, "request", cfg.Probes[0].Request)
+	slog.New(slog.NewJSONHandler(&dump, nil)).Info("config", "server", cfg.Server, "request", cfg.Probes[0].Steps[0].Request)
 	for _, s := range []string{"server-token-0123", "xoxb-bot-token-4567", "search-token-89ab"} {
 		if strings.Contains(dump.String(), s) {
 			t.Errorf("%s shows in:\n%s", s, dump.String())

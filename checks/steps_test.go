@@ -47,8 +47,8 @@ func TestLoadSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.Probes[0]
-	if p.Kind() != results.ProbeSteps || p.Consumer != nil || len(p.Steps) != 4 {
-		t.Fatalf("kind %s, consumer %v, %d steps", p.Kind(), p.Consumer, len(p.Steps))
+	if p.Kind() != results.ProbeSteps || p.Consumer() != nil || len(p.Steps) != 4 {
+		t.Fatalf("kind %s, consumer %v, %d steps", p.Kind(), p.Consumer(), len(p.Steps))
 	}
 	token, refund, verify, cleanup := p.Steps[0], p.Steps[1], p.Steps[2], p.Steps[3]
 	if len(token.Capture) != 1 || token.Capture[0].Name != "access_token" || !token.Capture[0].Secret || token.Capture[0].Rule == nil {

@@ -144,7 +144,7 @@ probes:
 	if cfg.MaxConcurrency != 12 || cfg.Probes[0].Interval.String() != "45s" {
 		t.Errorf("max_concurrency %d, interval %s; want 12 and 45s from the environment", cfg.MaxConcurrency, cfg.Probes[0].Interval)
 	}
-	if cfg.Server.Token.Reveal() != "x\nprobes: []\n  - {" || cfg.Probes[0].Request.Body != "x\nprobes: []\n  - {" {
+	if cfg.Server.Token.Reveal() != "x\nprobes: []\n  - {" || cfg.Probes[0].Steps[0].Request.Body != "x\nprobes: []\n  - {" {
 		t.Errorf("an environment value changed the document's structure")
 	}
 	if got := cfg.Consumers["c"].Select; got != `response["${HOME}"] ?? []` {

@@ -150,32 +150,58 @@ func (c *Consumer) MutationTest(bases []MutationBase) MutationReport {
 	mu := NewMutator(passing)
 	for _, b := range passing {
 		in := b.input()
-		r.Bases = append(r.Bases, b.Name)
-		var baseShape shape.Shape // only needed once something survives
-		mu.Each(b, reads, func(m Mutation) bool {
-			r.Total++
-			in.Response = m.Response
-			if b.ResultWith != nil {
-				in.Result = b.ResultWith(m.Response)
-			}
-			v := c.Apply(in, b.MinResults)
-			if v.Err != nil {
-				r.Killed++
-				if m.Kind == MutAddField && acceptance(m) == "" {
-					r.KilledControls = append(r.KilledControls, m.Name)
+		r.Mutate(Mutand{Base: b, Mutator: mu, Reads: reads, Accept: acceptance,
+			Passes: func(m Mutation) bool {
+				in.Response = m.Response
+				if b.ResultWith != nil {
+					in.Result = b.ResultWith(m.Response)
 				}
-				return true
-			}
-			if baseShape.String() == "" {
-				baseShape = mu.shapeOf(b, b.Response)
-			}
-			s := mu.survivor(b, baseShape, m)
-			s.Accepted = acceptance(m)
-			r.Survivors = append(r.Survivors, s)
-			return true
-		})
+				return c.Apply(in, b.MinResults).Err == nil
+			}})
 	}
 	return r
+}
+
+// A Mutand is one passing base under mutation test, with what judges its
+// mutations: a consumer's rules on the mutated answer, or a whole
+// multi-step probe run on its fixture with one step's answer mutated.
+type Mutand struct {
+	Base MutationBase
+	// Mutator holds all the passing bases of the same answer, against
+	// which a survivor is classified.
+	Mutator *Mutator
+	Reads   FieldSet              // what the rules may read of the answer
+	Accept  func(Mutation) string // the accept_mutations reason; "" when not accepted
+	Passes  func(Mutation) bool   // whether the subject still passes on the mutated answer
+	// ControlPrefix goes before the name of a killed positive control in
+	// KilledControls, to say which base it was killed on.
+	ControlPrefix string
+}
+
+// Mutate runs every mutation of x's base through x.Passes and adds what
+// it finds to r: killed mutations, killed positive controls that are not
+// accepted, and survivors, classified and with their accept_mutations
+// reason.
+func (r *MutationReport) Mutate(x Mutand) {
+	r.Bases = append(r.Bases, x.Base.Name)
+	var baseShape shape.Shape // only needed once something survives
+	x.Mutator.Each(x.Base, x.Reads, func(m Mutation) bool {
+		r.Total++
+		if !x.Passes(m) {
+			r.Killed++
+			if m.Kind == MutAddField && x.Accept(m) == "" {
+				r.KilledControls = append(r.KilledControls, x.ControlPrefix+m.Name)
+			}
+			return true
+		}
+		if baseShape.String() == "" {
+			baseShape = x.Mutator.shapeOf(x.Base, x.Base.Response)
+		}
+		s := x.Mutator.survivor(x.Base, baseShape, m)
+		s.Accepted = x.Accept(m)
+		r.Survivors = append(r.Survivors, s)
+		return true
+	})
 }
 
 // Mutator mutates the passing bases of one consumer, or of one step of a
@@ -229,14 +255,6 @@ func (mu *Mutator) shapeOf(b MutationBase, v any) shape.Shape {
 // profile learned are keyed are maps.
 func (mu *Mutator) Each(b MutationBase, reads FieldSet, yield func(Mutation) bool) {
 	eachMutation(b.Response, reads, mu.profile(b), yield)
-}
-
-// Survivor describes mutation m of b (one of the passing bases, with its
-// MinResults) that still passed, classified and explained as MutationTest
-// does: a change into what a passing base already shows is ByDesign. Its
-// Accepted is left for the caller, who knows the accept_mutations.
-func (mu *Mutator) Survivor(b MutationBase, m Mutation) Survivor {
-	return mu.survivor(b, mu.shapeOf(b, b.Response), m)
 }
 
 func (mu *Mutator) survivor(b MutationBase, baseShape shape.Shape, m Mutation) Survivor {

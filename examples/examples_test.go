@@ -68,11 +68,11 @@ func TestMCPExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/mcp does not load:\n%v", err)
 	}
-	if len(cfg.Probes) != 1 || cfg.Probes[0].MCP == nil {
+	if len(cfg.Probes) != 1 || cfg.Probes[0].Steps[0].MCP == nil {
 		t.Fatalf("examples/mcp has %d probes, want one MCP probe", len(cfg.Probes))
 	}
 	p := cfg.Probes[0]
-	m := p.MCP
+	m := p.Steps[0].MCP
 	if m.URL != "http://127.0.0.1:8099/mcp" || m.Tool != "search_docs" || m.Arguments["query"] != "API migration guide" ||
 		m.IsError != results.ContractError || m.AllowDestructive {
 		t.Errorf("probe %s: url %s, tool %s, arguments %v, is_error %s, allow_destructive %v", p.Name, m.URL, m.Tool, m.Arguments, m.IsError, m.AllowDestructive)

@@ -66,9 +66,14 @@ func TestDriftWithFiringIsNotResolving(t *testing.T) {
 func TestAlertsNameWhatWasCalled(t *testing.T) {
 	const secret = "tenant-S3CRET"
 	cfg := &checks.Config{Probes: []*checks.Probe{
-		{Name: "search", Request: checks.Request{Method: "POST",
-			URL: "https://user:pw@search.example.com/v1/" + secret + "/search?api_key=K3Y&q=x"}},
-		{Name: "weather", MCP: &checks.MCP{URL: "http://127.0.0.1:3901/mcp?token=K3Y", Tool: "get-weather"}},
+		{
+			Name: "search",
+			Steps: []checks.Step{{
+				Request: checks.Request{Method: "POST",
+					URL: "https://user:pw@search.example.com/v1/" + secret + "/search?api_key=K3Y&q=x"},
+			}},
+		},
+		{Name: "weather", Steps: []checks.Step{{MCP: &checks.MCP{URL: "http://127.0.0.1:3901/mcp?token=K3Y", Tool: "get-weather"}}}},
 		{Name: "refund", Steps: []checks.Step{
 			{Name: "token", Request: checks.Request{Method: "POST", URL: "http://auth.example.com/token"}},
 			{Name: "verify", Request: checks.Request{URL: "http://127.0.0.1:8099/orders/31"}},

@@ -621,8 +621,8 @@ func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Re
 	if ir.StartedAt.IsZero() {
 		ir.StartedAt = time.Now()
 	}
-	if ir.Consumer == (results.ConsumerRef{}) && p.Consumer != nil {
-		ir.Consumer = p.Consumer.Ref()
+	if ir.Consumer == (results.ConsumerRef{}) && p.Consumer() != nil {
+		ir.Consumer = p.Consumer().Ref()
 	}
 	ir.Fail(results.NewError(results.CodeInternalError, "%s", msg))
 

@@ -172,8 +172,8 @@ func schedProbe(t *testing.T, name, url string, interval time.Duration) *checks.
 	p.Name = name
 	p.Interval = interval
 	p.Jitter = 2 * time.Second
-	p.Timeout = time.Minute
-	p.Retries = checks.Retries{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Budget: time.Minute}
+	p.Steps[0].Timeout = time.Minute
+	p.Steps[0].Retries = checks.Retries{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Budget: time.Minute}
 	return p
 }
 

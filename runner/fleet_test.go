@@ -23,7 +23,7 @@ func fleetProbes(t *testing.T, url string, timeout time.Duration, r checks.Retri
 	probes := make([]*checks.Probe, fleetSize)
 	for i := range probes {
 		p := schedProbe(t, fmt.Sprintf("dead_%04d", i), url, time.Hour)
-		p.Timeout, p.Retries = timeout, r
+		p.Steps[0].Timeout, p.Steps[0].Retries = timeout, r
 		probes[i] = p
 	}
 	return probes
@@ -41,7 +41,7 @@ func runFleet(t *testing.T, limit int, probes []*checks.Probe) (*schedHarness, [
 	// Every run ends within its budget, and the fleet runs in waves of
 	// limit; twice that, for a machine busy with other tests.
 	waves := (len(probes) + limit - 1) / limit
-	within := 2 * time.Duration(waves) * probes[0].Retries.Budget
+	within := 2 * time.Duration(waves) * probes[0].Steps[0].Retries.Budget
 	var all []results.Result
 	waitWithin(t, within, "every fleet run recorded", func() bool {
 		all, _, _, _ = h.store.snapshot()

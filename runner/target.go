@@ -6,30 +6,24 @@ import (
 )
 
 // probeTarget is what a probe calls, as its alerts name it
-// (results.Alert.Target): never a query, userinfo or header.
-type probeTarget struct {
-	// Call is a single probe's call: "POST https://host/path" or "tool
-	// NAME at https://host/path"; "" for a steps probe.
-	Call string
-	// Steps are a steps probe's calls by step name, each as
-	// "step NAME: CALL"; nil for a single probe.
-	Steps map[string]string
-}
+// (results.Alert.Target): never a query, userinfo or header. It holds
+// each step's call by step name: a single probe's one call under "" as
+// "POST https://host/path" or "tool NAME at https://host/path", a named
+// step's as "step NAME: CALL".
+type probeTarget map[string]string
 
 // probeTargets returns what each of cfg's probes calls, by probe name, as
 // RecorderOptions.Targets takes it.
 func probeTargets(cfg *checks.Config) map[string]probeTarget {
 	out := make(map[string]probeTarget, len(cfg.Probes))
 	for _, p := range cfg.Probes {
-		if len(p.Steps) == 0 {
-			out[p.Name] = probeTarget{Call: callTarget(p.Request, p.MCP)}
-			continue
-		}
-		t := probeTarget{Steps: make(map[string]string, len(p.Steps))}
+		t := make(probeTarget, len(p.Steps))
 		for _, st := range p.Steps {
-			if call := callTarget(st.Request, st.MCP); call != "" {
-				t.Steps[st.Name] = "step " + st.Name + ": " + call
+			call := callTarget(st.Request, st.MCP)
+			if st.Name != "" && call != "" {
+				call = "step " + st.Name + ": " + call
 			}
+			t[st.Name] = call
 		}
 		out[p.Name] = t
 	}
@@ -53,8 +47,5 @@ func (t probeTarget) of(r *results.Result, drift *results.Drift) string {
 	if drift != nil && drift.Step != "" {
 		step = drift.Step
 	}
-	if step != "" {
-		return t.Steps[step]
-	}
-	return t.Call
+	return t[step]
 }

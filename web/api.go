@@ -74,8 +74,8 @@ func handleProbes(store Store, probes func() []*checks.Probe) http.Handler {
 		for _, p := range ps {
 			s := probeSummary{Name: p.Name, Kind: p.Kind(), MCP: p.MCPTarget(),
 				Interval: p.Interval.String(), Labels: p.Labels}
-			if p.Consumer != nil { // the loader always sets one; a hand-built probe may not
-				s.Consumer = p.Consumer.Ref()
+			if p.Consumer() != nil { // the loader always sets one; a hand-built probe may not
+				s.Consumer = p.Consumer().Ref()
 			}
 			if s.Labels == nil {
 				s.Labels = map[string]string{}

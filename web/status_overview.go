@@ -49,8 +49,8 @@ func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []resul
 	if p.Interval > 0 {
 		r.Interval = p.Interval.String()
 	}
-	if p.Consumer != nil {
-		r.Consumer = p.Consumer.Ref()
+	if p.Consumer() != nil {
+		r.Consumer = p.Consumer().Ref()
 	}
 	r.MCP = p.MCPTarget()
 	for k, v := range p.Labels {
@@ -58,7 +58,7 @@ func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []resul
 	}
 	slices.Sort(r.Labels)
 	if latest != nil {
-		if p.Consumer == nil {
+		if p.Consumer() == nil {
 			// A probe no longer configured: the consumer that judged it
 			// last, and the tool it called.
 			r.Consumer, r.MCP = latest.Consumer, latest.MCP

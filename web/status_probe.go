@@ -150,10 +150,12 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 	pv := &probeView{Configured: cfg != nil}
 	if cfg != nil {
 		pv.Request = newRequestView(cfg)
-		pv.Steps = newStepConfigViews(cfg)
-		pv.HasSteps = len(cfg.Steps) > 0
-		if cfg.Consumer != nil {
-			pv.Select, pv.Validate = cfg.Consumer.Select, cfg.Consumer.Validate
+		pv.HasSteps = cfg.MultiStep()
+		if pv.HasSteps {
+			pv.Steps = newStepConfigViews(cfg)
+		}
+		if cfg.Consumer() != nil {
+			pv.Select, pv.Validate = cfg.Consumer().Select, cfg.Consumer().Validate
 		}
 	}
 	if cfg == nil {

@@ -171,11 +171,17 @@ func newStatusFixture(t *testing.T) *statusFixture {
 
 	probes := []*checks.Probe{
 		{Name: "weather", Interval: time.Minute},
-		{Name: "search", Interval: 30 * time.Second, Labels: map[string]string{"team": "search", "tier": "1"},
-			Request: checks.Request{Method: "POST", URL: "https://search.example.com/v1/search?api_key=k3y-in-the-query"},
-			Consumer: &consumers.Consumer{Name: ref.Name, Version: ref.Version, RuleHash: ref.RuleHash,
-				Select: "response.results | filter(.score >= 0.75)", Validate: `type(.id) == "string"`}},
-		{Name: "fresh", Interval: time.Minute, MCP: &checks.MCP{URL: "http://user:pw-SECRET@tools.example.com:3901/mcp?token=t0k3n", Tool: "get-weather"}},
+		{
+			Name: "search",
+			Steps: []checks.Step{{
+				Request: checks.Request{Method: "POST", URL: "https://search.example.com/v1/search?api_key=k3y-in-the-query"},
+				Consumer: &consumers.Consumer{Name: ref.Name, Version: ref.Version, RuleHash: ref.RuleHash,
+					Select: "response.results | filter(.score >= 0.75)", Validate: `type(.id) == "string"`},
+			}},
+			Interval: 30 * time.Second,
+			Labels:   map[string]string{"team": "search", "tier": "1"},
+		},
+		{Name: "fresh", Steps: []checks.Step{{MCP: &checks.MCP{URL: "http://user:pw-SECRET@tools.example.com:3901/mcp?token=t0k3n", Tool: "get-weather"}}}, Interval: time.Minute},
 		{Name: "tracker", Interval: time.Minute},
 	}
 	srv := httptest.NewServer(NewServer(Deps{

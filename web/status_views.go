@@ -167,14 +167,15 @@ type requestView struct {
 // newRequestView is what the probe page shows of p's request, or nil for
 // an MCP probe and for a URL without a host.
 func newRequestView(p *checks.Probe) *requestView {
-	if p.MCP != nil {
+	c := p.Call()
+	if c == nil || c.MCP != nil {
 		return nil
 	}
-	u, err := url.Parse(p.Request.URL)
+	u, err := url.Parse(c.Request.URL)
 	if err != nil || u.Host == "" {
 		return nil
 	}
-	return &requestView{Method: cmp.Or(p.Request.Method, http.MethodGet), Host: u.Host, Path: p.ScrubURL(cmp.Or(u.EscapedPath(), "/"))}
+	return &requestView{Method: cmp.Or(c.Request.Method, http.MethodGet), Host: u.Host, Path: p.ScrubURL(cmp.Or(u.EscapedPath(), "/"))}
 }
 
 // stepConfigView is one configured step of a steps probe as its page
@@ -188,7 +189,7 @@ type stepConfigView struct {
 	Verify, Always bool
 }
 
-// newStepConfigViews lists p's steps; nil for a single probe.
+// newStepConfigViews lists the steps of multi-step probe p.
 func newStepConfigViews(p *checks.Probe) []stepConfigView {
 	var out []stepConfigView
 	for i := range p.Steps {

@@ -390,10 +390,10 @@ func TestWriteConfig(t *testing.T) {
 		t.Fatalf("probes %v", cfg.Probes)
 	}
 	p := cfg.Probes[1]
-	if p.Interval != 2*time.Second || p.Jitter != 2*time.Second-time.Millisecond || p.Retries.MaxAttempts != 2 {
+	if p.Interval != 2*time.Second || p.Jitter != 2*time.Second-time.Millisecond || p.Steps[0].Retries.MaxAttempts != 2 {
 		t.Errorf("probe %+v", p)
 	}
-	if p.Consumer.Name != builtinConsumerName || cfg.Storage.Path != dir+"/x$y.db" || cfg.Notify.FailureThreshold != 1 {
-		t.Errorf("consumer %s, storage %s, threshold %d", p.Consumer.Name, cfg.Storage.Path, cfg.Notify.FailureThreshold)
+	if p.Consumer().Name != builtinConsumerName || cfg.Storage.Path != dir+"/x$y.db" || cfg.Notify.FailureThreshold != 1 {
+		t.Errorf("consumer %s, storage %s, threshold %d", p.Consumer().Name, cfg.Storage.Path, cfg.Notify.FailureThreshold)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/shape"
 	"github.com/toolpulse/toolpulse/runner"
 )
@@ -49,7 +50,7 @@ func isMCP(cfg *checks.Config, probe string) bool {
 	}
 	for _, p := range cfg.Probes {
 		if p.Name == probe {
-			return p.MCP != nil
+			return p.Kind() == results.ProbeMCP
 		}
 	}
 	return false

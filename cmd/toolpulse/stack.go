@@ -77,8 +77,8 @@ func probeInfo(cfg *checks.Config) []prometheus.ProbeInfo {
 	infos := make([]prometheus.ProbeInfo, len(cfg.Probes))
 	for i, p := range cfg.Probes {
 		infos[i] = prometheus.ProbeInfo{Probe: p.Name, Kind: p.Kind()}
-		if p.MCP != nil {
-			infos[i].Tool = p.MCP.Tool
+		if t := p.MCPTarget(); t != nil {
+			infos[i].Tool = t.Tool
 		}
 	}
 	return infos

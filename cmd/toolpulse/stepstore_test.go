@@ -191,7 +191,7 @@ func stepsServer(t *testing.T) (srv *httptest.Server, at time.Time) {
 			{Name: "cleanup", Always: true, Request: checks.Request{Method: "DELETE", URL: "http://127.0.0.1:8099/refunds/{{refund_id}}"}},
 			{Name: "ask", MCP: &checks.MCP{URL: "http://user:pw-SECRET@tools.example.com:3901/mcp?token=t0k3n", Tool: "order-status"}},
 		}},
-		{Name: "search", Interval: time.Minute, Request: checks.Request{URL: "http://127.0.0.1:1/search"}},
+		{Name: "search", Steps: []checks.Step{{Request: checks.Request{URL: "http://127.0.0.1:1/search"}}}, Interval: time.Minute},
 	}
 	srv = httptest.NewServer(web.NewServer(web.Deps{
 		Logger: slog.New(slog.DiscardHandler), Healthy: func(context.Context) error { return nil }, Metrics: http.NotFoundHandler(),

@@ -60,7 +60,7 @@ func (c *testCmd) Run(e *env, root *cli) error {
 	if cfg != nil && len(c.Consumer) == 0 {
 		ex := prober.NewExecutor(prober.Options{})
 		for _, p := range cfg.Probes {
-			if len(p.Steps) == 0 {
+			if !p.MultiStep() {
 				continue
 			}
 			pr := testProbe(ex, p, c.Mutate)
@@ -196,20 +196,25 @@ func probesUsing(cfg *checks.Config, consumer string) []*checks.Probe {
 	return out
 }
 
-// expectStatus is the statuses a fixture's status is judged against: the
-// union of the expect.status of the probes using the consumer, or the
-// default when none does.
-func expectStatus(probes []*checks.Probe) []int {
-	if len(probes) == 0 {
-		return checks.DefaultStatus
-	}
+// expectStatus is the statuses a fixture of consumer is judged against:
+// the union of the expect.status of the calls judged by it, or the
+// default when none is.
+func expectStatus(probes []*checks.Probe, consumer string) []int {
 	var out []int
 	for _, p := range probes {
-		for _, s := range p.Expect.Status {
-			if !slices.Contains(out, s) {
-				out = append(out, s)
+		for _, st := range p.Steps {
+			if st.Consumer == nil || st.Consumer.Name != consumer {
+				continue
+			}
+			for _, s := range st.Expect.Status {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
 			}
 		}
+	}
+	if out == nil {
+		return checks.DefaultStatus
 	}
 	return out
 }
@@ -236,8 +241,8 @@ func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.
 	out := map[string]consumers.MutationBase{}
 	for _, p := range cfg.Probes {
 		s, ok := samples[p.Name]
-		if !ok {
-			continue
+		if !ok || p.MultiStep() {
+			continue // a multi-step run has no one answer of its own
 		}
 		b, err := recordedBase(p, s.Body)
 		if err != nil {
@@ -278,10 +283,10 @@ func storedProfile(e *env, store *sqlite.Store, probe string) (*shape.Profile, e
 // response of an HTTP probe; for an MCP probe the whole CallToolResult,
 // mutated where its response came from, as a result: fixture is.
 func recordedBase(p *checks.Probe, body string) (consumers.MutationBase, error) {
-	name := "db: " + p.Name
-	if p.MCP == nil {
+	name, call := "db: "+p.Name, p.Call()
+	if call.MCP == nil {
 		v, err := consumers.DecodeJSON([]byte(body))
-		return consumers.MutationBase{Name: name, Response: v, MinResults: p.Expect.MinResults}, err
+		return consumers.MutationBase{Name: name, Response: v, MinResults: call.Expect.MinResults}, err
 	}
 	v, err := consumers.DecodeJSON([]byte(body))
 	if err != nil {
@@ -291,7 +296,7 @@ func recordedBase(p *checks.Probe, body string) (consumers.MutationBase, error) 
 	if !ok {
 		return consumers.MutationBase{}, errors.New("not a CallToolResult")
 	}
-	b, err := prober.FixtureBase(consumers.Fixture{Name: name, Result: result, MinResults: p.Expect.MinResults})
+	b, err := prober.FixtureBase(consumers.Fixture{Name: name, Result: result, MinResults: call.Expect.MinResults})
 	return b, err
 }
 
@@ -304,7 +309,7 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 	for _, p := range t.probes {
 		cr.Probes = append(cr.Probes, p.Name)
 	}
-	status := expectStatus(t.probes)
+	status := expectStatus(t.probes, c.Name)
 	var bases []consumers.MutationBase
 	for _, f := range c.Fixtures {
 		start := time.Now()

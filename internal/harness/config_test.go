@@ -118,7 +118,7 @@ func TestConfigValues(t *testing.T) {
 	if p.Interval != 8760*time.Hour || p.Jitter != 8759*time.Hour || got.Notify.FailureThreshold != 3 {
 		t.Errorf("interval %v, jitter %v, threshold %d", p.Interval, p.Jitter, got.Notify.FailureThreshold)
 	}
-	if h := p.Request.Headers["Authorization"].Reveal(); h != "Bearer tok" {
+	if h := p.Steps[0].Request.Headers["Authorization"].Reveal(); h != "Bearer tok" {
 		t.Errorf("header %q, want ${TOKEN} expanded", h)
 	}
 }

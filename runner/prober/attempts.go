@@ -112,7 +112,7 @@ type attemptLoop struct {
 	e       *Executor
 	op      *operation // the run, for its redactor
 	probe   string
-	step    string // the step the attempts belong to; "" for a single probe
+	step    string // the step the attempts belong to; "" for a single probe's call
 	policy  checks.Retries
 	timeout time.Duration
 	parent  context.Context // the caller's: its end means canceled
@@ -133,18 +133,18 @@ type attemptLoop struct {
 	status    int
 }
 
-// newAttemptLoop returns the loop of call q (a probe, or a step as a probe
-// of its own) within op's run: q's retry policy and timeout, op's budget.
-func newAttemptLoop(op *operation, q *checks.Probe, step string) *attemptLoop {
-	policy := q.Retries
+// newAttemptLoop returns the loop of step s within op's run: s's retry
+// policy and timeout, op's budget.
+func newAttemptLoop(op *operation, s *checks.Step) *attemptLoop {
+	policy := s.Retries
 	policy.Budget = op.p.RunBudget() // what the messages name
 	return &attemptLoop{
 		e:        op.e,
 		op:       op,
-		probe:    q.Name,
-		step:     step,
+		probe:    op.p.Name,
+		step:     s.Name,
 		policy:   policy,
-		timeout:  q.Timeout,
+		timeout:  s.Timeout,
 		parent:   op.parent,
 		budget:   op.budget,
 		deadline: op.deadline,

@@ -71,7 +71,7 @@ func TestAttemptLoop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := NewExecutor(Options{Rand: func() float64 { return 0.5 }})
-			p := &checks.Probe{Name: "tool", Retries: tt.policy, Timeout: tt.timeout}
+			p := &checks.Probe{Name: "tool", Steps: []checks.Step{{Retries: tt.policy, Timeout: tt.timeout}}}
 			loop, cancel := testLoop(e, p, t.Context())
 			defer cancel()
 			ex := &scriptedExchange{script: tt.script}
@@ -121,8 +121,13 @@ func codes(cs []results.Code) []string {
 // stops the loop as canceled, and the last attempt waits for nothing.
 func TestAttemptLoopCanceledDuringBackOff(t *testing.T) {
 	e := NewExecutor(Options{Rand: func() float64 { return 0.999 }})
-	p := &checks.Probe{Name: "tool", Timeout: time.Second,
-		Retries: checks.Retries{MaxAttempts: 3, BaseDelay: time.Minute, MaxDelay: time.Minute, Budget: time.Hour}}
+	p := &checks.Probe{
+		Name: "tool",
+		Steps: []checks.Step{{
+			Timeout: time.Second,
+			Retries: checks.Retries{MaxAttempts: 3, BaseDelay: time.Minute, MaxDelay: time.Minute, Budget: time.Hour},
+		}},
+	}
 	ctx, stop := context.WithCancel(t.Context())
 	loop, cancel := testLoop(e, p, ctx)
 	defer cancel()
@@ -145,5 +150,5 @@ func testLoop(e *Executor, p *checks.Probe, parent context.Context) (*attemptLoo
 	op := &operation{e: e, p: p, parent: parent}
 	budget, cancel := context.WithTimeout(parent, p.RunBudget())
 	op.budget, op.deadline = budget, e.now().Add(p.RunBudget())
-	return newAttemptLoop(op, p, ""), cancel
+	return newAttemptLoop(op, &p.Steps[0]), cancel
 }

@@ -22,7 +22,7 @@ import (
 func BenchmarkRequestBuild(b *testing.B) {
 	e := NewExecutor(Options{Version: "test"})
 	p := testProbe(b, "http://127.0.0.1:9/api")
-	req, err := newRequest(p, e.userAgent)
+	req, err := newRequest(p.Steps[0].Request, e.userAgent)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func BenchmarkRequestBuild(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := newRequest(p, e.userAgent); err != nil {
+		if _, err := newRequest(p.Steps[0].Request, e.userAgent); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,11 +34,12 @@ import (
 //   - Do calls the client's CloseIdleConnections after every failure; the
 //     shared transports' front ignores it (see transportPool).
 type httpExchange struct {
-	e      *Executor
-	p      *checks.Probe
-	req    *retryablehttp.Request
-	client http.Client          // the redirect policy around the probe's shared transport and its guarded ones
-	retry  retryablehttp.Client // one request per Do, see above
+	e       *Executor
+	s       *checks.Step
+	maxBody int64 // the probe's max_body_bytes
+	req     *retryablehttp.Request
+	client  http.Client          // the redirect policy around the probe's shared transport and its guarded ones
+	retry   retryablehttp.Client // one request per Do, see above
 
 	// What the last attempt received.
 	status   int
@@ -47,13 +48,13 @@ type httpExchange struct {
 	redirect string // redirectNote of the response, for its messages
 }
 
-// newHTTPExchange builds p's request around the shared transport t.
-func newHTTPExchange(e *Executor, p *checks.Probe, t http.RoundTripper) (*httpExchange, error) {
-	req, err := newRequest(p, e.userAgent)
+// newHTTPExchange builds s's request around the shared transport t.
+func newHTTPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper) (*httpExchange, error) {
+	req, err := newRequest(s.Request, e.userAgent)
 	if err != nil {
 		return nil, err
 	}
-	x := &httpExchange{e: e, p: p, req: req}
+	x := &httpExchange{e: e, s: s, maxBody: maxBody, req: req}
 	req.SetResponseHandler(x.readBody)
 	// Every transport leaves DisableCompression false on purpose: it then
 	// asks for gzip and decodes it, and max_body_bytes counts decoded bytes.
@@ -63,7 +64,7 @@ func newHTTPExchange(e *Executor, p *checks.Probe, t http.RoundTripper) (*httpEx
 	// the shared transport costs nothing (see newSharedTransport).
 	x.client = http.Client{
 		Transport:     &redirectTransport{pool: &e.transports, first: t, host: req.URL.Hostname()},
-		CheckRedirect: redirectPolicy(p),
+		CheckRedirect: redirectPolicy(s.Request),
 	}
 	x.retry = retryablehttp.Client{
 		HTTPClient:   &x.client,
@@ -84,11 +85,11 @@ func (x *httpExchange) attempt(a *attempt) attemptResult {
 	if resp != nil {
 		resp.Body.Close() // readBody closed it already; a failure before it may not have
 		x.status, x.header = resp.StatusCode, resp.Header
-		x.redirect = redirectNote(resp, x.p.Request.NoRedirects)
+		x.redirect = redirectNote(resp, x.s.Request.NoRedirects)
 	}
 	res := attemptResult{httpStatus: x.status}
 	if resp != nil {
-		if code := codeOf(nil, x.status, x.p.Expect.Status); code != "" {
+		if code := codeOf(nil, x.status, x.s.Expect.Status); code != "" {
 			res.code, res.message = code, x.statusText(code)
 			res.retryAfter, res.retryAfterSet = retryAfter(resp, x.e.now())
 			return res
@@ -109,10 +110,9 @@ func (x *httpExchange) answer() ([]byte, answerMeta) {
 	return x.body, answerMeta{status: x.status, headers: lowerHeaders(x.header)}
 }
 
-// newRequest builds p's request: URL with the query merged, the JSON
+// newRequest builds request r: URL with the query merged, the JSON
 // fixture or raw body, and the configured headers.
-func newRequest(p *checks.Probe, userAgent string) (*retryablehttp.Request, error) {
-	r := p.Request
+func newRequest(r checks.Request, userAgent string) (*retryablehttp.Request, error) {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func newRequest(p *checks.Probe, userAgent string) (*retryablehttp.Request, erro
 // a timeout of that attempt. It keeps at most max_body_bytes decoded bytes.
 func (x *httpExchange) readBody(resp *http.Response) error {
 	defer resp.Body.Close()
-	limit := x.p.MaxBodyBytes
+	limit := x.maxBody
 	if resp.ContentLength > limit {
 		return &tooLargeError{limit: limit, declared: resp.ContentLength}
 	}
@@ -190,7 +190,7 @@ func (x *httpExchange) statusText(code results.Code) string {
 	}
 	text += x.redirect
 	if code == results.CodeUnexpectedStatus {
-		text += fmt.Sprintf("; expect.status is %v", x.p.Expect.Status)
+		text += fmt.Sprintf("; expect.status is %v", x.s.Expect.Status)
 	}
 	return text
 }

@@ -18,25 +18,26 @@ const phaseMCP = "in the MCP session"
 // its attempt. The session's own verdict (SPEC §10 codes) is the
 // attempt's; expect.status judges the tools/call exchange's status.
 type mcpExchange struct {
-	e      *Executor
-	p      *checks.Probe
-	client *http.Client
-	last   *mcpsdk.Answer // what the last attempt got; nil before one
+	e       *Executor
+	s       *checks.Step
+	maxBody int64 // the probe's max_body_bytes
+	client  *http.Client
+	last    *mcpsdk.Answer // what the last attempt got; nil before one
 }
 
-// newMCPExchange builds p's exchange around the shared transport t.
+// newMCPExchange builds step s's exchange around the shared transport t.
 // Redirects are not followed: the auth headers travel with every request
 // of the session, and a redirect to another origin must not take them
 // along; a 3xx is judged as any unexpected status.
-func newMCPExchange(e *Executor, p *checks.Probe, t http.RoundTripper) *mcpExchange {
-	return &mcpExchange{e: e, p: p, client: &http.Client{
+func newMCPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper) *mcpExchange {
+	return &mcpExchange{e: e, s: s, maxBody: maxBody, client: &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
 
 func (x *mcpExchange) attempt(a *attempt) attemptResult {
-	m := x.p.MCP
+	m := x.s.MCP
 	header := make(http.Header, len(m.Headers)+1)
 	for k, v := range m.Headers {
 		header.Set(k, v.Reveal())
@@ -47,7 +48,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	x.last = nil
 	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
-		MaxBodyBytes: x.p.MaxBodyBytes, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
+		MaxBodyBytes: x.maxBody, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
 		Now: x.e.now, Schemas: &x.e.schemas,
 	})
 	if err != nil {
@@ -69,7 +70,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 		}
 		return res
 	}
-	if code := codeOf(nil, ans.Status, x.p.Expect.Status); code != "" {
+	if code := codeOf(nil, ans.Status, x.s.Expect.Status); code != "" {
 		res.code, res.message = code, "tools/call answered HTTP "+http.StatusText(ans.Status)
 		res.blamed = lastCall(res.exchanges)
 	}

@@ -32,13 +32,15 @@ func searchTool() mcptest.Tool {
 func mcpProbe(srv *mcptest.Server, isError results.Outcome) *checks.Probe {
 	return &checks.Probe{
 		Name: "docs_search",
-		MCP: &checks.MCP{URL: srv.URL, Tool: "search", Arguments: map[string]any{"query": "API migration guide"},
-			Headers: map[string]checks.Secret{"Authorization": "Bearer sk-mcp-SECRET"}, IsError: isError},
-		Consumer:     mustConsumer("select_results", seedSelect, seedValidate),
-		Timeout:      2 * time.Second,
+		Steps: []checks.Step{{
+			MCP: &checks.MCP{URL: srv.URL, Tool: "search", Arguments: map[string]any{"query": "API migration guide"},
+				Headers: map[string]checks.Secret{"Authorization": "Bearer sk-mcp-SECRET"}, IsError: isError},
+			Consumer: mustConsumer("select_results", seedSelect, seedValidate),
+			Timeout:  2 * time.Second,
+			Retries:  checks.Retries{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second},
+			Expect:   checks.Expect{Status: []int{200}, MinResults: 1},
+		}},
 		MaxBodyBytes: 1 << 20,
-		Retries:      checks.Retries{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second},
-		Expect:       checks.Expect{Status: []int{200}, MinResults: 1},
 	}
 }
 
@@ -101,7 +103,7 @@ func TestMCPProbeRuns(t *testing.T) {
 func TestMCPProbeRuleSeesToolAndResult(t *testing.T) {
 	srv := mcptest.Start(t, mcptest.Config{Era: mcptest.Legacy, Tools: []mcptest.Tool{searchTool()}})
 	p := mcpProbe(srv, results.ContractError)
-	p.Consumer = mustConsumer("tool_aware", `tool.name == "search" && result.isError != true && len(result.content) == 1 ? response.results : []`,
+	p.Steps[0].Consumer = mustConsumer("tool_aware", `tool.name == "search" && result.isError != true && len(result.content) == 1 ? response.results : []`,
 		`type(.id) == "string"`)
 	res := NewExecutor(Options{}).Run(context.Background(), p)
 	if res.Outcome != results.Pass || res.ValidatedCount != 1 {

@@ -154,7 +154,9 @@ func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result
 	res.OperationID = e.newID()
 	res.Probe = p.Name
 	res.Kind, res.MCP = p.Kind(), p.MCPTarget()
-	res.Consumer = p.Consumer.Ref()
+	if c := p.Call(); c != nil {
+		res.Consumer = c.Consumer.Ref()
+	}
 	op.run(&res)
 	return res
 }

@@ -115,19 +115,19 @@ func TestFaultSlowDrip(t *testing.T) {
 		want     want
 	}{
 		{name: "body, one byte a second", provider: dripEverySecond,
-			probe: func(p *checks.Probe) { p.Timeout, p.Retries.MaxAttempts = 600*time.Millisecond, 2 },
+			probe: func(p *checks.Probe) { p.Steps[0].Timeout, p.Steps[0].Retries.MaxAttempts = 600*time.Millisecond, 2 },
 			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 2, status: 200,
 				under:   4 * time.Second,
 				message: regexp.MustCompile(`^timed out after 600ms reading the response body$`)}},
 		{name: "headers, one byte a second", provider: dripHeaders,
-			probe: func(p *checks.Probe) { p.Timeout, p.Retries.MaxAttempts = 600*time.Millisecond, 2 },
+			probe: func(p *checks.Probe) { p.Steps[0].Timeout, p.Steps[0].Retries.MaxAttempts = 600*time.Millisecond, 2 },
 			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 2,
 				under:   4 * time.Second,
 				message: regexp.MustCompile(`^timed out after 600ms waiting for the response$`)}},
 		// No per-attempt timeout: only the budget stands between the drip
 		// and a run that never ends.
 		{name: "body, no per-attempt timeout", provider: dripEverySecond,
-			probe: func(p *checks.Probe) { p.Timeout, p.Retries.Budget = 0, 1500*time.Millisecond },
+			probe: func(p *checks.Probe) { p.Steps[0].Timeout, p.Steps[0].Retries.Budget = 0, 1500*time.Millisecond },
 			want: want{outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 1, status: 200,
 				under:   4 * time.Second,
 				message: regexp.MustCompile(`^retry budget of 1.5s exhausted reading the response body$`)}},
@@ -285,7 +285,7 @@ func TestFaultRedirectDropsSecrets(t *testing.T) {
 		}
 	})
 	p := testProbe(t, homeURL)
-	p.Request.Headers["X-Api-Key"] = "key-SECRET"
+	p.Steps[0].Request.Headers["X-Api-Key"] = "key-SECRET"
 
 	got := faultRun(t, p, 10*time.Second)
 	checkFault(t, got, want{outcome: results.Pass, attempts: 1, status: 200, validated: 1, shape: true})
@@ -397,9 +397,9 @@ func TestFaultRedirectPolicy(t *testing.T) {
 				}
 			})
 			p := testProbe(t, homeURL)
-			p.Request.Query["api_key"] = "query-SECRET"
+			p.Steps[0].Request.Query["api_key"] = "query-SECRET"
 			if c.noFollow {
-				p.Request.NoRedirects = true
+				p.Steps[0].Request.NoRedirects = true
 			}
 
 			e := NewExecutor(Options{Rand: func() float64 { return 0.5 }, Version: "test"})
@@ -761,7 +761,7 @@ func TestFaultSilentAndHalfClosed(t *testing.T) {
 func TestFaultDNSNoRetryStorm(t *testing.T) {
 	t.Parallel()
 	p := testProbe(t, "http://toolpulse-fault.invalid")
-	p.Retries = checks.Retries{MaxAttempts: 4, BaseDelay: 40 * time.Millisecond, MaxDelay: 80 * time.Millisecond, Budget: 10 * time.Second}
+	p.Steps[0].Retries = checks.Retries{MaxAttempts: 4, BaseDelay: 40 * time.Millisecond, MaxDelay: 80 * time.Millisecond, Budget: 10 * time.Second}
 	got := faultRun(t, p, 10*time.Second)
 	checkFault(t, got, want{outcome: results.Unavailable, code: results.CodeDNSError, retryable: true, attempts: 4,
 		waits:   []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -17,7 +18,7 @@ import (
 // as a live answer would be (its status against expect.status, a result's
 // isError as a tool error).
 type cannedExchange struct {
-	q       *checks.Probe
+	s       *checks.Step
 	answers []consumers.Fixture
 	next    int
 	payload []byte
@@ -39,12 +40,12 @@ func (x *cannedExchange) attempt(*attempt) attemptResult {
 	if x.payload, err = json.Marshal(response); err != nil {
 		return attemptResult{code: results.CodeInternalError, message: err.Error(), httpStatus: status}
 	}
-	if code := codeOf(nil, status, x.q.Expect.Status); code != "" {
+	if code := codeOf(nil, status, x.s.Expect.Status); code != "" {
 		return attemptResult{code: code, message: "HTTP " + http.StatusText(status), httpStatus: status}
 	}
 	if isError {
 		code := results.CodeToolError
-		if x.q.MCP != nil && x.q.MCP.IsError == results.Unavailable {
+		if x.s.MCP != nil && x.s.MCP.IsError == results.Unavailable {
 			code = results.CodeToolUnavailable
 		}
 		return attemptResult{code: code, message: "the result says isError: true", httpStatus: status}
@@ -164,35 +165,21 @@ func (e *Executor) mutateStep(p *checks.Probe, f checks.ProbeFixture, s *checks.
 	answers := f.Answers[s.Name]
 	last := len(answers) - 1
 	reads, _ := stepReads(s)
-	r.Bases = append(r.Bases, base.Name)
-	// The step's consumer acknowledges what its rules mean to let
-	// through, for the probe as for itself.
-	acceptance := s.Consumer.Acceptance()
-	mu.Each(base, reads, func(m consumers.Mutation) bool {
-		r.Total++
-		mutated := answers[last]
-		if mutated.Result != nil {
-			mutated.Result = mcpsdk.ResultWith(mutated.Result, m.Response)
-		} else {
-			mutated.Response = m.Response
-		}
-		canned := make(map[string][]consumers.Fixture, len(f.Answers))
-		for k, v := range f.Answers {
-			canned[k] = v
-		}
-		canned[s.Name] = append(append([]consumers.Fixture(nil), answers[:last]...), mutated)
-		if res := e.runCanned(p, canned); res.Outcome != results.Pass {
-			r.Killed++
-			if m.Kind == consumers.MutAddField && acceptance(m) == "" {
-				r.KilledControls = append(r.KilledControls, base.Name+": "+m.Name)
+	r.Mutate(consumers.Mutand{Base: base, Mutator: mu, Reads: reads, ControlPrefix: base.Name + ": ",
+		// The step's consumer acknowledges what its rules mean to let
+		// through, for the probe as for itself.
+		Accept: s.Consumer.Acceptance(),
+		Passes: func(m consumers.Mutation) bool {
+			mutated := answers[last]
+			if mutated.Result != nil {
+				mutated.Result = mcpsdk.ResultWith(mutated.Result, m.Response)
+			} else {
+				mutated.Response = m.Response
 			}
-			return true
-		}
-		sv := mu.Survivor(base, m)
-		sv.Accepted = acceptance(m)
-		r.Survivors = append(r.Survivors, sv)
-		return true
-	})
+			canned := maps.Clone(f.Answers)
+			canned[s.Name] = append(append([]consumers.Fixture(nil), answers[:last]...), mutated)
+			return e.runCanned(p, canned).Outcome == results.Pass
+		}})
 }
 
 // stepReads is what s's rules may read of its answer; read is false when

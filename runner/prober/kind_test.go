@@ -27,8 +27,8 @@ func TestResultSaysWhatItCalled(t *testing.T) {
 	}
 
 	refused := mcpProbe(srv, results.ContractError)
-	refused.MCP.URL = "http://user:pw-SECRET@127.0.0.1:1/mcp?token=t0k3n"
-	refused.Retries.MaxAttempts = 1
+	refused.Steps[0].MCP.URL = "http://user:pw-SECRET@127.0.0.1:1/mcp?token=t0k3n"
+	refused.Steps[0].Retries.MaxAttempts = 1
 	res = e.Run(context.Background(), refused)
 	if res.Outcome != results.Unavailable {
 		t.Fatalf("MCP run on a closed port: %s %v, want unavailable", res.Outcome, res.Error)

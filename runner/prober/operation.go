@@ -13,8 +13,8 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// operation is the state of one run: its calls (a single probe's one, or
-// each step of a multi-step probe, SPEC §11), the budget they share, the
+// operation is the state of one run: its steps (a single probe's one
+// call, or each step of a multi-step probe, SPEC §11), the budget they share, the
 // attempts they made and what the deciding call received. Each run has
 // its own, on the goroutine that called Executor.Run, so it needs no
 // locking.
@@ -73,13 +73,13 @@ func (op *operation) run(res *results.Result) {
 	op.budget, op.deadline = budget, res.StartedAt.Add(op.p.RunBudget())
 	op.vars = newVars(res.OperationID)
 
-	calls := plan(op.p)
 	failed := false
-	for _, c := range calls {
-		if c.step != nil && c.step.Always {
+	for i := range op.p.Steps {
+		s := &op.p.Steps[i]
+		if s.Always {
 			continue
 		}
-		if !op.call(res, c, st.front, true) {
+		if !op.call(res, s, st.front, true) {
 			failed = true
 			break
 		}
@@ -87,9 +87,9 @@ func (op *operation) run(res *results.Result) {
 	if !failed {
 		res.Step = ""
 	}
-	for _, c := range calls {
-		if c.step != nil && c.step.Always {
-			op.always(res, c, st.front)
+	for i := range op.p.Steps {
+		if s := &op.p.Steps[i]; s.Always {
+			op.always(res, s, st.front)
 		}
 	}
 }
@@ -99,59 +99,60 @@ func (op *operation) run(res *results.Result) {
 // the run's outcome. A step that names a capture an earlier step never
 // made (it failed first) is skipped: a clean-up of a refund that was
 // never made has nothing to clean.
-func (op *operation) always(res *results.Result, c call, t http.RoundTripper) {
-	if op.canned != nil && len(op.canned[c.step.Name]) == 0 {
+func (op *operation) always(res *results.Result, s *checks.Step, t http.RoundTripper) {
+	if op.canned != nil && len(op.canned[s.Name]) == 0 {
 		return // a fixture need not give a clean-up's answer
 	}
-	for _, name := range c.step.Needs {
+	for _, name := range s.Needs {
 		if _, ok := op.vars.captured[name]; !ok {
 			op.e.logger.Info("always step skipped: a capture it needs was not made", "probe", op.p.Name,
-				"operation_id", res.OperationID, "step", c.step.Name, "capture", name)
-			op.steps = append(op.steps, results.StepResult{Name: c.step.Name, Outcome: results.Pass,
+				"operation_id", res.OperationID, "step", s.Name, "capture", name)
+			op.steps = append(op.steps, results.StepResult{Name: s.Name, Outcome: results.Pass,
 				StartedAt: op.e.now(), Always: true, Skipped: true})
 			return
 		}
 	}
 	scratch := results.Result{OperationID: res.OperationID, StartedAt: res.StartedAt}
-	if !op.call(&scratch, c, t, false) {
+	if !op.call(&scratch, s, t, false) {
 		op.e.logger.Warn("always step failed; the run's outcome stands", "probe", op.p.Name,
-			"operation_id", res.OperationID, "step", c.step.Name, "code", scratch.Code(),
+			"operation_id", res.OperationID, "step", s.Name, "code", scratch.Code(),
 			"message", op.redactor().Redact(scratch.Error.Message))
 	}
 }
 
-// call makes call c and judges its answer into res; it reports whether
-// the call passed. A verification (until) repeats the call every `every`
+// call makes step s's call and judges its answer into res; it reports
+// whether the step passed. A verification (until) repeats the call every `every`
 // until its claim holds or `within` runs out. Captures are taken once the
 // call passed. decides says whether the call's answer is the run's (its
 // shape, counts and samples), as it is for every call but an always
 // step's.
-func (op *operation) call(res *results.Result, c call, t http.RoundTripper, decides bool) (passed bool) {
-	if c.step != nil {
+func (op *operation) call(res *results.Result, s *checks.Step, t http.RoundTripper, decides bool) (passed bool) {
+	fail := func(f *results.Error) bool {
+		res.Step = s.Name
+		res.Fail(stepError(s, f))
+		return false
+	}
+	if op.p.MultiStep() {
 		start := op.e.now()
 		op.stepShape, op.poll = nil, nil
-		defer func() { op.recordStep(res, c, start, passed) }()
+		defer func() { op.recordStep(res, s, start, passed) }()
 	}
-	q, err := expandCall(op.p, c, op.vars)
+	q, err := expandStep(s, op.vars)
 	if err != nil {
-		res.Step = c.name()
-		res.Fail(stepError(c, results.NewError(results.CodeCaptureFailed, "%s", err.Error())))
-		return false
+		return fail(results.NewError(results.CodeCaptureFailed, "%s", err.Error()))
 	}
-	ex, failure := op.exchange(q, c, t)
+	ex, failure := op.exchange(q, t)
 	if failure != nil {
-		res.Step = c.name()
-		res.Fail(stepError(c, failure))
-		return false
+		return fail(failure)
 	}
 	var poll *poller
-	if c.step != nil && c.step.Until != nil {
-		poll = newPoller(op, c.step)
+	if s.Until != nil {
+		poll = newPoller(op, s)
 		poll.canned, _ = ex.(*cannedExchange)
 		op.poll = poll
 	}
 	for {
-		op.loop = newAttemptLoop(op, q, c.name())
+		op.loop = newAttemptLoop(op, q)
 		if poll != nil {
 			op.loop.poll = poll.polls + 1
 		}
@@ -165,59 +166,43 @@ func (op *operation) call(res *results.Result, c call, t http.RoundTripper, deci
 			if q.MCP != nil {
 				op.replay = meta.result
 			}
-			if q.MCP != nil && c.step == nil {
+			if q.MCP != nil && !op.p.MultiStep() {
 				// Whatever the outcome after the listing: definition drift
 				// is judged on every run that got that far.
 				res.Tool = toolDefinitionOf(meta.tool)
 			}
 		}
 		if failure != nil {
-			res.Step = c.name()
-			res.Fail(stepError(c, failure))
-			return false
+			return fail(failure)
 		}
-		in, failure := op.judge(res, q, c, payload, meta, decides)
+		in, failure := op.judge(res, q, payload, meta, decides)
 		if failure != nil {
-			res.Step = c.name()
-			res.Fail(stepError(c, failure))
-			return false
+			return fail(failure)
 		}
-		if poll == nil {
-			if failure := op.capture(c, in); failure != nil {
-				res.Step = c.name()
-				res.Fail(stepError(c, failure))
-				return false
+		held := true
+		if poll != nil {
+			if held, failure = poll.check(in); failure != nil {
+				return fail(failure)
 			}
-			res.Outcome, res.Error = results.Pass, nil
-			return true
 		}
-		switch held, failure := poll.check(in); {
-		case failure != nil:
-			res.Step = c.name()
-			res.Fail(stepError(c, failure))
-			return false
-		case held:
-			if failure := op.capture(c, in); failure != nil {
-				res.Step = c.name()
-				res.Fail(stepError(c, failure))
-				return false
+		if held {
+			if failure := op.capture(s, in); failure != nil {
+				return fail(failure)
 			}
 			res.Outcome, res.Error = results.Pass, nil
 			return true
 		}
 		if failure := poll.wait(); failure != nil {
-			res.Step = c.name()
-			res.Fail(stepError(c, failure))
-			return false
+			return fail(failure)
 		}
 	}
 }
 
-// recordStep appends how step c went, started at start, to the run's
+// recordStep appends how step s went, started at start, to the run's
 // steps: res holds its verdict (the run's own, or an always step's).
-func (op *operation) recordStep(res *results.Result, c call, start time.Time, passed bool) {
-	sr := results.StepResult{Name: c.step.Name, Outcome: results.Pass, StartedAt: start,
-		Duration: op.e.now().Sub(start), Always: c.step.Always, Shape: op.stepShape}
+func (op *operation) recordStep(res *results.Result, s *checks.Step, start time.Time, passed bool) {
+	sr := results.StepResult{Name: s.Name, Outcome: results.Pass, StartedAt: start,
+		Duration: op.e.now().Sub(start), Always: s.Always, Shape: op.stepShape}
 	if !passed {
 		sr.Outcome = res.Outcome
 		if res.Error != nil {
@@ -231,32 +216,32 @@ func (op *operation) recordStep(res *results.Result, c call, start time.Time, pa
 	op.steps = append(op.steps, sr)
 }
 
-// exchange builds the exchange of call c, whose probe is q: a canned one
-// when the run replays a fixture.
-func (op *operation) exchange(q *checks.Probe, c call, t http.RoundTripper) (exchange, *results.Error) {
+// exchange builds the exchange of step s, its templates expanded: a
+// canned one when the run replays a fixture.
+func (op *operation) exchange(s *checks.Step, t http.RoundTripper) (exchange, *results.Error) {
 	if op.canned != nil {
-		answers := op.canned[c.name()]
+		answers := op.canned[s.Name]
 		if len(answers) == 0 {
 			return nil, results.NewError(results.CodeInternalError, "the fixture gives no answer for this step")
 		}
-		return &cannedExchange{q: q, answers: answers}, nil
+		return &cannedExchange{s: s, answers: answers}, nil
 	}
-	if q.MCP != nil {
-		return newMCPExchange(op.e, q, t), nil
+	if s.MCP != nil {
+		return newMCPExchange(op.e, s, op.p.MaxBodyBytes, t), nil
 	}
-	hx, err := newHTTPExchange(op.e, q, t)
+	hx, err := newHTTPExchange(op.e, s, op.p.MaxBodyBytes, t)
 	if err != nil {
 		return nil, results.NewError(results.CodeInternalError, "building the request: %v", err)
 	}
 	return hx, nil
 }
 
-// judge runs call q's consumer on the payload of a usable answer and
-// returns what the rules saw, for until and the captures. A call without
-// a consumer (a step that only needs an accepted status) passes; its
-// answer is decoded only when a rule of the step reads it. With decides,
-// the answer's shape and counts are the run's.
-func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload []byte, meta answerMeta, decides bool) (consumers.Input, *results.Error) {
+// judge runs step q's consumer on the payload of a usable answer and
+// returns what the rules saw, for until and the captures. A step without
+// a consumer (one that only needs an accepted status) passes; its answer
+// is decoded only when a rule of the step reads it. With decides, the
+// answer's counts are the run's, and a single probe's shape too.
+func (op *operation) judge(res *results.Result, q *checks.Step, payload []byte, meta answerMeta, decides bool) (consumers.Input, *results.Error) {
 	in := consumers.Input{
 		Status:  meta.status,
 		Headers: meta.headers,
@@ -269,14 +254,14 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 		// Decoding result costs about what decoding the response did:
 		// rules that cannot see it do not pay for it. A step's until and
 		// captures may read them too.
-		if c.step != nil || q.Consumer.ReadsInput("result") {
+		if readsInput(q, "result") {
 			in.Result = ruleObject(meta.result)
 		}
-		if c.step != nil || q.Consumer.ReadsInput("tool") {
+		if readsInput(q, "tool") {
 			in.Tool = ruleObject(meta.tool)
 		}
 	}
-	readsAnswer := q.Consumer != nil || (c.step != nil && (c.step.Until != nil || len(c.step.Capture) > 0))
+	readsAnswer := q.Consumer != nil || q.Until != nil || len(q.Capture) > 0
 	if !readsAnswer {
 		return in, nil
 	}
@@ -287,7 +272,7 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 	}
 	in.Response = v
 	switch {
-	case c.step != nil:
+	case op.p.MultiStep():
 		// A step's answer has a baseline of its own (probe and step), which
 		// the run's one shape cannot hold.
 		op.stepShape = shapeOf(v)
@@ -310,15 +295,12 @@ func (op *operation) judge(res *results.Result, q *checks.Probe, c call, payload
 	return in, nil
 }
 
-// capture takes the values call c names for later steps from in, the
+// capture takes the values step s names for later steps from in, the
 // answer its rules saw. A rule that fails, or gives null, fails the run at
 // this step: a later step would otherwise send an empty token or refund
 // id. A secret capture is scrubbed from everything the run reports.
-func (op *operation) capture(c call, in consumers.Input) *results.Error {
-	if c.step == nil {
-		return nil
-	}
-	for _, cp := range c.step.Capture {
+func (op *operation) capture(s *checks.Step, in consumers.Input) *results.Error {
+	for _, cp := range s.Capture {
 		v, failure := cp.Rule.Eval(in)
 		if failure != nil {
 			return results.NewError(results.CodeCaptureFailed, "capture %s: %s: %s", cp.Name, failure.Code, failure.Message)
@@ -332,6 +314,13 @@ func (op *operation) capture(c call, in consumers.Input) *results.Error {
 		}
 	}
 	return nil
+}
+
+// readsInput reports whether a rule of step s may read input name
+// (result, tool): its consumer's, by what the rules name, or its until's
+// and captures', which may read anything.
+func readsInput(s *checks.Step, name string) bool {
+	return s.Until != nil || len(s.Capture) > 0 || s.Consumer.ReadsInput(name)
 }
 
 // ruleObject decodes raw JSON that mcpsdk checked is an object into a

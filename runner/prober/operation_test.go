@@ -51,7 +51,7 @@ type row struct {
 const shortTimeout = 250 * time.Millisecond
 
 func withTimeout(d time.Duration, attempts int) func(*checks.Probe) {
-	return func(p *checks.Probe) { p.Timeout, p.Retries.MaxAttempts = d, attempts }
+	return func(p *checks.Probe) { p.Steps[0].Timeout, p.Steps[0].Retries.MaxAttempts = d, attempts }
 }
 
 // rows has one row per SPEC §1 code, plus the passes that keep the table
@@ -89,7 +89,7 @@ func rows() []row {
 			outcome: results.Unavailable, code: results.CodeRateLimited, retryable: true, attempts: 2, status: 429,
 			waits: []time.Duration{time.Second}}},
 		{name: "429 with Retry-After beyond the budget", provider: rateLimited("30"),
-			probe: func(p *checks.Probe) { p.Timeout, p.Retries.Budget = time.Second, 3*time.Second },
+			probe: func(p *checks.Probe) { p.Steps[0].Timeout, p.Steps[0].Retries.Budget = time.Second, 3*time.Second },
 			want: want{
 				outcome: results.Unavailable, code: results.CodeRateLimited, retryable: true, attempts: 1, status: 429,
 				under: time.Second, message: regexp.MustCompile(`Retry-After 30s leaves no room`)}},
@@ -98,7 +98,7 @@ func rows() []row {
 
 		// The budget bounds the whole run, attempts included.
 		{name: "budget shorter than the timeout", provider: hang,
-			probe: func(p *checks.Probe) { p.Retries.Budget = shortTimeout },
+			probe: func(p *checks.Probe) { p.Steps[0].Retries.Budget = shortTimeout },
 			want: want{
 				outcome: results.Unavailable, code: results.CodeTimeout, retryable: true, attempts: 1, under: time.Second,
 				message: regexp.MustCompile(`^retry budget of 250ms exhausted waiting for the response$`)}},
@@ -116,7 +116,7 @@ func rows() []row {
 			})
 		},
 			probe: func(p *checks.Probe) {
-				p.Timeout, p.Retries.Budget, p.Retries.BaseDelay, p.Retries.MaxDelay = 0, shortTimeout, time.Second, time.Second
+				p.Steps[0].Timeout, p.Steps[0].Retries.Budget, p.Steps[0].Retries.BaseDelay, p.Steps[0].Retries.MaxDelay = 0, shortTimeout, time.Second, time.Second
 			},
 			opts: func(o *Options) {
 				o.Clock = clockwork.NewFakeClock() // its time never moves, so the budget never seems spent
@@ -133,7 +133,9 @@ func rows() []row {
 		{name: "caller's deadline during a hang", provider: hang, deadline: 100 * time.Millisecond, want: want{
 			outcome: results.Unavailable, code: results.CodeCanceled, retryable: false, attempts: 1, under: time.Second}},
 		{name: "shutdown during back-off", provider: jsonBody(500, `{}`), cancel: 100 * time.Millisecond,
-			probe: func(p *checks.Probe) { p.Retries.BaseDelay, p.Retries.MaxDelay = 5*time.Second, 5*time.Second },
+			probe: func(p *checks.Probe) {
+				p.Steps[0].Retries.BaseDelay, p.Steps[0].Retries.MaxDelay = 5*time.Second, 5*time.Second
+			},
 			want: want{
 				outcome: results.Unavailable, code: results.CodeCanceled, retryable: false, attempts: 1, status: 500,
 				under: time.Second, message: regexp.MustCompile(`^run canceled during back-off after 1 attempt\(s\)$`)}},
@@ -197,11 +199,11 @@ func rows() []row {
 		{name: "item fails validate", provider: jsonBody(200, bodyIntegerID), want: want{
 			outcome: results.ContractError, code: results.CodeInvalidItem, attempts: 1, status: 200, shape: true}},
 		{name: "fewer than min_results", provider: jsonBody(200, bodyOriginalList),
-			probe: func(p *checks.Probe) { p.Expect.MinResults = 2 },
+			probe: func(p *checks.Probe) { p.Steps[0].Expect.MinResults = 2 },
 			want: want{
 				outcome: results.ContractError, code: results.CodeTooFewResults, attempts: 1, status: 200, shape: true}},
 		{name: "select returns an object", provider: jsonBody(200, bodyOriginalList),
-			probe: func(p *checks.Probe) { p.Consumer = mustConsumer("whole_body", "response", "") },
+			probe: func(p *checks.Probe) { p.Steps[0].Consumer = mustConsumer("whole_body", "response", "") },
 			want: want{
 				outcome: results.ContractError, code: results.CodeSelectionNotList, attempts: 1, status: 200, shape: true}},
 

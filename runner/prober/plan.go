@@ -12,33 +12,6 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// A call is one call a run makes: a single probe's own request or tool
-// call, or one step of a multi-step probe (SPEC §11). A single probe is
-// the one-step case of the same engine: its call is the probe itself.
-type call struct {
-	step *checks.Step // nil for a single probe
-}
-
-// name is the call's step name, "" for a single probe's call.
-func (c call) name() string {
-	if c.step == nil {
-		return ""
-	}
-	return c.step.Name
-}
-
-// plan lists p's calls in order: its steps, or its own call.
-func plan(p *checks.Probe) []call {
-	if len(p.Steps) == 0 {
-		return []call{{}}
-	}
-	calls := make([]call, len(p.Steps))
-	for i := range p.Steps {
-		calls[i] = call{step: &p.Steps[i]}
-	}
-	return calls
-}
-
 // vars are what a run's templates and rules may name: its operation id,
 // and the values its steps captured so far.
 type vars struct {
@@ -102,19 +75,11 @@ type templateError struct{ what string }
 
 func (e *templateError) Error() string { return e.what }
 
-// expandCall returns the probe the exchange and the attempt loop run for
-// c: p itself for a single probe, with {{operation_id}} expanded; for a
-// step, a probe of its own made of the step's call, consumer, timeout,
-// retries and expect under p's name and settings. Every template is
-// expanded, each value escaped for where it goes: a URL's path or query,
-// a header (where a line break is refused), a JSON value.
-func expandCall(p *checks.Probe, c call, v *vars) (*checks.Probe, error) {
-	q := *p
-	q.Steps = nil
-	if s := c.step; s != nil {
-		q.Request, q.MCP, q.Consumer = s.Request, s.MCP, s.Consumer
-		q.Timeout, q.Retries, q.Expect = s.Timeout, s.Retries, s.Expect
-	}
+// expandStep returns step s with every template of its call expanded,
+// each value escaped for where it goes: a URL's path or query, a header
+// (where a line break is refused), a JSON value.
+func expandStep(s *checks.Step, v *vars) (*checks.Step, error) {
+	q := *s
 	var err error
 	if q.MCP != nil {
 		m := *q.MCP
@@ -232,13 +197,13 @@ func wholeTemplate(s string) (string, bool) {
 	return strings.TrimSpace(t[2 : len(t)-2]), true
 }
 
-// stepError prefixes a step's failure with its name (SPEC §11), so that
-// the message says which step decided the outcome.
-func stepError(c call, f *results.Error) *results.Error {
-	if c.step == nil || f == nil {
+// stepError prefixes a named step's failure with its name (SPEC §11), so
+// that the message says which step decided the outcome.
+func stepError(s *checks.Step, f *results.Error) *results.Error {
+	if s.Name == "" || f == nil {
 		return f
 	}
 	out := *f
-	out.Message = "step " + c.step.Name + ": " + f.Message
+	out.Message = "step " + s.Name + ": " + f.Message
 	return &out
 }

@@ -66,21 +66,23 @@ func testProbe(tb testing.TB, baseURL string) *checks.Probe {
 	tb.Helper()
 	return &checks.Probe{
 		Name: "external_search",
-		Request: checks.Request{
-			Method:  http.MethodPost,
-			URL:     baseURL + "/search",
-			Headers: map[string]checks.Secret{"Authorization": "Bearer sk-test-SECRET"},
-			Query:   map[string]string{"lang": testQueryLanguage},
-			JSON:    map[string]any{"query": testFixtureQuery},
-			HasJSON: true,
-		},
-		Consumer:     mustConsumer("select_results", seedSelect, seedValidate),
-		Timeout:      2 * time.Second,
+		Steps: []checks.Step{{
+			Request: checks.Request{
+				Method:  http.MethodPost,
+				URL:     baseURL + "/search",
+				Headers: map[string]checks.Secret{"Authorization": "Bearer sk-test-SECRET"},
+				Query:   map[string]string{"lang": testQueryLanguage},
+				JSON:    map[string]any{"query": testFixtureQuery},
+				HasJSON: true,
+			},
+			Consumer: mustConsumer("select_results", seedSelect, seedValidate),
+			Timeout:  2 * time.Second,
+			Retries: checks.Retries{
+				MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second,
+			},
+			Expect: checks.Expect{Status: []int{200}, MinResults: 1},
+		}},
 		MaxBodyBytes: 1 << 20,
-		Retries: checks.Retries{
-			MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second,
-		},
-		Expect: checks.Expect{Status: []int{200}, MinResults: 1},
 	}
 }
 

@@ -44,20 +44,20 @@ const maxRedirects = 10
 // Where a redirect may go is not decided here but where it is dialled
 // (see redirectTransport): a host name says nothing about the address it
 // resolves to at the moment of the connection.
-func redirectPolicy(p *checks.Probe) func(*http.Request, []*http.Request) error {
+func redirectPolicy(r checks.Request) func(*http.Request, []*http.Request) error {
 	ownReferer := false
-	for k := range p.Request.Headers {
+	for k := range r.Headers {
 		ownReferer = ownReferer || strings.EqualFold(k, "Referer")
 	}
 	return func(req *http.Request, via []*http.Request) error {
-		if p.Request.NoRedirects || len(via) > maxRedirects {
+		if r.NoRedirects || len(via) > maxRedirects {
 			return http.ErrUseLastResponse
 		}
 		if !ownReferer {
 			req.Header.Del("Referer")
 		}
 		if !sameOrigin(req.URL, via[0].URL) {
-			for k := range p.Request.Headers {
+			for k := range r.Headers {
 				req.Header.Del(k)
 			}
 		}

@@ -85,7 +85,7 @@ func TestShapeSample(t *testing.T) {
 			probes[1].Name = "other_search"
 			if tt.auth != "" {
 				for _, p := range probes {
-					p.Request.Headers["Authorization"] = tt.auth
+					p.Steps[0].Request.Headers["Authorization"] = tt.auth
 				}
 			}
 			e := NewExecutor(Options{

@@ -44,13 +44,13 @@ func TestSecretsNeverLeave(t *testing.T) {
 	}
 	// odd is a credential with characters encoders escape.
 	const odd = "Bearer sk-test/S&C<R>ET é"
-	oddHeader := func(p *checks.Probe) { p.Request.Headers = map[string]checks.Secret{"Authorization": odd} }
+	oddHeader := func(p *checks.Probe) { p.Steps[0].Request.Headers = map[string]checks.Secret{"Authorization": odd} }
 	b64 := base64.StdEncoding.EncodeToString
 	// loaded replaces the probe with one loaded from YAML, BASE being the
 	// provider's address, ${...} read from env.
 	loaded := func(yaml string, env map[string]string) func(*checks.Probe) {
 		return func(p *checks.Probe) {
-			base := strings.TrimSuffix(p.Request.URL, "/search")
+			base := strings.TrimSuffix(p.Steps[0].Request.URL, "/search")
 			cfg, err := checks.Parse("checks.yaml", []byte(`version: 1
 consumers: [{name: c, select: response.results}]
 probes:
@@ -89,7 +89,7 @@ probes:
 			name:     "echoed in a header a rule quotes",
 			provider: echo(200, "application/json", bodyOriginalList),
 			probe: func(p *checks.Probe) {
-				p.Consumer = mustConsumer("quoting", `fail("echoed_header", "x-echo was " + headers["x-echo"])`, "")
+				p.Steps[0].Consumer = mustConsumer("quoting", `fail("echoed_header", "x-echo was " + headers["x-echo"])`, "")
 			},
 			code:  "echoed_header",
 			where: func(r results.Result) string { return r.Error.Message },

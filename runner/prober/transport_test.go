@@ -203,7 +203,7 @@ func TestTransportFailureKeepsOthersConnections(t *testing.T) {
 			healthy := namedProbe(t, "healthy", s.URL)
 			mustPass(t, e, healthy)
 			failing := c.failing(t)
-			failing.Retries.MaxAttempts = 1
+			failing.Steps[0].Retries.MaxAttempts = 1
 			if got := e.Run(t.Context(), failing); got.Code() != c.code {
 				t.Fatalf("failing probe: %s, want %s", dump(got), c.code)
 			}
