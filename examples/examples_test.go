@@ -104,7 +104,7 @@ func TestMCPExample(t *testing.T) {
 
 // checkFixture judges one fixture as `toolpulse test` does.
 func checkFixture(c *consumers.Consumer, f consumers.Fixture) error {
-	v := prober.JudgeFixture(c, f, checks.DefaultStatus)
+	v := prober.NewExecutor(prober.Options{}).JudgeFixture(c, f, checks.DefaultStatus)
 	if miss := f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected); miss != "" {
 		return fmt.Errorf("%s (%v)", miss, v.Error)
 	}

@@ -52,13 +52,13 @@ func (c *testCmd) Run(e *env, root *cli) error {
 		}
 	}
 	report := testReport{OK: true, Unused: unusedConsumers(cfg, c.Consumer)}
+	ex := prober.NewExecutor(prober.Options{})
 	for _, t := range targets {
-		cr := testConsumer(t, c.Mutate, samples)
+		cr := testConsumer(ex, t, c.Mutate, samples)
 		report.OK = report.OK && cr.OK
 		report.Consumers = append(report.Consumers, cr)
 	}
 	if cfg != nil && len(c.Consumer) == 0 {
-		ex := prober.NewExecutor(prober.Options{})
 		for _, p := range cfg.Probes {
 			if !p.MultiStep() {
 				continue
@@ -303,7 +303,7 @@ func recordedBase(p *checks.Probe, body string) (consumers.MutationBase, error) 
 // testConsumer judges t's fixtures and, with mutate, mutation-tests the
 // consumer on the fixtures that passed as expected and on the recorded
 // responses of its probes.
-func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationBase) consumerReport {
+func testConsumer(ex *prober.Executor, t target, mutate bool, recorded map[string]consumers.MutationBase) consumerReport {
 	c := t.consumer
 	cr := consumerReport{Name: c.Name, Version: c.Version, RuleHash: c.RuleHash, Source: t.source, OK: true}
 	for _, p := range t.probes {
@@ -313,7 +313,7 @@ func testConsumer(t target, mutate bool, recorded map[string]consumers.MutationB
 	var bases []consumers.MutationBase
 	for _, f := range c.Fixtures {
 		start := time.Now()
-		v := prober.JudgeFixture(c, f, status)
+		v := ex.JudgeFixture(c, f, status)
 		fr := fixtureReport{Name: f.Name, Expected: f.Expect.String(), Outcome: v.Outcome, Code: v.Code(),
 			Selected: v.Selected, Validated: v.Validated, Mismatch: f.Expect.Mismatch(v.Outcome, v.Code(), v.Selected),
 			Duration: time.Since(start)}

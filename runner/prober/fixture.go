@@ -1,11 +1,11 @@
 package prober
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
@@ -67,33 +67,19 @@ func FixtureBase(f consumers.Fixture) (consumers.MutationBase, error) {
 	return b, nil
 }
 
-// JudgeFixture returns the verdict a run of a probe with consumer c and
-// expect.status expectStatus would reach on f's canned exchange: the status
+// JudgeFixture returns the verdict a single probe whose call consumer c
+// judges under expect.status expectStatus would reach on f's canned
+// answer, run by the engine a live run uses (see runCanned): the status
 // is classified exactly as a live response's is (so a 503 fixture is
-// unavailable/server_error), then the consumer judges the body under the
-// fixture's min_results. The rules see no request and no probe name.
-func JudgeFixture(c *consumers.Consumer, f consumers.Fixture, expectStatus []int) FixtureVerdict {
-	status := cmp.Or(f.Status, http.StatusOK)
-	if code := codeOf(nil, status, expectStatus); code != "" {
-		return FixtureVerdict{Outcome: code.Outcome(),
-			Error: results.NewError(code, "HTTP %d %s", status, http.StatusText(status))}
+// unavailable/server_error), a result's isError is a tool error, then the
+// consumer judges the answer under the fixture's min_results. The rules
+// see no request and no probe name.
+func (e *Executor) JudgeFixture(c *consumers.Consumer, f consumers.Fixture, expectStatus []int) FixtureVerdict {
+	call := checks.Step{Consumer: c, Expect: checks.Expect{Status: expectStatus, MinResults: f.MinResults},
+		Retries: checks.Retries{MaxAttempts: 1, Budget: time.Minute}}
+	if _, ok := f.ToolResult(); ok {
+		call.MCP = &checks.MCP{IsError: results.ContractError} // a tool's answer
 	}
-	in := consumers.Input{Response: f.Response, Status: status, Headers: f.Headers}
-	if result, ok := f.ToolResult(); ok {
-		response, isError, err := fixtureResponse(f)
-		if err != nil {
-			return FixtureVerdict{Outcome: results.ContractError, Error: results.NewError(results.CodeInternalError, "%v", err)}
-		}
-		if isError {
-			return FixtureVerdict{Outcome: results.ContractError,
-				Error: results.NewError(results.CodeToolError, "the fixture's result says isError: true")}
-		}
-		in.Response, in.Result = response, result
-	}
-	v := c.Apply(in, f.MinResults)
-	out := FixtureVerdict{Outcome: results.Pass, Error: v.Err, Selected: v.Selected, Validated: v.Validated}
-	if v.Err != nil {
-		out.Outcome = v.Err.Code.Outcome()
-	}
-	return out
+	res := e.runCanned(&checks.Probe{Steps: []checks.Step{call}}, map[string][]consumers.Fixture{"": {f}})
+	return FixtureVerdict{Outcome: res.Outcome, Error: res.Error, Selected: res.SelectedCount, Validated: res.ValidatedCount}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 
@@ -41,14 +42,14 @@ func (x *cannedExchange) attempt(*attempt) attemptResult {
 		return attemptResult{code: results.CodeInternalError, message: err.Error(), httpStatus: status}
 	}
 	if code := codeOf(nil, status, x.s.Expect.Status); code != "" {
-		return attemptResult{code: code, message: "HTTP " + http.StatusText(status), httpStatus: status}
+		return attemptResult{code: code, message: fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), httpStatus: status}
 	}
 	if isError {
 		code := results.CodeToolError
 		if x.s.MCP != nil && x.s.MCP.IsError == results.Unavailable {
 			code = results.CodeToolUnavailable
 		}
-		return attemptResult{code: code, message: "the result says isError: true", httpStatus: status}
+		return attemptResult{code: code, message: "the fixture's result says isError: true", httpStatus: status}
 	}
 	return attemptResult{httpStatus: status}
 }

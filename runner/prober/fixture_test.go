@@ -48,7 +48,7 @@ func TestJudgeFixture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := JudgeFixture(c, tt.fixture, tt.expect)
+			v := NewExecutor(Options{}).JudgeFixture(c, tt.fixture, tt.expect)
 			if v.Outcome != tt.outcome || v.Code() != tt.code || v.Selected != tt.selected || (v.Error == nil) != (tt.outcome == results.Pass) {
 				t.Errorf("JudgeFixture = %s %s (%v), %d selected; want %s %s, %d selected",
 					v.Outcome, v.Code(), v.Error, v.Selected, tt.outcome, tt.code, tt.selected)
@@ -88,7 +88,7 @@ func TestJudgeResultFixture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := JudgeFixture(c, consumers.Fixture{Name: tt.name, Result: tt.result, MinResults: 1}, []int{200})
+			v := NewExecutor(Options{}).JudgeFixture(c, consumers.Fixture{Name: tt.name, Result: tt.result, MinResults: 1}, []int{200})
 			if v.Outcome != tt.outcome || v.Code() != tt.code {
 				t.Errorf("verdict %s %s (%v), want %s %s", v.Outcome, v.Code(), v.Error, tt.outcome, tt.code)
 			}
