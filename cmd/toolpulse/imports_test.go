@@ -69,11 +69,11 @@ var forbidden = map[string][]string{
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
 // domain at the bottom, one owner per dependency (tests included), siblings
-// apart, the test kit, the MCP test server, the refund desk and the engine's
-// test providers for tests only (the kit's own subpackages and the MCP test
-// server build on the kit, the engine's test providers on the MCP test
-// server) and the end-to-end harness for tests, the test kit and
-// toolpulse-bench only.
+// apart, the test kit, the MCP test server, the refund desk, the engine's
+// test providers and the long-message fixture for tests only (the kit's own
+// subpackages and the MCP test server build on the kit, the engine's test
+// providers on the MCP test server) and the end-to-end harness for tests,
+// the test kit and toolpulse-bench only.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f",
 		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
@@ -99,7 +99,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
-			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp && pkg != module+"/internal/probetest") || (imp == module+"/internal/refunddesk" && pkg != imp) || (imp == module+"/internal/probetest" && pkg != imp) {
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp && pkg != module+"/internal/probetest") || (imp == module+"/internal/refunddesk" && pkg != imp) || (imp == module+"/internal/probetest" && pkg != imp) || (imp == module+"/internal/longmessage" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {
