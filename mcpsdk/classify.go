@@ -385,6 +385,9 @@ func errorText(err error) string {
 	return firstLine(err.Error())
 }
 
+// firstLine is s up to its first newline, cut at 300 bytes and marked "…".
+// The text may carry a server's raw bytes: the cut also drops invalid UTF-8
+// from what it keeps, which results.ClipBytes would not.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	if len(s) > 300 {

@@ -13,38 +13,10 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/longmessage"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 )
-
-// Failures whose message is longer than a table row, as the engine words
-// them: the observation or the argument's name is at the end.
-var (
-	claimMessage = "step verify: claim not confirmed within 10s (11 polls): " +
-		"`response.state == \"refunded\" && response.refund_id == vars.refund_id` was false: state: \"paid\""
-	toolInputMessage = `tools/call "get-weather": JSON-RPC error -32602 "validating \"arguments\": validating root: ` +
-		`required: missing properties: [\"location\"]": the server rejects the arguments`
-)
-
-func longMessageResults(at time.Time) []results.Result {
-	return []results.Result{
-		{OperationID: "op-claim", Probe: "refund_order_31", StartedAt: at, Duration: 40 * time.Millisecond,
-			Outcome: results.ContractError, HTTPStatus: 200, Kind: results.ProbeSteps, Step: "verify",
-			Error:    results.NewError(results.CodeClaimMismatch, "%s", claimMessage),
-			Attempts: []results.Attempt{{Number: 1, StartedAt: at, Duration: 40 * time.Millisecond, HTTPStatus: 200, Step: "verify"}}},
-		{OperationID: "op-input", Probe: "weather_tool", StartedAt: at.Add(time.Second), Duration: 12 * time.Millisecond,
-			Outcome: results.ContractError, HTTPStatus: 200, Kind: results.ProbeMCP,
-			MCP:   &results.MCPTarget{Server: "http://127.0.0.1:3901/mcp", Tool: "get-weather"},
-			Error: results.NewError(results.CodeToolInput, "%s", toolInputMessage),
-			Attempts: []results.Attempt{{Number: 1, StartedAt: at.Add(time.Second), Duration: 12 * time.Millisecond,
-				HTTPStatus: 200, Code: results.CodeToolInput, Message: toolInputMessage}}},
-	}
-}
-
-// kept are what a shortened message must still say: where it happened and
-// what was observed.
-var kept = []string{"step verify: claim not confirmed", `was false: state: "paid"`,
-	`tools/call "get-weather"`, `properties: [\"location\"]`}
 
 // TestStatusPageKeepsTheObservation: the overview's last message, the
 // probe page's runs and list_tool_health keep the observation; the run
@@ -57,7 +29,7 @@ func TestStatusPageKeepsTheObservation(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, r := range longMessageResults(now.Add(-time.Minute)) {
+	for _, r := range longmessage.Results(now.Add(-time.Minute)) {
 		if err := store.RecordRun(ctx, &results.RunRecord{Result: r}); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +54,7 @@ func TestStatusPageKeepsTheObservation(t *testing.T) {
 		return html.UnescapeString(string(body))
 	}
 	overview := get("/")
-	for _, want := range kept {
+	for _, want := range longmessage.Kept {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the overview lacks %q", want)
 		}
@@ -91,7 +63,7 @@ func TestStatusPageKeepsTheObservation(t *testing.T) {
 		!strings.Contains(page, `was false: state: "paid"</td>`) {
 		t.Errorf("the probe page's runs lack the observation")
 	}
-	if run := get("/runs/op-claim"); !strings.Contains(run, claimMessage) {
+	if run := get("/runs/op-claim"); !strings.Contains(run, longmessage.Claim) {
 		t.Errorf("the run page does not show the message whole")
 	}
 
@@ -104,7 +76,7 @@ func TestStatusPageKeepsTheObservation(t *testing.T) {
 	for _, th := range health {
 		said = append(said, th.Message)
 	}
-	for _, want := range kept {
+	for _, want := range longmessage.Kept {
 		if !strings.Contains(strings.Join(said, "\n"), want) {
 			t.Errorf("list_tool_health lacks %q: %q", want, said)
 		}

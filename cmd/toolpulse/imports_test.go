@@ -63,13 +63,17 @@ var forbidden = map[string][]string{
 	module + "/results/present": {module + "/checks", module + "/runner", module + "/web", module + "/cmd"},
 	// The store contract holds every store; it must not lean on one.
 	module + "/internal/storetest": {module + "/results/sqlite", module + "/cmd"},
+	// The engine's test providers serve the engine's and the daemon's tests alike.
+	module + "/internal/probetest": {module + "/runner", module + "/cmd"},
 }
 
 // TestImportGraph fails on an import that breaks the layering in STYLE:
 // domain at the bottom, one owner per dependency (tests included), siblings
-// apart, the test kit, the MCP test server and the refund desk for tests only (the kit's
-// own subpackages and the MCP test server build on the kit) and the
-// end-to-end harness for tests, the test kit and toolpulse-bench only.
+// apart, the test kit, the MCP test server, the refund desk, the engine's
+// test providers and the long-message fixture for tests only (the kit's own
+// subpackages and the MCP test server build on the kit, the engine's test
+// providers on the MCP test server) and the end-to-end harness for tests,
+// the test kit and toolpulse-bench only.
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f",
 		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}`, module+"/...").CombinedOutput()
@@ -95,7 +99,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
-			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp) || (imp == module+"/internal/refunddesk" && pkg != imp) {
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp && pkg != module+"/internal/probetest") || (imp == module+"/internal/refunddesk" && pkg != imp) || (imp == module+"/internal/probetest" && pkg != imp) || (imp == module+"/internal/longmessage" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {

@@ -254,6 +254,8 @@ func show(v any) string {
 	return capRunes(string(b), MaxValueRunes)
 }
 
+// capRunes cuts s to n runes, "…" included, trimming the spaces before the
+// mark (which results.Clip keeps); n <= 0 does not cut.
 func capRunes(s string, n int) string {
 	if n <= 0 || utf8.RuneCountInString(s) <= n {
 		return s

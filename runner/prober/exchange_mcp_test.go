@@ -4,45 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
-	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/internal/mcptest"
+	"github.com/toolpulse/toolpulse/internal/probetest"
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// searchTool answers like the seed-000 search provider, as structured
-// content.
-func searchTool() mcptest.Tool {
-	return mcptest.Tool{
-		Name:        "search",
-		Description: "Search the docs.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
-		Handler: func(context.Context, json.RawMessage) mcptest.Result {
-			return mcptest.Result{
-				Content:           []mcptest.Content{{Type: "text", Text: `{"results":[{"id":"doc_1","title":"t","score":0.93}]}`}},
-				StructuredContent: map[string]any{"results": []any{map[string]any{"id": "doc_1", "title": "t", "score": 0.93}}},
-			}
-		},
-	}
-}
-
-// mcpProbe is an MCP probe of srv's search tool, with the seed-000
-// consumer and tiny retry delays.
-func mcpProbe(srv *mcptest.Server, isError results.Outcome) *checks.Probe {
-	return &checks.Probe{
-		Name: "docs_search",
-		Steps: []checks.Step{{
-			MCP: &checks.MCP{URL: srv.URL, Tool: "search", Arguments: map[string]any{"query": "API migration guide"},
-				Headers: map[string]checks.Secret{"Authorization": "Bearer sk-mcp-SECRET"}, IsError: isError},
-			Consumer: mustConsumer("select_results", seedSelect, seedValidate),
-			Timeout:  2 * time.Second,
-			Retries:  checks.Retries{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second},
-			Expect:   checks.Expect{Status: []int{200}, MinResults: 1},
-		}},
-		MaxBodyBytes: 1 << 20,
-	}
-}
+var (
+	searchTool = probetest.SearchTool
+	mcpProbe   = probetest.MCPProbe
+)
 
 // TestMCPProbeRuns: an MCP probe runs the consumer's rules on the tool's
 // answer, each attempt in a fresh session that carries the probe's

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/internal/probetest"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -393,16 +394,4 @@ func TestCheckOutcomeCatchesEmptyPass(t *testing.T) {
 	}
 }
 
-// dump prints a result for a failure message.
-func dump(r results.Result) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %q status=%d selected=%d validated=%d", r.Outcome, r.Code(), r.HTTPStatus, r.SelectedCount, r.ValidatedCount)
-	if r.Error != nil {
-		fmt.Fprintf(&b, " message=%q retryable=%v", r.Error.Message, r.Error.Retryable)
-	}
-	for _, a := range r.Attempts {
-		fmt.Fprintf(&b, "\n  attempt %d: status=%d code=%q wait=%v duration=%v message=%q",
-			a.Number, a.HTTPStatus, a.Code, a.Wait, a.Duration, a.Message)
-	}
-	return b.String()
-}
+var dump = probetest.Dump

@@ -17,25 +17,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolpulse/toolpulse/checks"
-	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/internal/probetest"
 )
 
 // The seed-000 consumer, as SPEC §4 writes it.
 const (
-	seedSelect = `let raw = response.results;
-(type(raw) == "array" ? raw
-  : type(raw) == "map" && type(raw?.items) == "array" ? raw.items
-  : fail("unsupported_results_container", "results is " + type(raw)))
-| filter(.score >= 0.75)
-`
-	seedValidate = `type(.id) == "string" && type(.score) in ["int", "float"]`
+	seedSelect   = probetest.SeedSelect
+	seedValidate = probetest.SeedValidate
 )
 
 // The seed-000 fixtures (seed 000, "The regression suite needs fixtures for").
 const (
-	bodyOriginalList  = `{"results":[{"id":"doc_784","title":"API migration guide","score":0.93}],"next_cursor":null}`
-	bodyItemsWrapper  = `{"results":{"items":[{"id":"doc_784","title":"API migration guide","score":0.93}]},"next_cursor":null}`
+	bodyOriginalList  = probetest.BodyOriginalList
+	bodyItemsWrapper  = probetest.BodyItemsWrapper
 	bodyMissing       = `{"next_cursor":null}`
 	bodyNull          = `{"results":null,"next_cursor":null}`
 	bodyNonObject     = `{"results":["doc_784",0.93],"next_cursor":null}`
@@ -46,55 +40,20 @@ const (
 	bodyIntegerID     = `{"results":[{"id":784,"title":"API migration guide","score":0.93}],"next_cursor":null}`
 	bodyHTML          = "<!doctype html><html><body><h1>Welcome</h1></body></html>"
 	testUserAgent     = "toolpulse/test"
-	testFixtureQuery  = "API migration guide"
-	testQueryLanguage = "en"
+	testFixtureQuery  = probetest.FixtureQuery
+	testQueryLanguage = probetest.QueryLanguage
 )
 
-// mustConsumer compiles a consumer; the rules are the test's own, so a
-// compile error is a bug in the test.
-func mustConsumer(name, sel, validate string) *consumers.Consumer {
-	c, errs := consumers.Compile(consumers.Source{Name: name, Version: "2", Select: sel, Validate: validate})
-	if errs != nil {
-		panic(fmt.Sprintf("compile %s: %v", name, errs[0]))
-	}
-	return c
-}
+// The providers and probes the daemon's tests share (internal/probetest).
+var (
+	mustConsumer = probetest.MustConsumer
+	testProbe    = probetest.Probe
+	serve        = probetest.Serve
+	jsonBody     = probetest.JSONBody
+	closedPort   = probetest.ClosedPort
+	searchBody   = probetest.SearchBody
+)
 
-// testProbe is a probe of baseURL with the seed-000 consumer and tiny
-// retry delays, so that retried rows cost milliseconds.
-func testProbe(tb testing.TB, baseURL string) *checks.Probe {
-	tb.Helper()
-	return &checks.Probe{
-		Name: "external_search",
-		Steps: []checks.Step{{
-			Request: checks.Request{
-				Method:  http.MethodPost,
-				URL:     baseURL + "/search",
-				Headers: map[string]checks.Secret{"Authorization": "Bearer sk-test-SECRET"},
-				Query:   map[string]string{"lang": testQueryLanguage},
-				JSON:    map[string]any{"query": testFixtureQuery},
-				HasJSON: true,
-			},
-			Consumer: mustConsumer("select_results", seedSelect, seedValidate),
-			Timeout:  2 * time.Second,
-			Retries: checks.Retries{
-				MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond, Budget: 10 * time.Second,
-			},
-			Expect: checks.Expect{Status: []int{200}, MinResults: 1},
-		}},
-		MaxBodyBytes: 1 << 20,
-	}
-}
-
-// serve starts a loopback provider for the test.
-func serve(t testing.TB, h http.HandlerFunc) string {
-	t.Helper()
-	s := httptest.NewServer(h)
-	t.Cleanup(s.Close)
-	return s.URL
-}
-
-// jsonBody serves body with status on every request.
 // typedBody answers 200 with body under the given Content-Type; "" sends
 // none (net/http would sniff one otherwise).
 func typedBody(contentType, body string) func(testing.TB) string {
@@ -105,16 +64,6 @@ func typedBody(contentType, body string) func(testing.TB) string {
 			} else {
 				w.Header().Set("Content-Type", contentType)
 			}
-			io.WriteString(w, body)
-		})
-	}
-}
-
-func jsonBody(status int, body string) func(testing.TB) string {
-	return func(t testing.TB) string {
-		return serve(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
 			io.WriteString(w, body)
 		})
 	}
@@ -146,17 +95,6 @@ func strictSearch(t testing.TB) string {
 			io.WriteString(w, bodyOriginalList)
 		}
 	})
-}
-
-// closedPort returns the URL of a loopback port nothing listens on.
-func closedPort(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
 }
 
 // hang accepts the request and never answers.
@@ -332,20 +270,4 @@ func drip(t testing.TB) string {
 			}
 		}
 	})
-}
-
-// searchBody is a search answer with n results, all selected.
-func searchBody(n int) string {
-	items := make([]map[string]any, n)
-	for i := range items {
-		items[i] = map[string]any{
-			"id":      fmt.Sprintf("doc_%d", i),
-			"title":   fmt.Sprintf("API migration guide, part %d", i),
-			"url":     fmt.Sprintf("https://docs.example.com/api/migration/%d", i),
-			"snippet": "How to move from the v1 search endpoint to v2, with the new pagination cursor.",
-			"score":   0.75 + float64(i)/100,
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"results": items, "next_cursor": nil})
-	return string(b)
 }

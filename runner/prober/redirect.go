@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // maxRedirects is how many redirects one attempt follows. The response
@@ -101,10 +102,7 @@ func safeURL(u *url.URL) string {
 	v := *u
 	v.User, v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = nil, "", false, "", ""
 	s := v.String()
-	if len(s) > 120 {
-		s = strings.ToValidUTF8(s[:120], "") + "…"
-	}
-	return s
+	return results.ClipBytes(s, 120)
 }
 
 // Where a redirect may go.
