@@ -18,21 +18,12 @@ import (
 // httpExchange is a probe's request: one attempt is one HTTP request and
 // its response, body included, bounded by the attempt's context.
 //
-// go-retryablehttp sends each attempt, with retries of its own switched
-// off: the attempt loop owns the policy. What the exchange relies on it for:
-//   - Do rewinds the request's body before sending: the body given as
-//     []byte becomes a ReaderFunc, so the same *retryablehttp.Request is
-//     sent whole on every attempt;
-//   - with RetryMax 0 and a CheckRetry that always says no, one Do sends
-//     exactly one request: it never sleeps, retries or drains on its own;
-//   - the response handler (readBody) runs inside Do, on this goroutine,
-//     after the headers and before Do returns, with the body open, and its
-//     error becomes Do's;
-//   - PassthroughErrorHandler returns the transport's or the handler's
-//     error as it was, not a "giving up after" text, so codeOf sees the
-//     real cause;
-//   - Do calls the client's CloseIdleConnections after every failure; the
-//     shared transports' front ignores it (see transportPool).
+// go-retryablehttp carries each attempt with its own retrying off
+// (RetryMax 0, a CheckRetry that always says no, so one Do is one
+// request): the attempt loop owns the policy, the budget and the records.
+// Do rewinds the []byte body for every attempt, runs readBody inside Do
+// with the body open, and with PassthroughErrorHandler returns the real
+// cause for codeOf, not a "giving up after" text.
 type httpExchange struct {
 	e       *Executor
 	s       *checks.Step
