@@ -63,6 +63,8 @@ type fence struct {
 	lang   string
 	marker string
 	body   string
+	// lines are the page's line numbers of body's lines.
+	lines []int
 }
 
 var (
@@ -102,6 +104,7 @@ func splitFences(text string) ([]fence, []string) {
 			}
 			body.WriteString(strings.TrimPrefix(lines[j], indent))
 			body.WriteString("\n")
+			f.lines = append(f.lines, j+1)
 		}
 		f.body = body.String()
 		fences = append(fences, f)
@@ -290,6 +293,8 @@ func TestDocsSlug(t *testing.T) {
 //	<!-- yaml: fragment of PATH -->       part of a larger file, at PATH: config (the top level),
 //	                                      consumer (a consumer file), or a path into checks.yaml
 //	                                      such as notify, probes[] or probes[].steps[]
+//	<!-- yaml: continues -->              more of the page's previous yaml block, loaded with it
+//	                                      as that block's marker says
 //
 // Words of the form NAME=VALUE with an upper-case NAME set that environment
 // variable for the load.
@@ -312,14 +317,14 @@ func parseYAMLMarker(s string) (yamlMarker, error) {
 	m := yamlMarker{kind: words[0], env: map[string]string{}}
 	words = words[1:]
 	switch m.kind {
-	case "config", "consumer":
+	case "config", "consumer", "continues":
 	case "fragment":
 		if len(words) < 2 || words[0] != "of" {
 			return m, errors.New(`a fragment marker reads "fragment of PATH"`)
 		}
 		m.at, words = words[1], words[2:]
 	default:
-		return m, fmt.Errorf("unknown yaml marker %q: want config, consumer or fragment of PATH", m.kind)
+		return m, fmt.Errorf("unknown yaml marker %q: want config, consumer, fragment of PATH or continues", m.kind)
 	}
 	for _, w := range words {
 		k, v, ok := strings.Cut(w, "=")
@@ -336,12 +341,13 @@ func parseYAMLMarker(s string) (yamlMarker, error) {
 }
 
 // wrapFragment places a fragment at its path in a checks.yaml: "probes[]"
-// makes it the body of the first probe, "notify" the value of notify.
-func wrapFragment(body, at string) (string, error) {
+// makes it the body of the first probe, "notify" the value of notify. It
+// returns the text and how many lines it put before the fragment's first.
+func wrapFragment(body, at string) (string, int, error) {
 	body = dedent(body)
 	switch at {
 	case "config":
-		return body, nil
+		return body, 0, nil
 	case "consumer":
 		at = "consumers[]"
 	}
@@ -350,7 +356,7 @@ func wrapFragment(body, at string) (string, error) {
 		seg := segs[i]
 		name, list := strings.CutSuffix(seg, "[]")
 		if name == "" || strings.ContainsAny(name, "[]") {
-			return "", fmt.Errorf("bad fragment path %q", at)
+			return "", 0, fmt.Errorf("bad fragment path %q", at)
 		}
 		var b strings.Builder
 		b.WriteString(name + ":\n")
@@ -366,7 +372,7 @@ func wrapFragment(body, at string) (string, error) {
 		}
 		body = b.String()
 	}
-	return body, nil
+	return body, len(segs), nil
 }
 
 func dedent(s string) string {
@@ -402,8 +408,27 @@ func fragmentProblem(e *checks.Error) bool {
 	return false
 }
 
-// checkYAMLBlock loads one ```yaml block as its marker says.
-func checkYAMLBlock(t *testing.T, where string, f fence) error {
+// relocate makes the positions of a loader's errors positions in the page:
+// line skip+i of what was loaded is line lines[i-1] of the page.
+func relocate(err error, page string, lines []int, skip int) error {
+	var list checks.ErrorList
+	if !errors.As(err, &list) {
+		return err
+	}
+	out := make(checks.ErrorList, len(list))
+	for i, e := range list {
+		moved := *e
+		moved.File = page
+		if i := moved.Line - skip - 1; i >= 0 && i < len(lines) {
+			moved.Line = lines[i]
+		}
+		out[i] = &moved
+	}
+	return out
+}
+
+// checkYAMLBlock loads one ```yaml block of page as its marker says.
+func checkYAMLBlock(t *testing.T, page string, f fence) error {
 	m, err := parseYAMLMarker(f.marker)
 	if err != nil {
 		return err
@@ -417,21 +442,22 @@ func checkYAMLBlock(t *testing.T, where string, f fence) error {
 		if m.dir != "" {
 			dir = filepath.Join(docsRoot, m.dir)
 		}
-		_, err := checks.Parse(where, []byte(f.body), dir, os.LookupEnv)
-		return err
+		_, err := checks.Parse(page, []byte(f.body), dir, os.LookupEnv)
+		return relocate(err, page, f.lines, 0)
 	case "consumer":
 		path := filepath.Join(t.TempDir(), "consumer.yaml")
 		if err := os.WriteFile(path, []byte(f.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		_, err := checks.LoadConsumer(path)
-		return err
+		return relocate(err, page, f.lines, 0)
 	default:
-		text, err := wrapFragment(f.body, m.at)
+		text, before, err := wrapFragment(f.body, m.at)
 		if err != nil {
 			return err
 		}
-		_, err = checks.Parse(where, []byte(text), t.TempDir(), os.LookupEnv)
+		_, err = checks.Parse(page, []byte(text), t.TempDir(), os.LookupEnv)
+		err = relocate(err, page, f.lines, before)
 		var list checks.ErrorList
 		if err == nil || !errors.As(err, &list) {
 			return err
@@ -443,7 +469,7 @@ func checkYAMLBlock(t *testing.T, where string, f fence) error {
 			}
 		}
 		if len(bad) > 0 {
-			return fmt.Errorf("%w\n(the fragment, placed at %s:\n%s)", bad, m.at, text)
+			return fmt.Errorf("%w\n(columns count in the fragment placed at %s:\n%s)", bad, m.at, text)
 		}
 		return nil
 	}
@@ -455,15 +481,26 @@ func TestDocsYAMLBlocks(t *testing.T) {
 	n := 0
 	for _, p := range docsPages(t) {
 		fences, _ := splitFences(p.text)
+		var prev *fence
 		for _, f := range fences {
 			if f.lang != "yaml" && f.lang != "yml" {
 				continue
 			}
 			n++
 			where := fmt.Sprintf("%s:%d", p.path, f.line)
+			if strings.TrimSpace(f.marker) == "yaml: continues" {
+				if prev == nil {
+					t.Errorf("%s: a yaml block marked continues follows no yaml block", where)
+					continue
+				}
+				// Loaded as one block with the one before.
+				f = fence{line: prev.line, lang: prev.lang, marker: prev.marker, body: prev.body + f.body,
+					lines: append(append([]int{}, prev.lines...), f.lines...)}
+			}
+			prev = &f
 			t.Run(where, func(t *testing.T) {
-				if err := checkYAMLBlock(t, where, f); err != nil {
-					t.Errorf("%s: yaml block (%s): %v", where, f.marker, err)
+				if err := checkYAMLBlock(t, p.path, f); err != nil {
+					t.Errorf("%s: yaml block (%s):\n%v", where, f.marker, err)
 				}
 			})
 		}
