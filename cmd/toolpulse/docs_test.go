@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -739,5 +740,164 @@ func TestREADMETestCommand(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmd) + `$`).Match(ci) {
 		t.Errorf(".ci/run does not run the README's test command %q", cmd)
+	}
+}
+
+// schemaKeys returns every key path checks.Schema knows: "storage.path",
+// "probes[].request.method", "probes[].labels.*".
+func schemaKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := checks.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root map[string]any
+	if err := json.Unmarshal(data, &root); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	var walk func(n map[string]any, path string)
+	walk = func(n map[string]any, path string) {
+		if props, ok := n["properties"].(map[string]any); ok {
+			for k, v := range props {
+				p := k
+				if path != "" {
+					p = path + "." + k
+				}
+				keys[p] = true
+				if m, ok := v.(map[string]any); ok {
+					walk(m, p)
+				}
+			}
+		}
+		if m, ok := n["additionalProperties"].(map[string]any); ok {
+			walk(m, path+".*")
+		}
+		if m, ok := n["items"].(map[string]any); ok {
+			walk(m, path+"[]")
+		}
+		for _, alt := range []string{"anyOf", "oneOf", "allOf"} {
+			list, _ := n[alt].([]any)
+			for _, a := range list {
+				if m, ok := a.(map[string]any); ok {
+					walk(m, path)
+				}
+			}
+		}
+	}
+	walk(root, "")
+	return keys
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// tableKeys returns the keys named in the first column of each "| key |"
+// table of a page, with the line of each. A cell names one key in full and
+// may add siblings of it (`notify.slack.token` + `channel`); a table under
+// a heading that is a key path (### probes[].request) names keys under it.
+func tableKeys(text string, roots map[string]bool) map[string]int {
+	_, prose := splitFences(text)
+	out := map[string]int{}
+	heading, inTable := "", false
+	for i, l := range prose {
+		if m := headingLine.FindStringSubmatch(l); m != nil {
+			heading = strings.Trim(m[1], "`")
+			continue
+		}
+		if !strings.HasPrefix(l, "|") {
+			inTable = false
+			continue
+		}
+		cells := strings.Split(l, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		first := strings.TrimSpace(cells[1])
+		if first == "key" {
+			inTable = true
+			continue
+		}
+		if !inTable || strings.HasPrefix(first, "---") {
+			continue
+		}
+		names := backticked.FindAllStringSubmatch(first, -1)
+		if len(names) == 0 {
+			continue
+		}
+		full := names[0][1]
+		if top, _, _ := strings.Cut(full, "."); !roots[strings.TrimSuffix(top, "[]")] {
+			full = heading + "." + full
+		}
+		out[full] = i + 1
+		parent := full[:strings.LastIndex(full, ".")+1]
+		for _, n := range names[1:] {
+			out[parent+n[1]] = i + 1
+		}
+	}
+	return out
+}
+
+// TestDocsConfigKeys holds the key tables of the configuration and alerting
+// pages to the loader's own table of keys (checks.Schema): every key a
+// table names exists, and every key of the sections the tables cover is in
+// one of them.
+func TestDocsConfigKeys(t *testing.T) {
+	known := schemaKeys(t)
+	roots := map[string]bool{}
+	for k := range known {
+		if !strings.ContainsAny(k, ".[") {
+			roots[k] = true
+		}
+	}
+	documented := map[string]string{}
+	for _, page := range []string{"docs/configuration.md", "docs/alerting.md"} {
+		data, err := os.ReadFile(filepath.Join(docsRoot, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, line := range tableKeys(string(data), roots) {
+			where := fmt.Sprintf("%s:%d", page, line)
+			if !known[k] {
+				t.Errorf("%s: the table names %s, a key checks.yaml does not have", where, k)
+			}
+			if prev, ok := documented[k]; ok {
+				t.Errorf("%s: %s is already in the table at %s", where, k, prev)
+			}
+			documented[k] = where
+		}
+	}
+	// The sections the tables cover, whole: a prefix ending in "." covers
+	// every key under it, one without covers the keys directly under it.
+	covered := func(k string) bool {
+		if strings.HasSuffix(k, ".*") || strings.Contains(k, ".*.") {
+			return false // the free-form keys of labels, headers, match
+		}
+		for _, whole := range []string{"storage.", "server.", "defaults.", "notify.", "probes[].request.", "probes[].mcp.", "probes[].tls."} {
+			if strings.HasPrefix(k, whole) {
+				return true
+			}
+		}
+		for _, direct := range []string{"", "consumers[].", "probes[]."} {
+			if rest, ok := strings.CutPrefix(k, direct); ok && !strings.ContainsAny(rest, ".[") {
+				return true
+			}
+		}
+		return false
+	}
+	hasDocumentedChild := func(k string) bool {
+		for d := range documented {
+			if strings.HasPrefix(d, k+".") || strings.HasPrefix(d, k+"[]") {
+				return true
+			}
+		}
+		return false
+	}
+	for k := range known {
+		if covered(k) && documented[k] == "" && !hasDocumentedChild(k) {
+			t.Errorf("checks.yaml key %s is in no table of docs/configuration.md or docs/alerting.md", k)
+		}
+	}
+	if len(documented) < 40 {
+		t.Errorf("found only %d documented keys", len(documented))
 	}
 }
