@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -586,7 +587,10 @@ func toolpulseArgs(words []string) ([]string, bool) {
 		words = words[1:]
 	}
 	switch {
-	case len(words) > 0 && (words[0] == "toolpulse" || strings.HasSuffix(words[0], "/toolpulse")):
+	case len(words) > 0 && (words[0] == "toolpulse" || words[0] == "./toolpulse"):
+		if len(words) > 1 && strings.HasPrefix(words[1], "<") {
+			return nil, false // toolpulse <version>: what it prints, not a command
+		}
 		return words[1:], true
 	case len(words) >= 3 && words[0] == "go" && words[1] == "run" && strings.TrimSuffix(words[2], "/") == "./cmd/toolpulse":
 		return words[3:], true
@@ -899,5 +903,86 @@ func TestDocsConfigKeys(t *testing.T) {
 	}
 	if len(documented) < 40 {
 		t.Errorf("found only %d documented keys", len(documented))
+	}
+}
+
+var synopsisFlag = regexp.MustCompile(`(?:^|[\s\[(|])(--?[a-z][a-z-]*)`)
+
+// mentionProblems checks a command as prose mentions it, a synopsis
+// (check [--probe N]...) or a part of a line (baseline reset --probe): the
+// subcommand must exist and every flag shown must be one it (or the root)
+// accepts. Values, arguments and required flags are not looked at.
+func mentionProblems(parser *kong.Kong, args []string) []string {
+	node := parser.Model.Node
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if strings.HasPrefix(w, "-") {
+			if w == "-c" || w == "--config" || w == "--db" {
+				i++
+			}
+			continue
+		}
+		var next *kong.Node
+		for _, c := range node.Children {
+			if c.Name == w {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		node = next
+	}
+	if node == parser.Model.Node && !slices.Contains(args, "--version") && !slices.Contains(args, "--help") {
+		return []string{"names no subcommand"}
+	}
+	flags := map[string]bool{}
+	for _, group := range node.AllFlags(false) {
+		for _, f := range group {
+			flags["--"+f.Name] = true
+			if f.Short != 0 {
+				flags["-"+string(f.Short)] = true
+			}
+		}
+	}
+	var out []string
+	for _, f := range synopsisFlag.FindAllStringSubmatch(strings.Join(args, " "), -1) {
+		if !flags[f[1]] {
+			out = append(out, fmt.Sprintf("shows %s, which %q does not accept", f[1], node.Path()))
+		}
+	}
+	return out
+}
+
+// TestDocsInlineCommands holds every toolpulse command the prose shows in
+// a code span (the command table of docs/cli.md included) to the command
+// line: its subcommand exists and it accepts every flag shown.
+func TestDocsInlineCommands(t *testing.T) {
+	parser, err := kong.New(&cli{}, kong.Name("toolpulse"), kong.Vars{"version": "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range docsPages(t) {
+		_, prose := splitFences(p.text)
+		joined := strings.Join(prose, "\n")
+		for _, m := range codeSpan.FindAllStringSubmatchIndex(joined, -1) {
+			if joined[m[2]:m[3]] != joined[m[6]:m[7]] {
+				continue // unbalanced backticks: not one span
+			}
+			text := strings.ReplaceAll(joined[m[4]:m[5]], `\|`, " | ")
+			args, ok := toolpulseArgs(strings.Fields(text))
+			if !ok {
+				continue
+			}
+			n++
+			where := fmt.Sprintf("%s:%d", p.path, 1+strings.Count(joined[:m[0]], "\n"))
+			for _, problem := range mentionProblems(parser, args) {
+				t.Errorf("%s: `%s` %s", where, text, problem)
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("found only %d toolpulse commands in code spans", n)
 	}
 }
