@@ -986,3 +986,33 @@ func TestDocsInlineCommands(t *testing.T) {
 		t.Errorf("found only %d toolpulse commands in code spans", n)
 	}
 }
+
+var repoPath = regexp.MustCompile(`(?:^|[\s(` + "`" + `'"])((?:cmd|runner|results|checks|web|internal|examples|mcpsdk|docs|\.ci)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])`)
+
+var goIdent = regexp.MustCompile(`^(.*)\.[A-Z][A-Za-z0-9_]*$`)
+
+// TestDocsRepoPaths fails on a file or folder of the repository that the
+// docs name and that does not exist: the path of one run and the
+// guarantees name the files that own each step and test each promise, and
+// a rename must take the docs along.
+func TestDocsRepoPaths(t *testing.T) {
+	n := 0
+	for _, p := range docsPages(t) {
+		_, prose := splitFences(p.text)
+		for i, l := range prose {
+			for _, m := range repoPath.FindAllStringSubmatch(l, -1) {
+				path := m[1]
+				if pkg := goIdent.FindStringSubmatch(path); pkg != nil {
+					path = pkg[1] // examples/provider.Orders: a package's name
+				}
+				n++
+				if _, err := os.Stat(filepath.Join(docsRoot, path)); err != nil {
+					t.Errorf("%s:%d: %s does not exist", p.path, i+1, path)
+				}
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("found only %d repository paths", n)
+	}
+}
