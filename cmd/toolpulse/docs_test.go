@@ -1016,3 +1016,26 @@ func TestDocsRepoPaths(t *testing.T) {
 		t.Errorf("found only %d repository paths", n)
 	}
 }
+
+// TestDocsJSONBlocks fails on a ```json block that is not one JSON value:
+// the envelope and the mcp tools document are shown as toolpulse prints
+// them.
+func TestDocsJSONBlocks(t *testing.T) {
+	n := 0
+	for _, p := range docsPages(t) {
+		fences, _ := splitFences(p.text)
+		for _, f := range fences {
+			if f.lang != "json" {
+				continue
+			}
+			n++
+			var v any
+			if err := json.Unmarshal([]byte(f.body), &v); err != nil {
+				t.Errorf("%s:%d: json block: %v", p.path, f.line, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("found no json blocks")
+	}
+}
