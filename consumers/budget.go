@@ -61,7 +61,7 @@ func (b *evalBudget) charge(units, v any) any {
 	}
 	b.chargeSize(v)
 	if b.spent > b.limit {
-		panic(fmt.Errorf("%s: the rules spent more than %d units (see Limits in the README)", budgetExceeded, b.limit))
+		panic(fmt.Errorf("%s: the rules spent more than %d units (see Limits in docs/consumers.md)", budgetExceeded, b.limit))
 	}
 	return v
 }
@@ -108,7 +108,7 @@ func (b *evalBudget) chargeSize(v any) {
 // operation and its sizes) once the budget would be spent.
 func (b *evalBudget) spend(units float64, what string) {
 	if units > float64(b.limit-b.spent) {
-		panic(fmt.Errorf("%s: %s would cost %.0f units, more than the %d left of the rules' %d (see Limits in the README)",
+		panic(fmt.Errorf("%s: %s would cost %.0f units, more than the %d left of the rules' %d (see Limits in docs/consumers.md)",
 			budgetExceeded, what, units, max(0, b.limit-b.spent), b.limit))
 	}
 	b.spent += int(units)
@@ -191,7 +191,7 @@ func (b *evalBudget) repeat(s, n any) any {
 	}
 	size := float64(len(str)) * float64(count)
 	if size > maxEvalMemory {
-		panic(fmt.Errorf("%s: repeat would build %.0f bytes, more than the %d a rule may build (see Limits in the README)",
+		panic(fmt.Errorf("%s: repeat would build %.0f bytes, more than the %d a rule may build (see Limits in docs/consumers.md)",
 			budgetExceeded, size, maxEvalMemory))
 	}
 	b.spend(1+size/16, fmt.Sprintf("repeat building %.0f bytes", size))

@@ -1,5 +1,5 @@
 // Package examples ships the example configs, consumers and provider that
-// the README and `toolpulse demo` use. Every file here is loaded by a test,
+// the README, docs/ and `toolpulse demo` use. Every file here is loaded by a test,
 // so the examples cannot rot.
 package examples
 

@@ -14,7 +14,7 @@ import (
 
 type checkCmd struct {
 	Probe    []string `placeholder:"NAME" help:"Run only this probe (repeatable)."`
-	Format   string   `enum:"text,json" default:"text" help:"Output: text (a table) or json (one JSON envelope per line, as the README shows it)."`
+	Format   string   `enum:"text,json" default:"text" help:"Output: text (a table) or json (one JSON envelope per line, as docs/cli.md shows it)."`
 	NoRecord bool     `help:"Do not write results to the database."`
 }
 

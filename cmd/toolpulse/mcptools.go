@@ -27,7 +27,7 @@ type mcpCmd struct {
 type mcpToolsCmd struct {
 	URL     string        `required:"" placeholder:"URL" help:"The server's Streamable HTTP endpoint (http:// or https://)."`
 	Header  []string      `placeholder:"K=V" sep:"none" help:"Add this header to every request (repeatable), such as Authorization=Bearer ...; values are never printed."`
-	Format  string        `enum:"table,json" default:"table" help:"Output: table, or json (the raw definitions and the server, as the README shows it)."`
+	Format  string        `enum:"table,json" default:"table" help:"Output: table, or json (the raw definitions and the server, as docs/cli.md shows it)."`
 	Timeout time.Duration `default:"10s" help:"Give up on the server after this long."`
 }
 
