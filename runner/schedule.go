@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -128,3 +129,13 @@ func catchUpFirstRun(j gocron.Job, start time.Time, fired *atomic.Bool) error {
 	}
 	return j.RunNow()
 }
+
+// schedulerLogger hands gocron's chatter (scheduler created, started,
+// stopped) to the debug level: toolpulse logs its own lifecycle at info,
+// and an operator's info log should be one line per run.
+type schedulerLogger struct{ l *slog.Logger }
+
+func (s schedulerLogger) Debug(msg string, args ...any) { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Info(msg string, args ...any)  { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Warn(msg string, args ...any)  { s.l.Warn(msg, args...) }
+func (s schedulerLogger) Error(msg string, args ...any) { s.l.Error(msg, args...) }
