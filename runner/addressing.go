@@ -9,6 +9,21 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
+// addressAlerts is the address stage: each alert names what the run
+// called (probeTarget), scrubbed of known secrets, and goes to its
+// receivers (see address).
+func (rc *Recorder) addressAlerts(run *recording) {
+	for i := range run.alerts {
+		if t := run.target.of(run.r, run.alerts[i].Drift); t != "" {
+			run.alerts[i].Target = rc.redact(t)
+		}
+	}
+	run.alerts, run.next.Receivers = address(run.alerts, run.to, run.labels, run.now)
+	if !run.next.Firing {
+		run.next.Receivers = nil
+	}
+}
+
 // addressing is who a run's alerts can go to.
 type addressing struct {
 	// current are the receivers of the probe's route; none when alerts

@@ -21,6 +21,54 @@ func notifies(n checks.Notify, trigger string) bool {
 	return slices.Contains(n.On, trigger)
 }
 
+// decideAlerts is the decide stage: the probe's alert state after the
+// run, and the alerts the run calls for, in the order they are recorded and
+// delivered. A run that fails and drifts sends its drift events first (the
+// change is the cause, the failure its impact); a run that resolves the
+// failure sends the resolved alert first, then its drift events.
+func decideAlerts(run *recording) {
+	notify := run.route.Notify
+	drifted := driftAlerts(notify, run.r, run.drifts, run.now, run.silenced)
+	next, alerts := decide(notify, run.state, run.r, run.now, run.silenced)
+	if moved := movedFiring(notify, run.state, next, alerts, run.to, run.r, run.now, run.silenced); moved != nil {
+		alerts = append(alerts, *moved)
+	}
+	run.next, run.alerts = next, withDrifts(alerts, drifted)
+}
+
+// driftAlerts returns a shape_drift alert for each drift of run r, in
+// order, when notify is on shape_drift; recorded as skipped when the
+// probe is silenced.
+func driftAlerts(notify checks.Notify, r *results.Result, drifts []*results.Drift, now time.Time, silenced bool) []results.Alert {
+	if !notifies(notify, notifyShapeDrift) {
+		return nil
+	}
+	var out []results.Alert
+	for _, drift := range drifts {
+		a := results.NewAlert(results.AlertDrift, r, now)
+		a.Drift = drift
+		if silenced {
+			a.State, a.LastError = results.DeliverySkipped, silencedError
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// withDrifts orders a run's drift alerts with its failure's: a drift
+// explains a failure, so it goes first; on a run that resolves the
+// failure, the resolved message goes first and each drift says that its
+// run resolved it.
+func withDrifts(alerts, drifted []results.Alert) []results.Alert {
+	if !slices.ContainsFunc(alerts, func(a results.Alert) bool { return a.Kind == results.AlertResolved }) {
+		return append(drifted, alerts...)
+	}
+	for i := range drifted {
+		drifted[i].Resolving = true
+	}
+	return append(alerts, drifted...)
+}
+
 // decide is the alert policy (SPEC §8, gatus's states): given a probe's
 // alerting memory st and its latest run r, it returns the new memory and
 // the alerts the run calls for, created at now. It is a pure function so

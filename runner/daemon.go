@@ -32,7 +32,7 @@ const (
 	// drainTimeout is how long shutdown waits for cancelled runs to return
 	// and be recorded; a run returns promptly once cancelled, so only a
 	// stuck store can use it up.
-	drainTimeout = recordTimeout + 5*time.Second
+	drainTimeout = writeTimeout + 5*time.Second
 	// schedulerStopTimeout is gocron's own bound on stopping. Every task
 	// has returned by the time the scheduler is shut down, so it is only a
 	// backstop.

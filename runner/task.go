@@ -147,7 +147,7 @@ func (d *Daemon) report(r *results.Result, dec Decision, err error) {
 func runAttrs(r *results.Result, dec Decision) []any {
 	attrs := []any{"probe", r.Probe, "outcome", r.Outcome, "code", r.Code(), "attempts", r.AttemptCount(),
 		"duration_ms", r.Duration.Milliseconds(), "operation_id", r.OperationID}
-	if len(dec.Drift) > 0 {
+	if len(dec.Diff) > 0 {
 		attrs = append(attrs, "drift", true)
 	}
 	return attrs

@@ -36,12 +36,18 @@ const (
 // and spare a result that a passing condition refused.
 const maxRefusals = 3
 
+// writeTimeout bounds the write of one run. A run is over when it is
+// written, and a shutdown that drains the runs in flight must not lose
+// them, so writing ignores the run's cancellation; it needs a bound of its
+// own.
+const writeTimeout = 15 * time.Second
+
 // errQueueClosed says a run finished after the write queue had stopped
 // taking results, at the end of shutdown.
 var errQueueClosed = errors.New("the daemon has stopped writing queued runs")
 
-// writeFunc records one finished run and returns what was decided; see
-// Recorder.recordNow.
+// writeFunc writes one finished run and returns what was decided; see
+// Recorder.write.
 type writeFunc func(ctx context.Context, r *results.Result) (Decision, error)
 
 // writeQueue is where a finished run waits when the store cannot record it
@@ -59,7 +65,7 @@ type writeFunc func(ctx context.Context, r *results.Result) (Decision, error)
 // back once started, so while it is in flight an overflow waits for its
 // end: a failed write makes it the first to go, a successful one has made
 // room. The queue may therefore hold, for the length of one write (at most
-// recordTimeout), the runs that finished meanwhile beyond its capacity.
+// writeTimeout), the runs that finished meanwhile beyond its capacity.
 // Either way, what is dropped is always the oldest part of what entered
 // the queue, and drops are logged in that order.
 //
@@ -69,9 +75,9 @@ type writeFunc func(ctx context.Context, r *results.Result) (Decision, error)
 // the rest; so is one whose write panics, which would panic again.
 type writeQueue struct {
 	write    writeFunc
-	written  func(r *results.Result, d Decision) // a queued run was recorded
 	logger   *slog.Logger
 	observer Observer
+	deliver  func()          // wakes the deliverer for a run written late; see finished
 	clock    clockwork.Clock // the back-off waits; tests pass a fake one
 	rand     func() float64
 	redact   func(string) string
@@ -102,27 +108,26 @@ type queued struct {
 }
 
 // newWriteQueue returns an empty queue of capacity runs (0 or less:
-// defaultWriteQueue) that writes with write and calls written for every
-// queued run once it is recorded.
-func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, Decision),
-	logger *slog.Logger, observer Observer, clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
+// defaultWriteQueue) that writes with write.
+func newWriteQueue(capacity int, write writeFunc, logger *slog.Logger, observer Observer, wake func(),
+	clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
 	if capacity <= 0 {
 		capacity = defaultWriteQueue
 	}
 	return &writeQueue{
-		write: write, written: written, logger: logger, observer: observer,
+		write: write, logger: logger, observer: observer, deliver: wake,
 		clock: clock, rand: rand, redact: redact, capacity: capacity,
 		retryBase: writeRetryBase, retryMax: writeRetryMax,
 		wake: make(chan struct{}, 1),
 	}
 }
 
-// record writes r, unless runs are already waiting: r then joins them
+// submit writes r, unless runs are already waiting: r then joins them
 // without a write. A write that fails queues r too. err is nil when r was
 // written, and says why it was not otherwise. Once the queue has closed at
 // shutdown, r is written at once or not at all: err then wraps
 // errQueueClosed.
-func (q *writeQueue) record(ctx context.Context, r *results.Result) (Decision, error) {
+func (q *writeQueue) submit(ctx context.Context, r *results.Result) (Decision, error) {
 	q.mu.Lock()
 	if n := len(q.items); n > 0 {
 		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, q.lastErr)
@@ -156,11 +161,11 @@ func (q *writeQueue) record(ctx context.Context, r *results.Result) (Decision, e
 }
 
 // writeOne writes r under ctx's values but not its cancellation, within
-// recordTimeout: the one place where recording detaches from the run (a
+// writeTimeout: the one place where recording detaches from the run (a
 // run cancelled by shutdown is still recorded, as canceled) and from the
 // writer's own end at shutdown, which must not cut a write short.
 func (q *writeQueue) writeOne(ctx context.Context, r *results.Result) (Decision, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	return q.write(ctx, r)
 }
@@ -324,9 +329,9 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	return nil
 }
 
-// reportWritten logs a queued run that was recorded and hands it on. A
-// panic there (the logger, the callback) is logged and goes no further:
-// the run is recorded.
+// reportWritten logs and counts a queued run that was written. A panic
+// there (the logger, the observer) is logged and goes no further: the run
+// is written.
 func (q *writeQueue) reportWritten(r *results.Result, d Decision) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -335,14 +340,14 @@ func (q *writeQueue) reportWritten(r *results.Result, d Decision) {
 		}
 	}()
 	q.logger.Info("probe run recorded late", runAttrs(r, d)...)
-	q.written(r, d)
+	finished(q.observer, q.deliver, r, d)
 }
 
 // drain tries once more, for at most grace on real time (q.clock may be a
 // test's, standing still), to write what is queued; a write that has
-// started may take up to recordTimeout. What is left is logged and counted
+// started may take up to writeTimeout. What is left is logged and counted
 // as lost. The queue is closed then: a run that returns later still gets
-// one write, and is lost if that fails (see record). run must have
+// one write, and is lost if that fails (see submit). run must have
 // returned.
 func (q *writeQueue) drain(ctx context.Context, grace time.Duration) {
 	q.mu.Lock()
