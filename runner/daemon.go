@@ -1,8 +1,8 @@
 // Package runner is the daemon: it schedules every probe (gocron), bounds
-// the runs in flight, hands each run to the engine (runner/prober), records
-// its result, judges drift against the probe's learned profile, applies
-// the alert policy and delivers the alerts. It reaches the store, the
-// receivers and the metrics only through the interfaces it declares.
+// the runs in flight, hands each run to the engine (runner/prober), and
+// passes each result through the Recorder (drift, the alert policy, the
+// store) to the deliverer. It reaches the store, the receivers and the
+// metrics only through the interfaces it declares.
 package runner
 
 import (
@@ -28,16 +28,9 @@ import (
 // Deps.GracePeriod is zero.
 const defaultGracePeriod = 10 * time.Second
 
-const (
-	// drainTimeout is how long shutdown waits for cancelled runs to return
-	// and be recorded; a run returns promptly once cancelled, so only a
-	// stuck store can use it up.
-	drainTimeout = writeTimeout + 5*time.Second
-	// schedulerStopTimeout is gocron's own bound on stopping. Every task
-	// has returned by the time the scheduler is shut down, so it is only a
-	// backstop.
-	schedulerStopTimeout = 5 * time.Second
-)
+// drainTimeout is how long shutdown waits for cancelled runs to return
+// and be written; only a stuck store can use it up.
+const drainTimeout = writeTimeout + 5*time.Second
 
 // ErrDaemonStopped is returned by Reload once the daemon is shutting down
 // or has stopped.
@@ -69,19 +62,16 @@ type Deps struct {
 	// period.
 	Clock clockwork.Clock
 	// Rand returns a number in [0,1) that places each probe's first run in
-	// its jitter window and jitters the write queue's back-off. nil:
-	// math/rand/v2. Attempts and deliveries draw their own jitter.
+	// its jitter window and jitters the write queue's back-off.
 	Rand func() float64
-	// GracePeriod is how long in-flight runs may finish on shutdown before
-	// their context is cancelled, and how long a run of a probe that a
-	// reload removed or changed may go on. 0: defaultGracePeriod; negative:
-	// cancel at once.
+	// GracePeriod is how long runs in flight may go on at shutdown, or
+	// after a reload removed or changed their probe. 0:
+	// defaultGracePeriod; negative: cancel at once.
 	GracePeriod time.Duration
-	// WriteQueue is how many results may wait in memory to be written
-	// while the store fails. 0 or less: defaultWriteQueue.
+	// WriteQueue: see RecorderOptions.WriteQueue.
 	WriteQueue int
-	// Delivery tunes the outbox's deliverer; its Logger, Observer and Clock are
-	// the Daemon's. The zero value: the defaults.
+	// Delivery tunes the deliverer; its Logger, Observer and Clock are the
+	// Daemon's.
 	Delivery delivererOptions
 }
 
@@ -99,35 +89,27 @@ func (s daemonState) String() string {
 	return [...]string{"idle", "running", "stopping", "stopped"}[s]
 }
 
-// Daemon schedules every probe of a config with gocron and sends each run
-// through the Executor and the Recorder: run, detect drift, apply the
-// alert policy, record, wake the deliverer. Runs are bounded by the
-// config's max_concurrency across all probes, and a probe never overlaps
-// itself. Shutdown drains: runs in flight get a grace period, are then
-// cancelled, and are recorded either way.
-//
-// A run the store cannot record (read-only file, full disk, a lock held
-// too long) is not lost: it waits in the write queue (see writeQueue for
-// its order and overflow rules) until the store takes it again. Pending
-// tells how many results wait.
+// Daemon schedules every probe of a config and sends each run through the
+// Executor and the Recorder. Runs are bounded by max_concurrency, and a
+// probe never overlaps itself. Shutdown drains: runs in flight get a grace
+// period, are then cancelled, and are recorded either way; a run the store
+// cannot take waits in the write queue.
 //
 // A Daemon runs once: call Run, and Reload, State and Pending from any
 // goroutine.
 type Daemon struct {
-	observer Observer
-	logger   *slog.Logger
-	clock    clockwork.Clock
-	rand     func() float64
-	exec     *prober.Executor
-	rec      *Recorder
-	deliv    *deliverer
-	senders  func(*checks.Config) (Senders, error)
-	sender   *receiverSet
-	grace    time.Duration
-	limit    *limiter
-	// drainWait is how long shutdown waits for cancelled runs to return:
-	// drainTimeout, shorter in tests.
-	drainWait time.Duration
+	observer  Observer
+	logger    *slog.Logger
+	clock     clockwork.Clock
+	rand      func() float64
+	exec      *prober.Executor
+	rec       *Recorder
+	deliv     *deliverer
+	senders   func(*checks.Config) (Senders, error)
+	sender    *receiverSet
+	grace     time.Duration
+	limit     *limiter
+	drainWait time.Duration // drainTimeout, shorter in tests
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
@@ -138,9 +120,8 @@ type Daemon struct {
 	cfg      *checks.Config
 	redactor *results.Redactor
 	sched    gocron.Scheduler
-	// probes are the scheduled probes by name. A probe a reload left
-	// unchanged keeps the value its job was created with, the one its
-	// running task holds.
+	// probes are the scheduled probes by name; one a reload left unchanged
+	// keeps the value its job holds.
 	probes  map[string]*checks.Probe
 	active  int           // tasks between begin and end
 	drained chan struct{} // closed once active is 0 after shutdown began
@@ -153,10 +134,8 @@ type Daemon struct {
 	hardCancel context.CancelFunc
 }
 
-// New returns a Daemon for cfg, with everything a run goes through: the
-// Executor, the Recorder (drift, alerts, recording, the write queue) and
-// the outbox's deliverer with cfg's receiver. It schedules nothing until
-// Run.
+// New returns a Daemon for cfg with the Executor, the Recorder and the
+// deliverer. It schedules nothing until Run.
 func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	switch {
 	case cfg == nil:
@@ -227,14 +206,11 @@ func probeNames(cfg *checks.Config) []string {
 	return names
 }
 
-// Run schedules every probe and runs until ctx ends. It then stops
-// scheduling, gives the runs in flight the grace period, cancels those
-// still running, records every one of them, tries once more for another
-// grace period to write the results still queued (those it cannot write
-// are logged as lost), stops the deliverer and the scheduler, and returns
-// nil. It returns an error only when it could not
-// start (called twice, the store's alert state unreadable, or a probe
-// gocron refuses).
+// Run schedules every probe and runs until ctx ends, then drains (see
+// shutdown), tries once more for a grace period to write the queued runs,
+// stops the deliverer and returns nil. It returns an error only when it
+// could not start (called twice, alert states unreadable, a probe gocron
+// refuses).
 func (d *Daemon) Run(ctx context.Context) error {
 	d.jobsMu.Lock()
 	d.mu.Lock()
@@ -243,19 +219,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.jobsMu.Unlock()
 		return errors.New("runner: Daemon.Run called more than once")
 	}
-	// The alert state a previous process left: a restart neither alerts
-	// again on a failure it announced nor forgets to resolve it.
 	if err := d.rec.Load(ctx); err != nil {
 		d.mu.Unlock()
 		d.jobsMu.Unlock()
 		return err
 	}
-	s, err := gocron.NewScheduler(
-		gocron.WithClock(d.clock),
-		gocron.WithLogger(schedulerLogger{d.logger}),
-		gocron.WithStopTimeout(schedulerStopTimeout),
-		gocron.WithLocation(time.UTC),
-	)
+	s, err := newScheduler(d.clock, d.logger)
 	if err != nil {
 		d.mu.Unlock()
 		d.jobsMu.Unlock()
@@ -377,8 +346,7 @@ func (d *Daemon) shutdown() {
 	}
 }
 
-// State says where the daemon is in its life: idle, running, stopping or
-// stopped.
+// State is idle, running, stopping or stopped.
 func (d *Daemon) State() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -396,9 +364,8 @@ func (d *Daemon) maxConcurrency() int {
 	return n
 }
 
-// Pending returns how many results are waiting to be written because the
-// store failed. Anything above 0 means the store is not keeping up: the
-// caller may report itself unhealthy.
+// Pending returns how many runs wait to be written: above 0, the store is
+// not keeping up.
 func (d *Daemon) Pending() int { return d.rec.Pending() }
 
 // redact scrubs the config's secrets from s: a panic value may quote a

@@ -18,39 +18,27 @@ import (
 // RecorderOptions are a Recorder's dependencies. Every field is optional.
 type RecorderOptions struct {
 	Logger *slog.Logger // nil: discard
-	// Deliver says whether alerts go to their receivers at all. false
-	// (nothing to send with): alerts are still recorded, in the skipped
-	// state, so that the alerts table tells what would have been sent. A
-	// probe whose route has no receiver (the default route without Slack)
-	// has its alerts skipped either way.
+	// Deliver false: alerts are recorded skipped, as are those of a probe
+	// whose route has no receiver, so the alerts table tells what would
+	// have been sent.
 	Deliver bool
-	// Labels are each probe's labels, by probe name: they choose its route
-	// and travel with its alerts. nil: no probe has labels.
+	// Labels are each probe's labels by name: they choose its route and
+	// travel with its alerts.
 	Labels map[string]map[string]string
-	// Targets are what each probe calls, by probe name: its alerts name
-	// it (see probeTargets). nil: an MCP probe's alerts name the tool and
-	// server its run reports, others none.
-	Targets map[string]probeTarget
-	// Observer is told of every recorded run, drift event, store failure
-	// and dropped run; nil: none.
+	// Targets are what each probe calls, by name, as its alerts name it.
+	Targets  map[string]probeTarget
 	Observer Observer
-	// Wake is called when a recorded run enqueued alerts to deliver (the
-	// deliverer's Wake); nil: none.
-	Wake func()
-	// WriteQueue is how many runs may wait in memory to be written while
-	// the store fails. 0 or less: defaultWriteQueue.
+	Wake     func() // the deliverer's, when a run enqueued alerts
+	// WriteQueue is how many runs may wait while the store fails; 0 or
+	// less: defaultWriteQueue.
 	WriteQueue int
-	// Clock dates the alert policy's decisions (repeat intervals, drift
-	// windows) and times the write queue's back-off; nil: the real clock.
+	// Clock dates the alert policy's decisions and times the write
+	// queue's back-off; Rand, in [0,1), jitters it.
 	Clock clockwork.Clock
-	// Rand returns a number in [0,1) that jitters the write queue's
-	// back-off; nil: math/rand/v2.
-	Rand func() float64
-	// Redact scrubs secrets from a panic's text before it is logged; nil:
-	// nothing to scrub.
+	Rand  func() float64
+	// Redact scrubs secrets from a panic's text and from alert targets.
 	Redact func(string) string
-	// Silences are read, at most every SilenceRefresh on Clock, to decide
-	// whether a probe's alerts are muted; nil: nothing is ever silenced.
+	// Silences are read at most every SilenceRefresh; nil: none.
 	Silences Silences
 }
 
@@ -98,10 +86,8 @@ type Decision struct {
 	Alerts []results.Alert
 }
 
-// NewRecorder returns a Recorder that records into store and alerts as
-// notify says: each probe by the policy of its route (see
-// checks.Notify.Route), one alert for each receiver of the route. Call Load
-// before the first Record.
+// NewRecorder returns a Recorder over store that alerts each probe by the
+// policy of its notify route. Call Load before the first Record.
 func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recorder {
 	rc := &Recorder{
 		store:    store,
@@ -140,10 +126,9 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 	return rc
 }
 
-// Load reads the persisted alert state of every probe, so that a restart
-// neither alerts again on a failure it already announced nor forgets to
-// resolve it. Call it once, before the first Record; a probe that Record
-// has already seen keeps its in-memory state, which is newer.
+// Load reads every probe's persisted alert state, so that a restart
+// neither announces a failure again nor forgets to resolve it. Call it
+// once, before the first Record; a state already in memory is newer.
 func (rc *Recorder) Load(ctx context.Context) error {
 	states, err := rc.store.AlertStates(ctx)
 	if err != nil {
@@ -159,10 +144,8 @@ func (rc *Recorder) Load(ctx context.Context) error {
 	return nil
 }
 
-// SetConfig replaces the alerting configuration after a config reload:
-// cfg's notify section and its probes' labels and calls. deliver is false
-// when no receiver is configured. Runs already being written finish with
-// the configuration they started with; alert states are kept.
+// SetConfig applies a reload: cfg's notify section, labels and calls.
+// deliver is false when no receiver is configured. Alert states are kept.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	labels, targets := ProbeLabels(cfg), probeTargets(cfg)
 	rc.mu.Lock()
@@ -182,14 +165,10 @@ func ProbeLabels(cfg *checks.Config) map[string]map[string]string {
 	return out
 }
 
-// Record takes a finished run and writes it with what it calls for (see
-// write), ignoring ctx's cancellation within writeTimeout: the run is
-// over, and a shutdown that drains runs in flight must not lose it. The
-// caller's r is left as it is.
-//
-// err is nil when r was written. Otherwise r waits in the write queue and
-// is written (and counted) later, unless err wraps errQueueClosed: r
-// finished after the queue closed at shutdown and is lost.
+// Record takes a finished run and writes it (see write), ignoring ctx's
+// cancellation within writeTimeout; r is left as it is. err is nil when r
+// was written. Otherwise r waits in the write queue and is written later,
+// unless err wraps errQueueClosed: it came after shutdown and is lost.
 func (rc *Recorder) Record(ctx context.Context, r *results.Result) (Decision, error) {
 	if r == nil {
 		return Decision{}, errors.New("runner: record: nil result")
@@ -204,22 +183,17 @@ func (rc *Recorder) Record(ctx context.Context, r *results.Result) (Decision, er
 // Run writes the runs that wait in the write queue until ctx ends.
 func (rc *Recorder) Run(ctx context.Context) { rc.queue.run(ctx) }
 
-// Drain tries once more, for at most grace, to write the queued runs, and
-// logs and counts the rest as lost; Run must have returned. Record then
-// writes a run at once or not at all.
+// Drain tries once more, for at most grace, to write the queued runs; the
+// rest are logged and counted as lost. Run must have returned.
 func (rc *Recorder) Drain(ctx context.Context, grace time.Duration) { rc.queue.drain(ctx, grace) }
 
-// Pending returns how many runs wait in the write queue because the store
-// failed. Anything above 0 means the store is not keeping up.
+// Pending returns how many runs wait in the write queue.
 func (rc *Recorder) Pending() int { return rc.queue.pending() }
 
 // write passes r through the recorder's stages and commits what they
-// decided in one store transaction; the write queue calls it, with ctx's
-// cancellation detached. Calls for the same probe are serialized.
-//
-// A store failure while judging drift is logged and the run written
-// without that drift event. If the commit fails, write returns the error
-// and nothing the stages decided takes effect: the next run decides again.
+// decided; the write queue calls it, with ctx's cancellation detached.
+// Calls for one probe are serialized. If the commit fails, nothing the
+// stages decided takes effect: the next run decides again.
 func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, error) {
 	defer rc.lockProbe(r.Probe)()
 	run := rc.begin(r)
@@ -234,9 +208,8 @@ func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, err
 	return run.decision(), nil
 }
 
-// recording is one run on its way through the stages of write: what the
-// stages read (the config and alert state at its start) and what they
-// decide.
+// recording is one run on its way through write's stages: the config and
+// alert state they read, and what they decide.
 type recording struct {
 	r      *results.Result // as the caller left it
 	probe  string
@@ -250,21 +223,18 @@ type recording struct {
 
 	silenced bool
 	// answers are the run's judged answers, the probe's own first; drifts
-	// the drift events among them and the definition's; learned installs
-	// what judging learned, once the run is committed.
+	// its drift events; learned installs what judging learned.
 	answers []judgedAnswer
 	drifts  []*results.Drift
 	learned []func()
-	// keepTool: the definition could not be judged, so the stored one
-	// stays the previous one (see judgeDefinition).
+	// keepTool: the definition was not judged; see judgeDefinition.
 	keepTool bool
 
 	next   results.AlertState
 	alerts []results.Alert
 }
 
-// begin starts a recording of r with the configuration and alert state of
-// its probe as they are now.
+// begin starts a recording of r with its probe's config and alert state.
 func (rc *Recorder) begin(r *results.Result) *recording {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
@@ -293,10 +263,9 @@ func (run *recording) decision() Decision {
 	return d
 }
 
-// lockProbe locks probe's mutex and returns its unlock. The scheduler never
-// overlaps runs of one probe, but write reads the probe's alert state at
-// its start and writes it at its end, so an overlap would lose an update;
-// the lock makes that impossible rather than merely unlikely.
+// lockProbe locks probe's mutex and returns its unlock: write reads the
+// alert state at its start and writes it at its end, and the scheduler's
+// promise that runs of a probe never overlap is not relied on.
 func (rc *Recorder) lockProbe(probe string) (unlock func()) {
 	rc.locksMu.Lock()
 	m, ok := rc.locks[probe]
