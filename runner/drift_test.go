@@ -60,7 +60,7 @@ func (f *driftFixture) run(body string, code results.Code) (Decision, []results.
 	f.t.Helper()
 	f.clock.Advance(time.Minute)
 	r := pipelineRun(f.t, "external_search", f.clock.Now(), body, code)
-	d := record(f.t, f.p, r)
+	d := mustWrite(f.t, f.p, r)
 	f.last = r
 	return d, d.Alerts
 }
@@ -295,7 +295,7 @@ func TestDriftNoDriftPathIsCheap(t *testing.T) {
 	if n := f.store.callCount("ProfileResets"); n != 8 {
 		t.Errorf("8 runs a minute apart read the resets %d times, want 8", n)
 	}
-	record(t, f.p, pipelineRun(t, "another_probe", f.clock.Now().Add(time.Second), seedBaselineBody, ""))
+	mustWrite(t, f.p, pipelineRun(t, "another_probe", f.clock.Now().Add(time.Second), seedBaselineBody, ""))
 	if n := f.store.callCount("ProfileResets"); n != 8 {
 		t.Errorf("a run within %v of the last read read the resets again (%d reads)", SilenceRefresh, n)
 	}
@@ -469,7 +469,7 @@ func TestDriftResetNotOverwritten(t *testing.T) {
 	// profileFlush after the last save, within SilenceRefresh of the last
 	// read of the resets: this run saves, over a reset it has not seen.
 	f.clock.Advance(2 * time.Second)
-	record(t, f.p, pipelineRun(t, "external_search", f.clock.Now(), seedBaselineBody, ""))
+	mustWrite(t, f.p, pipelineRun(t, "external_search", f.clock.Now(), seedBaselineBody, ""))
 	sp, _, err := f.store.ShapeProfile(context.Background(), "external_search")
 	if err != nil || sp.Data != "" || sp.ResetAt.IsZero() {
 		t.Errorf("stored profile after the reset: %+v, %v; want it still empty", sp, err)

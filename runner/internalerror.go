@@ -12,11 +12,11 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// recordPanic records an internal_error for the run of p that panicked
+// recordInternalError records an internal_error for the run of p that panicked
 // with v, under the run's operation id when it had one. r is what the run
 // produced before the panic. The shape is dropped: drift detection may be
 // what panicked.
-func (d *Daemon) recordPanic(ctx context.Context, p *checks.Probe, r *results.Result, v any) {
+func (d *Daemon) recordInternalError(ctx context.Context, p *checks.Probe, r *results.Result, v any) {
 	msg := d.redact(fmt.Sprintf("toolpulse panicked while handling the run: %v", v))
 	d.logger.Error("panic in probe run", "probe", p.Name, "operation_id", r.OperationID,
 		"panic", msg, "stack", string(debug.Stack()))

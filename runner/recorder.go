@@ -42,16 +42,16 @@ type RecorderOptions struct {
 	Silences Silences
 }
 
-// Recorder owns what happens to a finished run: it passes the run through
-// its stages (see write) and commits everything they decide in one store
-// transaction, keeping each probe's alert state in memory between runs.
-// When the store cannot take a run, the run waits in the write queue. It
-// never talks to a receiver: alerts go to the store's outbox, which the
-// deliverer drains.
+// Recorder owns what happens to a finished run. A run is recorded once
+// the store has it: Record gets it recorded now (write: the stages, then
+// commit, which stores the one results.RunRecord they built) or, while the
+// store fails, later from the write queue. A recording is a run between
+// write's stages. Each probe's alert state stays in memory between runs.
+// The Recorder never talks to a receiver: alerts go to the store's outbox,
+// which the deliverer drains.
 //
-// Record is the one entry point; Run writes the queue and Drain empties it
-// at shutdown. A Recorder is safe for concurrent use by runs of different
-// probes.
+// Run writes the queue and Drain empties it at shutdown. A Recorder is
+// safe for concurrent use by runs of different probes.
 type Recorder struct {
 	observer    Observer
 	store       Store

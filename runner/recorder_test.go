@@ -53,9 +53,9 @@ func pipelineRun(t testing.TB, probe string, at time.Time, body string, code res
 	return r
 }
 
-// record has rc record r in one store transaction, as the write queue
+// mustWrite has rc write r in one store transaction, as the write queue
 // does, and fails the test on an error.
-func record(t testing.TB, rc *Recorder, r *results.Result) Decision {
+func mustWrite(t testing.TB, rc *Recorder, r *results.Result) Decision {
 	t.Helper()
 	d, err := rc.write(context.Background(), r)
 	if err != nil {
@@ -64,10 +64,10 @@ func record(t testing.TB, rc *Recorder, r *results.Result) Decision {
 	return d
 }
 
-// process records r and returns the alerts it recorded.
+// process writes r and returns the alerts it recorded.
 func process(t testing.TB, rc *Recorder, r *results.Result) []results.Alert {
 	t.Helper()
-	return record(t, rc, r).Alerts
+	return mustWrite(t, rc, r).Alerts
 }
 
 func alertKinds(alerts []results.Alert) []results.AlertKind {

@@ -97,24 +97,23 @@ func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, don
 // code) becomes a recorded internal_error rather than a lost run.
 func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 	var r results.Result
-	recorded := false
+	taken := false // by Record: written or queued
 	defer func() {
 		if v := recover(); v != nil {
-			if recorded {
+			if taken {
 				d.logger.Error("panic after the run was recorded", "probe", p.Name,
 					"operation_id", r.OperationID, "panic", d.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
 				return
 			}
-			d.recordPanic(ctx, p, &r, v)
+			d.recordInternalError(ctx, p, &r, v)
 		}
 	}()
 	r = d.exec.Run(ctx, p)
 	// A run cut short by shutdown is still recorded, as canceled: Record
 	// ignores ctx's end.
 	dec, err := d.rec.Record(ctx, &r)
-	// Written or queued: either way a panic from here on must not record
-	// the run a second time.
-	recorded = true
+	// A panic from here on must not record the run a second time.
+	taken = true
 	d.report(&r, dec, err)
 }
 
