@@ -197,14 +197,14 @@ func (rc *Recorder) Pending() int { return rc.queue.pending() }
 func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, error) {
 	defer rc.lockProbe(r.Probe)()
 	run := rc.begin(r)
-	run.silenced = rc.silenced(ctx, run.probe, run.labels, run.now) // silence.go
-	rc.judgeDrift(ctx, run)                                         // drift.go, definition.go
-	decideAlerts(run)                                               // alerting.go
-	rc.addressAlerts(run)                                           // addressing.go
-	if err := rc.commit(ctx, run); err != nil {                     // commit.go
+	rc.checkSilence(ctx, run)                   // silence.go: is the probe silenced?
+	rc.judgeDrift(ctx, run)                     // drift.go: how its answers and tool definition drifted
+	decideAlerts(run)                           // alerting.go: its next alert state and the run's alerts
+	rc.addressAlerts(run)                       // addressing.go: who each alert goes to
+	if err := rc.commit(ctx, run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
 	}
-	rc.observe(run) // observe.go
+	rc.observe(run) // observe.go: drift events counted, alerts logged
 	return run.decision(), nil
 }
 

@@ -13,19 +13,19 @@ import (
 // within this long.
 const SilenceRefresh = 5 * time.Second
 
-// silenced reports whether an active silence covers probe at now. When the
-// silences cannot be read, the last ones read stand (none before the first
-// read): a store that fails is logged and counted, and alerting goes on.
-func (rc *Recorder) silenced(ctx context.Context, probe string, labels map[string]string, now time.Time) bool {
+// checkSilence is the silence stage: whether an active silence covers the
+// run's probe. When the silences cannot be read, the last ones read stand
+// (none before the first read); the failure is logged and counted.
+func (rc *Recorder) checkSilence(ctx context.Context, run *recording) {
 	if rc.silences == nil {
-		return false
+		return
 	}
-	list, err := rc.silences.get(ctx, now)
+	list, err := rc.silences.get(ctx, run.now)
 	if err != nil {
 		rc.logger.Error("reading silences failed; using the last ones read", "error", err)
 		rc.observer.StoreError("silences")
 	}
-	return results.Silenced(list, now, probe, labels)
+	run.silenced = results.Silenced(list, run.now, run.probe, run.labels)
 }
 
 // silenceCache holds the silences last read, for SilenceRefresh.
