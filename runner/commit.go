@@ -29,16 +29,22 @@ func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 	}
 	cloned := false
 	for _, a := range run.answers {
-		switch {
-		case a.shape == nil:
-		case a.index < 0:
-			rec.Result.Shape = a.shape
-		default:
-			if !cloned {
-				rec.Result.Steps, cloned = slices.Clone(r.Steps), true
-			}
-			rec.Result.Steps[a.index].Shape = a.shape
+		if a.shape == nil {
+			continue
 		}
+		if a.drift != nil {
+			// The stored form of the answer's drift, which every run that
+			// drifted keeps, event or not.
+			a.shape.Baseline, a.shape.Drift = a.drift.Baseline, slices.Clone(a.drift.Diff)
+		}
+		if a.index < 0 {
+			rec.Result.Shape = a.shape
+			continue
+		}
+		if !cloned {
+			rec.Result.Steps, cloned = slices.Clone(r.Steps), true
+		}
+		rec.Result.Steps[a.index].Shape = a.shape
 	}
 	if run.keepTool {
 		rec.Result.Tool = &results.ToolDefinition{Fingerprint: r.Tool.Fingerprint}

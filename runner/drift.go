@@ -16,7 +16,7 @@ import (
 type judgedAnswer struct {
 	step  string         // the step that answered; "" for the probe's own answer
 	index int            // the step's index in Result.Steps; -1 for the probe's own
-	shape *results.Shape // as it is to be recorded; nil: as the run has it
+	shape *results.Shape // the shape to record, drift aside; nil: the run's own
 	// drift is how the answer drifted, nil when it fitted. It is an event
 	// (recorded as a drift, alerted) only when novel: a change is
 	// announced once, on its first answer.
@@ -171,7 +171,6 @@ func (rc *Recorder) judgeAnswer(ctx context.Context, run *recording, a answer) (
 			Diff:        slices.Clone(report.Lines),
 		}
 		out.novel = report.Novel && baseline != sh.Fingerprint
-		sh.Baseline, sh.Drift = baseline, slices.Clone(report.Lines)
 	}
 	save := changed || e.savedAt.IsZero() || now.Sub(e.savedAt) >= profileFlush || now.Before(e.savedAt)
 	if save {
