@@ -57,9 +57,10 @@ func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 		rc.observer.StoreError("record_run")
 		return fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}
-	for _, learn := range run.learned {
-		learn()
+	for _, a := range run.answers {
+		a.learn()
 	}
+	run.learnDefinition()
 	rc.mu.Lock()
 	rc.states[run.probe] = run.next
 	rc.mu.Unlock()

@@ -35,7 +35,8 @@ func (rc *Recorder) judgeDrift(ctx context.Context, run *recording) {
 	r := run.r
 	var stepErrs []error
 	var stepDrifts []*results.Drift
-	for _, a := range answersOf(r) {
+	var buf [1]answer
+	for _, a := range answersOf(r, buf[:0]) {
 		j, err := rc.judgeAnswer(ctx, run, a)
 		switch {
 		case err != nil && a.step == "":
@@ -48,7 +49,6 @@ func (rc *Recorder) judgeDrift(ctx context.Context, run *recording) {
 			continue
 		}
 		run.answers = append(run.answers, j)
-		run.learned = append(run.learned, j.learn)
 		switch {
 		case !j.novel:
 		case a.step == "":
@@ -73,7 +73,7 @@ func (rc *Recorder) judgeDrift(ctx context.Context, run *recording) {
 		run.drifts = append(run.drifts, defined)
 	}
 	run.drifts = append(run.drifts, stepDrifts...)
-	run.learned = append(run.learned, learn)
+	run.learnDefinition = learn
 }
 
 // answer is one answer of a run that has a shape to judge.
@@ -83,10 +83,9 @@ type answer struct {
 	shape *results.Shape
 }
 
-// answersOf returns r's answers to judge: the probe's own first, then its
-// steps' in order; a single probe's run is the one-answer case.
-func answersOf(r *results.Result) []answer {
-	var out []answer
+// answersOf appends to out r's answers to judge: the probe's own first,
+// then its steps' in order; a single probe's run is the one-answer case.
+func answersOf(r *results.Result, out []answer) []answer {
 	if r.Shape != nil && r.Shape.Fingerprint != "" {
 		out = append(out, answer{index: -1, shape: r.Shape})
 	}

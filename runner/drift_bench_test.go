@@ -40,7 +40,7 @@ func BenchmarkDriftLookup(b *testing.B) {
 			now := clock.Now()
 			r := pipelineRun(b, "external_search", now, tt.body, "")
 			run := &recording{r: r, probe: r.Probe, now: now}
-			j, err := p.judgeAnswer(ctx, run, answersOf(r)[0])
+			j, err := p.judgeAnswer(ctx, run, answersOf(r, nil)[0])
 			run.answers = []judgedAnswer{j}
 			switch d := run.decision(); {
 			case err != nil:
@@ -53,7 +53,7 @@ func BenchmarkDriftLookup(b *testing.B) {
 			store.resetCalls()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := p.judgeAnswer(ctx, run, answersOf(r)[0]); err != nil {
+				if _, err := p.judgeAnswer(ctx, run, answersOf(r, nil)[0]); err != nil {
 					b.Fatal(err)
 				}
 			}

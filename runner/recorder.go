@@ -196,15 +196,16 @@ func (rc *Recorder) Pending() int { return rc.queue.pending() }
 // stages decided takes effect: the next run decides again.
 func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, error) {
 	defer rc.lockProbe(r.Probe)()
-	run := rc.begin(r)
-	rc.checkSilence(ctx, run)                   // silence.go: is the probe silenced?
-	rc.judgeDrift(ctx, run)                     // drift.go: how its answers and tool definition drifted
-	decideAlerts(run)                           // alerting.go: its next alert state and the run's alerts
-	rc.addressAlerts(run)                       // addressing.go: who each alert goes to
-	if err := rc.commit(ctx, run); err != nil { // commit.go: one store transaction
+	var run recording
+	rc.begin(&run, r)
+	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced?
+	rc.judgeDrift(ctx, &run)                     // drift.go: how its answers and tool definition drifted
+	decideAlerts(&run)                           // alerting.go: its next alert state and the run's alerts
+	rc.addressAlerts(&run)                       // addressing.go: who each alert goes to
+	if err := rc.commit(ctx, &run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
 	}
-	rc.observe(run) // observe.go: drift events counted, alerts logged
+	rc.observe(&run) // observe.go: drift events counted, alerts logged
 	return run.decision(), nil
 }
 
@@ -223,10 +224,12 @@ type recording struct {
 
 	silenced bool
 	// answers are the run's judged answers, the probe's own first; drifts
-	// its drift events; learned installs what judging learned.
+	// its drift events.
 	answers []judgedAnswer
 	drifts  []*results.Drift
-	learned []func()
+	// learnDefinition installs the run's tool definition (see
+	// judgeDefinition), as each answer's learn installs what it taught.
+	learnDefinition func()
 	// keepTool: the definition was not judged; see judgeDefinition.
 	keepTool bool
 
@@ -234,11 +237,12 @@ type recording struct {
 	alerts []results.Alert
 }
 
-// begin starts a recording of r with its probe's config and alert state.
-func (rc *Recorder) begin(r *results.Result) *recording {
+// begin starts run, a recording of r, with its probe's config and alert
+// state.
+func (rc *Recorder) begin(run *recording, r *results.Result) {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
-	run := &recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe]}
+	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe]}
 	run.route = rc.notify.Route(run.labels)
 	run.state, run.known = rc.states[r.Probe]
 	run.to = addressing{told: run.state.Receivers}
@@ -251,7 +255,6 @@ func (rc *Recorder) begin(r *results.Result) *recording {
 		// probe's route stands for those told.
 		run.to.told = run.to.current
 	}
-	return run
 }
 
 // decision is what the stages decided about the run, as Record returns it.
