@@ -62,9 +62,9 @@ func (c *profileCache) put(probe string, e *profileEntry) {
 	c.entries[probe] = e
 }
 
-// dropReset forgets the entries of probes reset after their profile was
-// learned (and their last tool definition), at most every SilenceRefresh: a reset takes effect within that
-// long, and reading the resets costs one query for every probe together.
+// dropReset forgets the profiles and tool definitions of probes reset
+// (`toolpulse baseline reset`) since they were learned. It reads the
+// resets, one query for all probes, at most every SilenceRefresh.
 func (rc *Recorder) dropReset(ctx context.Context, now time.Time) {
 	c := &rc.baselines
 	c.mu.Lock()
