@@ -9,35 +9,39 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
-// addressing is who a run's alerts can go to.
+// addressAlerts is the address stage: each alert names what the run
+// called (probeTarget), scrubbed of known secrets, and goes to its
+// receivers (see address).
+func (rc *Recorder) addressAlerts(run *recording) {
+	for i := range run.alerts {
+		if t := run.target.of(run.r, run.alerts[i].Drift); t != "" {
+			run.alerts[i].Target = rc.redact(t)
+		}
+	}
+	run.alerts, run.next.Receivers = address(run.alerts, run.to, run.labels, run.now)
+	if !run.next.Firing {
+		run.next.Receivers = nil
+	}
+}
+
+// addressing is who a run's alerts can go to, by receiver key.
 type addressing struct {
-	// current are the receivers of the probe's route; none when alerts
-	// are only recorded.
-	current []string
-	// told are the receivers an alert of the firing streak went to.
-	told []string
-	// configured holds every receiver of the config, by key.
-	configured map[string]bool
+	current    []string        // the probe's route's; none when alerts are only recorded
+	told       []string        // those an alert of the firing streak went to
+	configured map[string]bool // every receiver of the config
 }
 
 // address gives each alert the probe's labels and makes one copy of it
-// for each receiver it goes to, pending and due now: every receiver goes
-// through the outbox on its own, so one that is down holds up no other.
-// An alert with no receiver to go to, or silenced (already skipped), is
-// recorded once, skipped, for no receiver.
+// per receiver, pending and due now, so that a receiver that is down holds
+// up no other. An alert with no receiver, or already skipped, is recorded
+// once, skipped, for none. Who gets what follows the failure, since a
+// reload can move a firing probe to another route:
 //
-// Who gets what follows the failure, not only the route, since a reload
-// can move a firing probe to another route:
-//
-//   - A firing, reminder or update alert goes to the route's receivers. A
-//     receiver that was not told of the failure yet gets it as a firing
-//     alert (it has nothing to remind of or update), and a firing alert
-//     is not sent again to a receiver already told.
-//   - A resolved alert goes to every receiver told of the failure that is
-//     still configured, wherever the probe's route points now: the team
-//     that was paged is the team that hears it is over, and an
-//     Alertmanager that was posted the alert ends it.
-//   - A shape_drift alert is an event: it goes to the route's receivers.
+//   - firing, reminder and update go to the route's receivers; one not yet
+//     told of the failure gets a firing alert, and one told gets no second;
+//   - resolved goes to every receiver told of the failure that is still
+//     configured, wherever the route points now;
+//   - shape_drift, an event, goes to the route's receivers.
 //
 // It returns the alerts and the receivers told of the failure after them.
 func address(alerts []results.Alert, to addressing, labels map[string]string, now time.Time) ([]results.Alert, []string) {
@@ -97,13 +101,10 @@ func streakAlert(kind results.AlertKind) bool {
 	return kind == results.AlertFiring || kind == results.AlertReminder || kind == results.AlertUpdate
 }
 
-// movedFiring returns the firing alert that a probe already firing owes
-// the receivers of its route that were not told of the failure (a reload
-// moved it there, or gave its route another receiver), when this run calls
-// for no alert of the failure that would tell them anyway; nil when there
-// is none to make. The new receivers are told at the probe's next failed
-// run, if notify.on of its route lists the run's outcome and no silence
-// covers it.
+// movedFiring returns the firing alert a probe already firing owes the
+// receivers of its route not yet told of the failure (after a reload),
+// when the run calls for no streak alert that would tell them and its
+// outcome is in notify.on and no silence covers it; nil otherwise.
 func movedFiring(n checks.Notify, st, next results.AlertState, alerts []results.Alert, to addressing, r *results.Result, now time.Time, silenced bool) *results.Alert {
 	if !st.Firing || !next.Firing || silenced || !notifies(n, string(r.Outcome)) {
 		return nil

@@ -62,48 +62,39 @@ func (c *definitionCache) dropReset(resets map[string]time.Time) {
 	}
 }
 
-// definitionOutcome is what definition drift detection decided.
-type definitionOutcome struct {
-	// drift is the event to record and alert; nil when the definition is
-	// the probe's previous one, its first, or the run listed none.
-	drift *results.Drift
-	// commit makes the run's definition the probe's previous one in
-	// memory; call it once the run is recorded. Never nil.
-	commit func()
-}
-
-// detectDefinitionDrift compares the definition r listed with its probe's
-// previous one. The common run, of a probe whose definition is in memory,
-// costs no store read.
+// judgeDefinition compares the definition r listed with its probe's
+// previous one and returns the drift event when they differ; learn makes
+// r's definition the previous one, once the run is committed. The common
+// run, of a probe whose definition is in memory, costs no store read.
 //
 // An error means the store could not answer: the run is then recorded
 // without the definition's text (its fingerprint stays on the result), so
 // that the stored definition stays the previous one and the next run
 // compares against it, rather than a change going unannounced.
-func (rc *Recorder) detectDefinitionDrift(ctx context.Context, r *results.Result, now time.Time) (definitionOutcome, error) {
-	out := definitionOutcome{commit: func() {}}
+func (rc *Recorder) judgeDefinition(ctx context.Context, r *results.Result, now time.Time) (drift *results.Drift, learn func(), err error) {
+	learn = func() {}
 	if r.Tool == nil || r.Tool.Fingerprint == "" || r.Tool.Canonical == "" {
-		return out, nil
+		return nil, learn, nil
 	}
 	cur, err := tooldef.Parse([]byte(r.Tool.Canonical))
 	if err != nil {
 		rc.logger.Warn("run's tool definition does not parse; definition drift not judged", "probe", r.Probe,
 			"fingerprint", r.Tool.Fingerprint, "error", err)
-		return out, nil
+		return nil, learn, nil
 	}
 	rc.dropReset(ctx, now)
 	e := rc.definitions.get(r.Probe)
 	if e == nil {
 		if e, err = rc.loadDefinition(ctx, r.Probe); err != nil {
-			return out, err
+			return nil, learn, err
 		}
 	}
 	next := &definitionEntry{fingerprint: r.Tool.Fingerprint, definition: cur, resetAt: e.resetAt}
-	out.commit = func() { rc.definitions.put(r.Probe, next) }
+	learn = func() { rc.definitions.put(r.Probe, next) }
 	if e.fingerprint == "" || e.fingerprint == r.Tool.Fingerprint {
-		return out, nil
+		return nil, learn, nil
 	}
-	d := &results.Drift{
+	drift = &results.Drift{
 		Kind:        results.DriftDefinition,
 		Probe:       r.Probe,
 		OperationID: r.OperationID,
@@ -113,10 +104,9 @@ func (rc *Recorder) detectDefinitionDrift(ctx context.Context, r *results.Result
 		Diff:        tooldef.Diff(e.definition, cur),
 	}
 	if before, after, changed := tooldef.DescriptionChange(e.definition, cur, results.DescriptionRunes); changed {
-		d.Before, d.After = before, after
+		drift.Before, drift.After = before, after
 	}
-	out.drift = d
-	return out, nil
+	return drift, learn, nil
 }
 
 // loadDefinition reads probe's last definition from the store, with the

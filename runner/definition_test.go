@@ -39,7 +39,7 @@ func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 	if r.Tool == nil || r.Tool.Fingerprint == "" || !json.Valid([]byte(r.Tool.Canonical)) {
 		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)
 	}
-	d := record(f.t, f.p, &r)
+	d := mustWrite(f.t, f.p, &r)
 	return &r, alertsOfDrift(d.Alerts)
 }
 

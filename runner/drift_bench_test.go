@@ -13,7 +13,7 @@ import (
 // layout: "same shape" is the common case (the profile in memory judges
 // and learns the answer, no store read); "drifted" is a run in the wrapped
 // layout, whose drift is novel. The profile learns nothing in either case,
-// since commit is never called.
+// since learn is never called.
 func BenchmarkDriftLookup(b *testing.B) {
 	tests := []struct {
 		name      string
@@ -39,20 +39,21 @@ func BenchmarkDriftLookup(b *testing.B) {
 			clock.Advance(time.Minute)
 			now := clock.Now()
 			r := pipelineRun(b, "external_search", now, tt.body, "")
-			var d Decision
-			out, err := p.detectDrift(ctx, r, now, &d)
-			switch {
+			run := &recording{r: r, probe: r.Probe, now: now}
+			j, err := p.judgeAnswer(ctx, run, answersOf(r, nil)[0])
+			run.answers = []judgedAnswer{j}
+			switch d := run.decision(); {
 			case err != nil:
 				b.Fatal(err)
-			case (out.drift != nil) != tt.wantDrift:
-				b.Fatalf("drift event = %+v, want one: %t", out.drift, tt.wantDrift)
+			case j.novel != tt.wantDrift:
+				b.Fatalf("drift event = %+v, want one: %t", j.drift, tt.wantDrift)
 			case (d.Baseline == seedBaselineFP) != (tt.body != seedBaselineBody):
 				b.Fatalf("Decision.Baseline = %q for the %s case", d.Baseline, tt.name)
 			}
 			store.resetCalls()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := p.detectDrift(ctx, r, now, &d); err != nil {
+				if _, err := p.judgeAnswer(ctx, run, answersOf(r, nil)[0]); err != nil {
 					b.Fatal(err)
 				}
 			}

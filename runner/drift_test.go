@@ -60,7 +60,7 @@ func (f *driftFixture) run(body string, code results.Code) (Decision, []results.
 	f.t.Helper()
 	f.clock.Advance(time.Minute)
 	r := pipelineRun(f.t, "external_search", f.clock.Now(), body, code)
-	d := record(f.t, f.p, r)
+	d := mustWrite(f.t, f.p, r)
 	f.last = r
 	return d, d.Alerts
 }
@@ -70,8 +70,8 @@ func (f *driftFixture) baseline(n int) {
 	f.t.Helper()
 	for range n {
 		r, alerts := f.run(seedBaselineBody, "")
-		if len(r.Drift) != 0 || len(alerts) != 0 {
-			f.t.Fatalf("baseline run drifted %v or alerted %v", r.Drift, alertKinds(alerts))
+		if len(r.Diff) != 0 || len(alerts) != 0 {
+			f.t.Fatalf("baseline run drifted %v or alerted %v", r.Diff, alertKinds(alerts))
 		}
 	}
 }
@@ -107,8 +107,8 @@ func TestDriftSeed000(t *testing.T) {
 	if r.Baseline != seedBaselineFP {
 		t.Errorf("Decision.Baseline = %q, want %s", r.Baseline, seedBaselineFP)
 	}
-	if want := []string{seedDiffLine}; !slices.Equal(r.Drift, want) {
-		t.Errorf("Decision.Drift = %q, want exactly %q", r.Drift, want)
+	if want := []string{seedDiffLine}; !slices.Equal(r.Diff, want) {
+		t.Errorf("Decision.Drift = %q, want exactly %q", r.Diff, want)
 	}
 	// The stored run says it drifted, for the API and the status page.
 	if latest.Shape.Baseline != seedBaselineFP || !slices.Equal(latest.Shape.Drift, []string{seedDiffLine}) {
@@ -144,8 +144,8 @@ func TestDriftNeedsFiveObservations(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	f.baseline(4)
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Drift) != 0 || r.Baseline != "" {
-		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Baseline, r.Drift)
+	if len(r.Diff) != 0 || r.Baseline != "" {
+		t.Errorf("with 4 baseline observations the run drifted: baseline %q, drift %q", r.Baseline, r.Diff)
 	}
 	if len(f.drifts()) != 0 || len(alertsOfDrift(alerts)) != 0 {
 		t.Errorf("with 4 baseline observations: %d drift rows, alerts %v", len(f.drifts()), alertKinds(alerts))
@@ -159,8 +159,8 @@ func TestDriftBaselineWindow(t *testing.T) {
 	f.baseline(5)
 	f.clock.Advance(24 * time.Hour)
 	r, _ := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Drift) != 0 {
-		t.Errorf("drifted %q against a baseline last seen more than 24h ago", r.Drift)
+	if len(r.Diff) != 0 {
+		t.Errorf("drifted %q against a baseline last seen more than 24h ago", r.Diff)
 	}
 }
 
@@ -175,8 +175,8 @@ func TestDriftAlertsOnceThenLearns(t *testing.T) {
 		t.Fatalf("first drifted run made alerts %v", alertKinds(alerts))
 	}
 	second, alerts := f.run(seedWrappedBody, "")
-	if !slices.Equal(second.Drift, []string{seedDiffLine}) || second.Baseline != seedBaselineFP {
-		t.Errorf("second drifted run: baseline %q, drift %q; the profile has not learned it yet", second.Baseline, second.Drift)
+	if !slices.Equal(second.Diff, []string{seedDiffLine}) || second.Baseline != seedBaselineFP {
+		t.Errorf("second drifted run: baseline %q, drift %q; the profile has not learned it yet", second.Baseline, second.Diff)
 	}
 	if len(f.drifts()) != 1 || len(alerts) != 0 {
 		t.Errorf("second drifted run: %d drift rows, alerts %v; want 1 row, no alert", len(f.drifts()), alertKinds(alerts))
@@ -186,8 +186,8 @@ func TestDriftAlertsOnceThenLearns(t *testing.T) {
 			f.clock.Advance(time.Hour)
 		}
 		d, alerts := f.run(seedWrappedBody, "")
-		if d.Drift != nil || len(alerts) != 0 {
-			t.Errorf("drifted run %d: drift %q, alerts %v; want the new shape learned", i+3, d.Drift, alertKinds(alerts))
+		if d.Diff != nil || len(alerts) != 0 {
+			t.Errorf("drifted run %d: drift %q, alerts %v; want the new shape learned", i+3, d.Diff, alertKinds(alerts))
 		}
 	}
 	if n := len(f.drifts()); n != 1 {
@@ -202,8 +202,8 @@ func TestDriftAlertsOnceThenLearns(t *testing.T) {
 		t.Errorf("stored drift marks of the wrapped runs: %v", drifted)
 	}
 	// The old layout is still part of the profile (for a day).
-	if d, _ := f.run(seedBaselineBody, ""); d.Drift != nil {
-		t.Errorf("back to the old layout: drift %q", d.Drift)
+	if d, _ := f.run(seedBaselineBody, ""); d.Diff != nil {
+		t.Errorf("back to the old layout: drift %q", d.Diff)
 	}
 }
 
@@ -217,8 +217,8 @@ func TestDriftEachChangeAlerts(t *testing.T) {
 	}
 	retyped := strings.Replace(seedWrappedBody, "0.93", `"0.93"`, 1)
 	d, alerts := f.run(retyped, "")
-	if want := []string{"results.items[].score: number -> string"}; !slices.Equal(d.Drift, want) || len(alertsOfDrift(alerts)) != 1 {
-		t.Errorf("second change: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
+	if want := []string{"results.items[].score: number -> string"}; !slices.Equal(d.Diff, want) || len(alertsOfDrift(alerts)) != 1 {
+		t.Errorf("second change: drift %q, alerts %v; want %q alerted", d.Diff, alertKinds(alerts), want)
 	}
 	if n := len(f.drifts()); n != 2 {
 		t.Errorf("%d drift rows, want 2", n)
@@ -231,8 +231,8 @@ func TestDriftOfPassingRun(t *testing.T) {
 	// A consumer that supports both layouts passes; the contract still
 	// changed.
 	r, alerts := f.run(seedWrappedBody, "")
-	if !slices.Equal(r.Drift, []string{seedDiffLine}) {
-		t.Errorf("passing drifted run: drift %q, want %q", r.Drift, seedDiffLine)
+	if !slices.Equal(r.Diff, []string{seedDiffLine}) {
+		t.Errorf("passing drifted run: drift %q, want %q", r.Diff, seedDiffLine)
 	}
 	if got := alertKinds(alerts); fmt.Sprint(got) != "[shape_drift]" {
 		t.Fatalf("passing drifted run made alerts %v, want [shape_drift]", got)
@@ -249,7 +249,7 @@ func TestDriftNotInNotifyOn(t *testing.T) {
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true, "contract_error", "unavailable"))
 	f.baseline(5)
 	r, alerts := f.run(seedWrappedBody, seedWrappedCode)
-	if len(r.Drift) == 0 {
+	if len(r.Diff) == 0 {
 		t.Error("the run's drift was not reported without shape_drift in notify.on")
 	}
 	if len(f.drifts()) != 1 {
@@ -295,7 +295,7 @@ func TestDriftNoDriftPathIsCheap(t *testing.T) {
 	if n := f.store.callCount("ProfileResets"); n != 8 {
 		t.Errorf("8 runs a minute apart read the resets %d times, want 8", n)
 	}
-	record(t, f.p, pipelineRun(t, "another_probe", f.clock.Now().Add(time.Second), seedBaselineBody, ""))
+	mustWrite(t, f.p, pipelineRun(t, "another_probe", f.clock.Now().Add(time.Second), seedBaselineBody, ""))
 	if n := f.store.callCount("ProfileResets"); n != 8 {
 		t.Errorf("a run within %v of the last read read the resets again (%d reads)", SilenceRefresh, n)
 	}
@@ -325,8 +325,8 @@ func TestDriftProfileSurvivesRestart(t *testing.T) {
 	f.baseline(6)
 	f.restart()
 	d, alerts := f.run(seedWrappedBody, "")
-	if !slices.Equal(d.Drift, []string{seedDiffLine}) || len(alertsOfDrift(alerts)) != 1 {
-		t.Errorf("after a restart: drift %q, alerts %v; want the drift alerted", d.Drift, alertKinds(alerts))
+	if !slices.Equal(d.Diff, []string{seedDiffLine}) || len(alertsOfDrift(alerts)) != 1 {
+		t.Errorf("after a restart: drift %q, alerts %v; want the drift alerted", d.Diff, alertKinds(alerts))
 	}
 }
 
@@ -344,11 +344,11 @@ func TestDriftRecordRetriedLearnsOnce(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := f.p.recordNow(context.Background(), r); err == nil {
-		t.Fatal("recordNow: no error from a failing store")
+	if _, err := f.p.write(context.Background(), r); err == nil {
+		t.Fatal("write: no error from a failing store")
 	}
 	f.store.setFail(nil)
-	d, err := f.p.recordNow(context.Background(), r)
+	d, err := f.p.write(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestDriftStoreErrors(t *testing.T) {
 				f.store.seedShape("legacy", seedBaselineFP, "object{next_cursor:null,results:list<object{id:string,score:number,title:string}>}", f.clock.Now())
 				f.clock.Advance(time.Minute)
 				r := pipelineRun(t, "legacy", f.clock.Now(), seedWrappedBody, "")
-				if _, err := f.p.recordNow(context.Background(), r); err != nil {
+				if _, err := f.p.write(context.Background(), r); err != nil {
 					t.Fatalf("a run whose drift lookup failed was not recorded: %v", err)
 				}
 				return
@@ -388,8 +388,8 @@ func TestDriftStoreErrors(t *testing.T) {
 			}
 			if method == "ProfileResets" {
 				// Resets are a side read: detection goes on without them.
-				if len(d.Drift) == 0 || len(alertsOfDrift(alerts)) != 1 {
-					t.Errorf("ProfileResets failing: drift %q, alerts %v; want the drift detected", d.Drift, alertKinds(alerts))
+				if len(d.Diff) == 0 || len(alertsOfDrift(alerts)) != 1 {
+					t.Errorf("ProfileResets failing: drift %q, alerts %v; want the drift detected", d.Diff, alertKinds(alerts))
 				}
 				return
 			}
@@ -398,9 +398,9 @@ func TestDriftStoreErrors(t *testing.T) {
 			}
 			f.store.setFail(nil)
 			d, alerts = f.run(seedWrappedBody, seedWrappedCode)
-			if len(d.Drift) == 0 || len(f.drifts()) != 1 || len(alertsOfDrift(alerts)) != 1 {
+			if len(d.Diff) == 0 || len(f.drifts()) != 1 || len(alertsOfDrift(alerts)) != 1 {
 				t.Errorf("the next drifted run: drift %q, %d rows, alerts %v; want the drift detected",
-					d.Drift, len(f.drifts()), alertKinds(alerts))
+					d.Diff, len(f.drifts()), alertKinds(alerts))
 			}
 		})
 	}
@@ -424,12 +424,12 @@ func TestDriftCarriesOverRecordedShapes(t *testing.T) {
 	}
 	f.clock.Advance(10 * time.Minute)
 	d, alerts := f.run(`{"facets":{"d00d12":{"n":4}},"next_cursor":null,"results":[{"id":"a","score":1,"title":"t"}]}`, "")
-	if d.Drift != nil || len(alerts) != 0 {
-		t.Errorf("first run after the upgrade: drift %q, alerts %v; want it to fit the carried-over profile", d.Drift, alertKinds(alerts))
+	if d.Diff != nil || len(alerts) != 0 {
+		t.Errorf("first run after the upgrade: drift %q, alerts %v; want it to fit the carried-over profile", d.Diff, alertKinds(alerts))
 	}
 	d, alerts = f.run(`{"facets":{"d00d12":{"n":4}},"next_cursor":null,"results":{"items":[]}}`, "")
-	if want := []string{seedDiffLine}; !slices.Equal(d.Drift, want) || len(alertsOfDrift(alerts)) != 1 {
-		t.Errorf("the seed-000 wrap after the upgrade: drift %q, alerts %v; want %q alerted", d.Drift, alertKinds(alerts), want)
+	if want := []string{seedDiffLine}; !slices.Equal(d.Diff, want) || len(alertsOfDrift(alerts)) != 1 {
+		t.Errorf("the seed-000 wrap after the upgrade: drift %q, alerts %v; want %q alerted", d.Diff, alertKinds(alerts), want)
 	}
 }
 
@@ -446,13 +446,13 @@ func TestDriftBaselineReset(t *testing.T) {
 	f.clock.Advance(SilenceRefresh)
 	for i := range 8 {
 		d, alerts := f.run(seedWrappedBody, "")
-		if d.Drift != nil || len(alerts) != 0 {
-			t.Fatalf("wrapped run %d after the reset: drift %q, alerts %v; want a new baseline learned", i+1, d.Drift, alertKinds(alerts))
+		if d.Diff != nil || len(alerts) != 0 {
+			t.Fatalf("wrapped run %d after the reset: drift %q, alerts %v; want a new baseline learned", i+1, d.Diff, alertKinds(alerts))
 		}
 	}
 	d, _ := f.run(seedBaselineBody, "")
-	if want := []string{"results: object(1 keys) -> list<object(3 keys)>"}; !slices.Equal(d.Drift, want) {
-		t.Errorf("the old layout after the reset: drift %q, want %q", d.Drift, want)
+	if want := []string{"results: object(1 keys) -> list<object(3 keys)>"}; !slices.Equal(d.Diff, want) {
+		t.Errorf("the old layout after the reset: drift %q, want %q", d.Diff, want)
 	}
 }
 
@@ -469,7 +469,7 @@ func TestDriftResetNotOverwritten(t *testing.T) {
 	// profileFlush after the last save, within SilenceRefresh of the last
 	// read of the resets: this run saves, over a reset it has not seen.
 	f.clock.Advance(2 * time.Second)
-	record(t, f.p, pipelineRun(t, "external_search", f.clock.Now(), seedBaselineBody, ""))
+	mustWrite(t, f.p, pipelineRun(t, "external_search", f.clock.Now(), seedBaselineBody, ""))
 	sp, _, err := f.store.ShapeProfile(context.Background(), "external_search")
 	if err != nil || sp.Data != "" || sp.ResetAt.IsZero() {
 		t.Errorf("stored profile after the reset: %+v, %v; want it still empty", sp, err)

@@ -65,8 +65,8 @@ func TestRecorderObserver(t *testing.T) {
 		return nil
 	})
 	r := pipelineRun(t, "external_search", f.clock.Now().Add(time.Minute), seedBaselineBody, "")
-	if _, err := f.p.recordNow(t.Context(), r); err == nil {
-		t.Fatal("recordNow succeeded with a failing store")
+	if _, err := f.p.write(t.Context(), r); err == nil {
+		t.Fatal("write succeeded with a failing store")
 	}
 	if got := obs.count("store:record_run"); got != 1 {
 		t.Errorf("StoreError(record_run) called %d times, want 1", got)

@@ -147,10 +147,9 @@ func newDeliverer(store Store, sender Sender, opts delivererOptions) *deliverer 
 	return d
 }
 
-// Wake asks Run to look at the outbox now; the Recorder calls it
-// (RecorderOptions.Wake) after recording a run that enqueued pending
-// alerts. It never blocks; wakes that arrive while one is already waiting
-// are merged.
+// Wake asks Run to look at the outbox now; it is called (as
+// RecorderOptions.Wake) once a run that enqueued pending alerts is
+// written. It never blocks; wakes that arrive while one waits are merged.
 func (d *deliverer) Wake() {
 	select {
 	case d.wake <- struct{}{}:

@@ -53,21 +53,21 @@ func pipelineRun(t testing.TB, probe string, at time.Time, body string, code res
 	return r
 }
 
-// record has rc record r in one store transaction, as the write queue
+// mustWrite has rc write r in one store transaction, as the write queue
 // does, and fails the test on an error.
-func record(t testing.TB, rc *Recorder, r *results.Result) Decision {
+func mustWrite(t testing.TB, rc *Recorder, r *results.Result) Decision {
 	t.Helper()
-	d, err := rc.recordNow(context.Background(), r)
+	d, err := rc.write(context.Background(), r)
 	if err != nil {
-		t.Fatalf("recordNow(%s): %v", r.OperationID, err)
+		t.Fatalf("write(%s): %v", r.OperationID, err)
 	}
 	return d
 }
 
-// process records r and returns the alerts it recorded.
+// process writes r and returns the alerts it recorded.
 func process(t testing.TB, rc *Recorder, r *results.Result) []results.Alert {
 	t.Helper()
-	return record(t, rc, r).Alerts
+	return mustWrite(t, rc, r).Alerts
 }
 
 func alertKinds(alerts []results.Alert) []results.AlertKind {
@@ -93,12 +93,12 @@ func TestRecorderRecordFailureDoesNotAdvanceState(t *testing.T) {
 		return nil
 	})
 
-	d, err := p.recordNow(context.Background(), pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
+	d, err := p.write(context.Background(), pipelineRun(t, "search", clock.Now(), "", results.CodeTimeout))
 	if !errors.Is(err, diskFull) {
-		t.Fatalf("recordNow error = %v, want one wrapping %v", err, diskFull)
+		t.Fatalf("write error = %v, want one wrapping %v", err, diskFull)
 	}
 	if d.Alerts != nil {
-		t.Errorf("recordNow returned alerts %v although nothing was recorded", alertKinds(d.Alerts))
+		t.Errorf("write returned alerts %v although nothing was recorded", alertKinds(d.Alerts))
 	}
 
 	store.setFail(nil)
@@ -178,7 +178,7 @@ func TestRecorderSerializesProbe(t *testing.T) {
 		wg.Go(func() {
 			for _, probe := range []string{"a", "b"} {
 				r := pipelineRun(t, probe, alertT0.Add(time.Duration(i)*time.Second), "", results.CodeTimeout)
-				if _, err := p.recordNow(context.Background(), r); err != nil {
+				if _, err := p.write(context.Background(), r); err != nil {
 					t.Error(err)
 				}
 			}

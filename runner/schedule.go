@@ -3,20 +3,45 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
 )
 
+// gocron runs the schedule; toolpulse overrides its defaults where a
+// prober needs otherwise, once, here:
+//   - the daemon's clock (WithClock), so that tests drive the schedule;
+//   - its logger at debug for gocron's lifecycle chatter (WithLogger): an
+//     operator's info log is one line per run;
+//   - UTC (WithLocation): the schedule is intervals, and must not move
+//     with the host's zone;
+//   - a short stop bound (WithStopTimeout): shutdown drains the tasks
+//     itself (see Daemon.shutdown), so gocron's is only a backstop;
+//   - per job, a jittered first run instead of an immediate one, and no
+//     singleton mode: the limiter's claim skips overlapping ticks instead
+//     (see scheduleProbe).
+const schedulerStopTimeout = 5 * time.Second
+
+// newScheduler returns the daemon's gocron scheduler, not started.
+func newScheduler(clock clockwork.Clock, logger *slog.Logger) (gocron.Scheduler, error) {
+	return gocron.NewScheduler(
+		gocron.WithClock(clock),
+		gocron.WithLogger(schedulerLogger{logger}),
+		gocron.WithStopTimeout(schedulerStopTimeout),
+		gocron.WithLocation(time.UTC),
+	)
+}
+
 // minStartLead is the earliest a probe's first run may be scheduled after
-// now. gocron refuses a start that is already past when it checks it and
-// pushes one that is past by the time it arms the timer a whole interval
-// later; a small lead keeps a zero jitter offset out of both on an idle
-// machine, and catchUpFirstRun repairs a push on a busy one.
+// now: gocron refuses a start already past when it checks it, and pushes
+// one past by the time it arms the timer a whole interval later
+// (catchUpFirstRun repairs that on a busy machine).
 const minStartLead = 10 * time.Millisecond
 
 // errStillRunning skips a tick that comes while the probe's previous run
@@ -26,16 +51,14 @@ var errStillRunning = errors.New("the previous run of the probe is still going")
 // probeNamespace derives job identifiers from probe names.
 var probeNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/toolpulse/toolpulse#probe"))
 
-// jobID is the gocron identifier of a probe's job. It depends on the name
-// only, so that a reload that replaces a probe's job keeps its identity
-// (Update replaces the job under it).
+// jobID is the gocron identifier of a probe's job: by name only, so that
+// Update replaces a reloaded probe's job under the same identity.
 func jobID(probe string) uuid.UUID {
 	return uuid.NewSHA1(probeNamespace, []byte(probe))
 }
 
-// jitterOffset is where in [0, jitter) a probe's first run falls, from a
-// random number r that should be in [0, 1); an injected source that strays
-// outside is clamped rather than trusted.
+// jitterOffset is where in [0, jitter) a probe's first run falls, from r
+// in [0, 1); an r outside is clamped.
 func jitterOffset(r float64, jitter time.Duration) time.Duration {
 	if r < 0 || r != r { // r != r: NaN
 		r = 0
@@ -49,24 +72,16 @@ func jitterOffset(r float64, jitter time.Duration) time.Duration {
 
 // scheduleProbe creates or, with update, replaces p's job: every
 // p.Interval, first at now plus a random offset in [0, p.Jitter), so that
-// a fleet of probes (or a reload) never fires in lockstep. The offset is a
-// phase fixed per job: each later run is one interval after the previous
-// tick, whatever the runs took.
+// probes never fire in lockstep; the offset is the job's fixed phase.
 //
 // A tick that comes while the probe's previous run is still going is
-// skipped, not queued: a run longer than the interval skips the ticks it
-// covers instead of queueing a backlog that would then fire back to back.
-// The limiter's claim on the probe's name does that, rather than gocron's
-// singleton mode, which keeps a goroutine and a 1,000-slot queue (some
-// 18 KB of heap besides the stack) per job for the life of the scheduler,
-// even after the job is removed. Being keyed by name, the claim also keeps
-// the first run of a job that a reload replaced from overlapping a run of
-// the old one still in flight.
+// skipped, not queued. The limiter's claim on the probe's name does that
+// rather than gocron's singleton mode, which keeps a goroutine and a queue
+// per job for the life of the scheduler (BENCHMARKS.md); being keyed by
+// name, it also keeps a reloaded probe's first run off its old job's run.
 func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool) error {
 	var err error
-	// A start computed from the clock can be overtaken by it before gocron
-	// checks it (a stalled goroutine on a busy machine); computing it again
-	// is then the fix.
+	// The clock can overtake a start before gocron checks it: try again.
 	for range 3 {
 		start := d.clock.Now().Add(max(jitterOffset(d.rand(), p.Jitter), minStartLead))
 		fired := new(atomic.Bool)
@@ -75,9 +90,8 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 			gocron.WithIdentifier(jobID(p.Name)),
 			gocron.WithStartAt(gocron.WithStartDateTime(start)),
 			gocron.WithEventListeners(
-				// gocron calls this first in the tick's run, before it
-				// re-arms the job, and always runs the task once this says
-				// yes: the task gives the claim back.
+				// Called before gocron re-arms the job; once it says yes
+				// the task runs, and gives the claim back.
 				gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
 					fired.Store(true)
 					if !d.limit.claim(p.Name) {
@@ -111,16 +125,10 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 }
 
 // catchUpFirstRun runs now a first run that gocron pushed a whole interval
-// late. gocron checks a job's start when the job is built and arms its
-// timer later, on its own goroutine; a start the clock overtook in between
-// (a stalled goroutine on a busy machine) is moved to the next interval
-// rather than fired. Once NewJob or Update has returned the job is armed,
-// and two things tell a push apart: NextRun is past start, which alone
-// would also describe a job whose first run already fired, and fired,
-// which the job's listener sets before gocron re-arms it, is still false.
-// The run made up goes through the same listeners (the overlap claim); the
-// pushed time stays the next run, one interval after start, so the probe
-// keeps its phase.
+// late because the clock overtook its start between the check and the
+// arming of its timer: NextRun is past start and the job's listener has
+// not fired. The run goes through the same listeners; the probe keeps its
+// phase.
 func catchUpFirstRun(j gocron.Job, start time.Time, fired *atomic.Bool) error {
 	next, err := j.NextRun()
 	if err != nil || !next.After(start) || fired.Load() {
@@ -128,3 +136,11 @@ func catchUpFirstRun(j gocron.Job, start time.Time, fired *atomic.Bool) error {
 	}
 	return j.RunNow()
 }
+
+// schedulerLogger hands gocron's info lines to debug (see newScheduler).
+type schedulerLogger struct{ l *slog.Logger }
+
+func (s schedulerLogger) Debug(msg string, args ...any) { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Info(msg string, args ...any)  { s.l.Debug(msg, args...) }
+func (s schedulerLogger) Warn(msg string, args ...any)  { s.l.Warn(msg, args...) }
+func (s schedulerLogger) Error(msg string, args ...any) { s.l.Error(msg, args...) }

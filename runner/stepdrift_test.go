@@ -62,7 +62,7 @@ func TestStepDriftNamesTheStep(t *testing.T) {
 		t.Helper()
 		f.clock.Advance(time.Minute)
 		r := stepsRunOf(t, f.clock.Now(), refund, order)
-		return r, record(t, f.p, r)
+		return r, mustWrite(t, f.p, r)
 	}
 	for i := range 6 {
 		if _, d := run(refundBody, orderBody); len(d.Alerts) != 0 {
@@ -140,7 +140,7 @@ func TestStepsRunRecordedWhole(t *testing.T) {
 	p := refunddesk.Probe(t, refunddesk.Serve(t, d), nil)
 	f := newDriftFixture(t, notifyOn(1, time.Hour, true))
 	res := runSteps(t, p)
-	record(t, f.p, &res)
+	mustWrite(t, f.p, &res)
 	got, err := f.store.Result(context.Background(), res.OperationID)
 	if err != nil {
 		t.Fatal(err)

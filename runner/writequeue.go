@@ -15,12 +15,8 @@ import (
 	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
-// defaultWriteQueue is how many results the daemon holds in memory while
-// the store cannot be written, when Deps.WriteQueue is zero. A
-// queued result is typically 2 to 8 KB (its attempts, the canonical shape
-// text, a response sample of at most 4 KB on a failure), so a full queue
-// takes some 20 to 80 MB; the rare result that carries a shape sample (a
-// passing run whose shape changed) adds up to 64 KB of its own.
+// defaultWriteQueue is how many runs wait in memory while the store cannot
+// be written, when Deps.WriteQueue is zero (its memory: BENCHMARKS.md).
 const defaultWriteQueue = 10_000
 
 // Back-off of the writes of queued results: writeRetryBase doubling up to
@@ -30,99 +26,82 @@ const (
 	writeRetryMax  = 30 * time.Second
 )
 
-// maxRefusals is how many times the store may refuse a result for good
-// (see permanent) before the result is dropped. One would do if the
-// classification were never wrong; a few tries, seconds apart, cost little
-// and spare a result that a passing condition refused.
+// maxRefusals is how many times the store may refuse a run for good (see
+// permanent) before it is dropped: a few tries spare a misclassified one.
 const maxRefusals = 3
 
-// errQueueClosed says a run finished after the write queue had stopped
-// taking results, at the end of shutdown.
+// writeTimeout bounds the write of one run, which ignores the run's
+// cancellation so that a shutdown does not lose it.
+const writeTimeout = 15 * time.Second
+
+// errQueueClosed says a run finished after the queue closed at shutdown.
 var errQueueClosed = errors.New("the daemon has stopped writing queued runs")
 
-// writeFunc records one finished run and returns what was decided; see
-// Recorder.recordNow.
+// writeFunc writes one finished run and returns what was decided; see
+// Recorder.write.
 type writeFunc func(ctx context.Context, r *results.Result) (Decision, error)
 
-// writeQueue is where a finished run waits when the store cannot record it
+// writeQueue is where a finished run waits when the store cannot take it
 // (read-only file, full disk, a lock held too long): a bounded FIFO in
-// memory, written by one goroutine (run) with back-off until the store
-// takes it again.
+// memory, written oldest first by one goroutine (run) with back-off.
 //
-// The order promise: while anything waits, a new run joins the tail even
-// when the store would take it, so that each probe's runs reach the alert
-// policy in the order they ran, and the queue is written oldest first.
+// Order: while anything waits, a new run joins the tail even when the
+// store would take it, so each probe's runs reach the alert policy in the
+// order they ran.
 //
-// The overflow rule: the queue holds at most capacity runs, and past that
-// the oldest waiting run is dropped, logged and counted; the run being
-// written is waiting too, and the oldest of all. Its write cannot be taken
-// back once started, so while it is in flight an overflow waits for its
-// end: a failed write makes it the first to go, a successful one has made
-// room. The queue may therefore hold, for the length of one write (at most
-// recordTimeout), the runs that finished meanwhile beyond its capacity.
-// Either way, what is dropped is always the oldest part of what entered
-// the queue, and drops are logged in that order.
+// Overflow: past capacity the oldest waiting run is dropped, logged and
+// counted, in order. The run being written is the oldest, but its write
+// cannot be taken back, so an overflow waits for its end: the queue may
+// hold, for one write (at most writeTimeout), runs beyond its capacity.
 //
-// A result the store refuses for good (an error with a Permanent() bool
-// method that says true: a constraint the record breaks, not a fault of
-// the store) is dropped after maxRefusals tries, so that it cannot hold up
-// the rest; so is one whose write panics, which would panic again.
+// A run the store refuses for good (see permanent) is dropped after
+// maxRefusals tries, and one whose write panics at once.
 type writeQueue struct {
 	write    writeFunc
-	written  func(r *results.Result, d Decision) // a queued run was recorded
 	logger   *slog.Logger
 	observer Observer
+	deliver  func()          // wakes the deliverer for a run written late; see finished
 	clock    clockwork.Clock // the back-off waits; tests pass a fake one
 	rand     func() float64
 	redact   func(string) string
 	capacity int
-	// retryBase and retryMax bound the back-off between failed writes:
-	// writeRetryBase and writeRetryMax, shorter in tests.
-	retryBase, retryMax time.Duration
-	wake                chan struct{} // the queue is no longer empty
+	wake     chan struct{} // the queue is no longer empty
 
-	mu sync.Mutex // guards what follows; drops are logged under it, in order
-	// items are the runs waiting, oldest first; items[0] is being written
-	// while writing is set.
-	items   []*queued
+	retryBase, retryMax time.Duration // shorter in tests
+
+	mu      sync.Mutex // guards what follows; drops are logged under it, in order
+	items   []*queued  // oldest first; items[0] is being written while writing
 	writing bool
 	lastErr error // of the last failed write
-	// closed is set once the last drain at shutdown is over: nothing will
-	// write the queue any more, so a run that cannot be written at once is
-	// lost rather than queued.
-	closed bool
+	closed  bool  // after the last drain: a run not written at once is lost
 }
 
-// queued is a result waiting in the write queue.
+// queued is a run waiting in the write queue.
 type queued struct {
-	r *results.Result
-	// refused counts the writes of r the store refused for good; see
-	// maxRefusals.
-	refused int
+	r       *results.Result
+	refused int // writes of r the store refused for good
 }
 
 // newWriteQueue returns an empty queue of capacity runs (0 or less:
-// defaultWriteQueue) that writes with write and calls written for every
-// queued run once it is recorded.
-func newWriteQueue(capacity int, write writeFunc, written func(*results.Result, Decision),
-	logger *slog.Logger, observer Observer, clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
+// defaultWriteQueue) that writes with write.
+func newWriteQueue(capacity int, write writeFunc, logger *slog.Logger, observer Observer, wake func(),
+	clock clockwork.Clock, rand func() float64, redact func(string) string) *writeQueue {
 	if capacity <= 0 {
 		capacity = defaultWriteQueue
 	}
 	return &writeQueue{
-		write: write, written: written, logger: logger, observer: observer,
+		write: write, logger: logger, observer: observer, deliver: wake,
 		clock: clock, rand: rand, redact: redact, capacity: capacity,
 		retryBase: writeRetryBase, retryMax: writeRetryMax,
 		wake: make(chan struct{}, 1),
 	}
 }
 
-// record writes r, unless runs are already waiting: r then joins them
-// without a write. A write that fails queues r too. err is nil when r was
-// written, and says why it was not otherwise. Once the queue has closed at
-// shutdown, r is written at once or not at all: err then wraps
-// errQueueClosed.
-func (q *writeQueue) record(ctx context.Context, r *results.Result) (Decision, error) {
+// submit writes r and returns what was decided, unless runs are already
+// waiting: r then joins them unwritten, as it does when its write fails,
+// and err says why. Once the queue has closed, r is written at once or
+// not at all (err wraps errQueueClosed).
+func (q *writeQueue) submit(ctx context.Context, r *results.Result) (Decision, error) {
 	q.mu.Lock()
 	if n := len(q.items); n > 0 {
 		err := fmt.Errorf("not tried: %d earlier results are waiting to be written; the last attempt failed: %w", n, q.lastErr)
@@ -156,17 +135,14 @@ func (q *writeQueue) record(ctx context.Context, r *results.Result) (Decision, e
 }
 
 // writeOne writes r under ctx's values but not its cancellation, within
-// recordTimeout: the one place where recording detaches from the run (a
-// run cancelled by shutdown is still recorded, as canceled) and from the
-// writer's own end at shutdown, which must not cut a write short.
+// writeTimeout: a run cancelled by shutdown is still written, as canceled.
 func (q *writeQueue) writeOne(ctx context.Context, r *results.Result) (Decision, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	return q.write(ctx, r)
 }
 
-// pending returns how many runs are waiting to be written, the one being
-// written included.
+// pending returns how many runs wait, the one being written included.
 func (q *writeQueue) pending() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -180,8 +156,7 @@ func (q *writeQueue) enqueueLocked(item *queued) {
 }
 
 // trimLocked drops the oldest runs past the capacity, unless the oldest is
-// being written: its write decides, and calls trimLocked again when it
-// ends. q.mu must be held.
+// being written (writeHead trims when it ends). q.mu must be held.
 func (q *writeQueue) trimLocked() {
 	for len(q.items) > q.capacity && !q.writing {
 		r := q.items[0].r
@@ -191,12 +166,9 @@ func (q *writeQueue) trimLocked() {
 	}
 }
 
-// reportDropLocked logs and counts one dropped run. It runs under q.mu, so
-// that drops are reported in the order they happen; a logger or observer
-// that panics here must therefore not unwind through the caller, which
-// would leave the lock held and stop every recording for good. Such a
-// panic is contained: the run is gone either way, and the next drop is
-// reported as usual. q.mu must be held.
+// reportDropLocked logs and counts one dropped run, under q.mu so that
+// drops are reported in order; a panic there is contained, or it would
+// leave the lock held. q.mu must be held.
 func (q *writeQueue) reportDropLocked(msg string, args ...any) {
 	contain(func() { q.logger.Error(msg, args...) })
 	contain(func() { q.observer.ResultsDropped(1) })
@@ -217,17 +189,16 @@ func (q *writeQueue) popLocked() {
 	}
 }
 
-// retryDelay is the wait before the write that follows n failed ones:
-// between half and all of min(retryMax, retryBase * 2^n). Half of it is
-// fixed so that a retry never spins, whatever the random source.
+// retryDelay is the wait after n failed writes: between half and all of
+// min(retryMax, retryBase * 2^n), so a retry never spins.
 func (q *writeQueue) retryDelay(n int) time.Duration {
 	c := prober.BackoffCeiling(q.retryBase, q.retryMax, n)
 	return c/2 + time.Duration(q.rand()*float64(c/2))
 }
 
-// run writes the queued runs, oldest first, until ctx ends. A run joins
-// the queue only after a failed write, so the first write waits too; after
-// a success the next one follows at once. The waits are on q.clock.
+// run writes the queued runs until ctx ends: the first after a back-off
+// (a run is queued after a failed write), the next at once after a
+// success. The waits are on q.clock.
 func (q *writeQueue) run(ctx context.Context) {
 	failures := 0
 	for {
@@ -262,10 +233,9 @@ func (q *writeQueue) run(ctx context.Context) {
 	}
 }
 
-// writeHead writes the oldest queued run. On a failure it stays at the
-// head and the error is returned. A run whose write panics, or that the
-// store has refused for good maxRefusals times, is dropped, logged and
-// counted, and writeHead returns nil: the next run may be written at once.
+// writeHead writes the oldest queued run; on a failure it stays at the
+// head and the error is returned. A dropped run (panic, refusals) returns
+// nil: the next may be written at once.
 func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	q.mu.Lock()
 	if len(q.items) == 0 {
@@ -297,8 +267,7 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	}
 	failed := err != nil && !panicked && !refused
 	if err == nil && !panicked {
-		// Reported before it leaves the queue: once pending falls, every
-		// run that left it has been logged and handed on.
+		// Before it leaves the queue: once pending falls, it is counted.
 		q.reportWritten(r, d)
 	}
 	q.mu.Lock()
@@ -324,9 +293,9 @@ func (q *writeQueue) writeHead(ctx context.Context) (err error) {
 	return nil
 }
 
-// reportWritten logs a queued run that was recorded and hands it on. A
-// panic there (the logger, the callback) is logged and goes no further:
-// the run is recorded.
+// reportWritten logs and counts a queued run that was written. A panic
+// there (the logger, the observer) is logged and goes no further: the run
+// is written.
 func (q *writeQueue) reportWritten(r *results.Result, d Decision) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -335,15 +304,12 @@ func (q *writeQueue) reportWritten(r *results.Result, d Decision) {
 		}
 	}()
 	q.logger.Info("probe run recorded late", runAttrs(r, d)...)
-	q.written(r, d)
+	finished(q.observer, q.deliver, r, d)
 }
 
-// drain tries once more, for at most grace on real time (q.clock may be a
-// test's, standing still), to write what is queued; a write that has
-// started may take up to recordTimeout. What is left is logged and counted
-// as lost. The queue is closed then: a run that returns later still gets
-// one write, and is lost if that fails (see record). run must have
-// returned.
+// drain tries once more, for at most grace on real time, to write what is
+// queued, then logs and counts the rest as lost and closes the queue (see
+// submit). run must have returned.
 func (q *writeQueue) drain(ctx context.Context, grace time.Duration) {
 	q.mu.Lock()
 	n := len(q.items)
@@ -379,11 +345,9 @@ func (q *writeQueue) drain(ctx context.Context, grace time.Duration) {
 	}
 }
 
-// permanent reports whether err says the store will never take the record
-// it was given: a refusal of that record (a constraint it breaks, say), not
-// a fault of the store (busy, full, read-only, an I/O error) that may
-// clear. The store marks such errors with a Permanent() bool method
-// (results/sqlite does); an error without one is a fault.
+// permanent reports whether err says the store will never take the run (a
+// constraint it breaks), not a fault that may clear (busy, full, I/O): the
+// store marks such errors with a Permanent() bool method.
 func permanent(err error) bool {
 	var p interface{ Permanent() bool }
 	return errors.As(err, &p) && p.Permanent()

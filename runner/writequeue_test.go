@@ -88,7 +88,7 @@ func wqQueue(t *testing.T, capacity int, store *wqStore) (q *writeQueue, obs *co
 	t.Helper()
 	obs = &countingObserver{}
 	logger := slog.New(slog.NewJSONHandler(store.tl, nil))
-	q = newWriteQueue(capacity, store.write, func(*results.Result, Decision) {}, logger, obs,
+	q = newWriteQueue(capacity, store.write, logger, obs, func() {},
 		clockwork.NewRealClock(), rand.Float64, func(s string) string { return s })
 	q.retryBase, q.retryMax = 100*time.Microsecond, time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,7 +116,7 @@ func wqProduce(t *testing.T, q *writeQueue, producers, runs int) [][]string {
 			for i := range runs {
 				id := fmt.Sprintf("p%02d-%03d", p, i)
 				ids[p] = append(ids[p], id)
-				q.record(t.Context(), &results.Result{Probe: fmt.Sprintf("p%02d", p), OperationID: id})
+				q.submit(t.Context(), &results.Result{Probe: fmt.Sprintf("p%02d", p), OperationID: id})
 				if i%7 == 0 {
 					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 				}
@@ -243,7 +243,7 @@ func TestWriteQueueDropReportPanics(t *testing.T) {
 	store := &wqStore{tl: &wqTimeline{}, failing: failing.Load}
 	logs := &panickyWriter{}
 	obs := &countingObserver{}
-	q := newWriteQueue(capacity, store.write, func(*results.Result, Decision) {}, slog.New(slog.NewJSONHandler(logs, nil)), obs,
+	q := newWriteQueue(capacity, store.write, slog.New(slog.NewJSONHandler(logs, nil)), obs, func() {},
 		clockwork.NewRealClock(), rand.Float64, func(s string) string { return s })
 	q.retryBase, q.retryMax = 100*time.Microsecond, time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -261,7 +261,7 @@ func TestWriteQueueDropReportPanics(t *testing.T) {
 		recorded := make(chan struct{})
 		go func() {
 			defer close(recorded)
-			q.record(t.Context(), &results.Result{Probe: "p", OperationID: fmt.Sprintf("run-%02d", i)})
+			q.submit(t.Context(), &results.Result{Probe: "p", OperationID: fmt.Sprintf("run-%02d", i)})
 		}()
 		waitFor(t, fmt.Sprintf("run %d recorded while the logger panics", i), func() bool {
 			select {
@@ -281,7 +281,7 @@ func TestWriteQueueDropReportPanics(t *testing.T) {
 	failing.Store(false)
 	waitUntil(t, "the queue written after the store recovered", func() bool { return q.pending() == 0 },
 		func() string { return fmt.Sprintf("%d pending", q.pending()) })
-	if _, err := q.record(t.Context(), &results.Result{Probe: "p", OperationID: "after"}); err != nil {
+	if _, err := q.submit(t.Context(), &results.Result{Probe: "p", OperationID: "after"}); err != nil {
 		t.Errorf("a run after the recovery: %v", err)
 	}
 }
