@@ -25,6 +25,7 @@ var owners = map[string]string{
 	"github.com/google/uuid":                module + "/runner/...", // gocron's job ids, the engine's operation ids
 	"github.com/jonboulle/clockwork":        module + "/runner/...", // gocron's clock, the engine's
 	"github.com/mattn/go-sqlite3":           module + "/results/sqlite",
+	"github.com/jackc/pgx":                  module + "/results/postgres",
 	"github.com/slack-go/slack":             module + "/results/slack",
 	"github.com/prometheus/client_golang":   module + "/results/prometheus",
 	"github.com/prometheus/client_model":    module + "/results/prometheus",
@@ -62,7 +63,9 @@ var forbidden = map[string][]string{
 	// What the CLI and the web surface both print sits below them both.
 	module + "/results/present": {module + "/checks", module + "/runner", module + "/web", module + "/cmd"},
 	// The store contract holds every store; it must not lean on one.
-	module + "/internal/storetest": {module + "/results/sqlite", module + "/cmd"},
+	module + "/internal/storetest": {module + "/results/sqlite", module + "/results/postgres", module + "/cmd"},
+	// The fleet's store stands beside the embedded one, never on it.
+	module + "/results/postgres": {module + "/checks", module + "/runner", module + "/consumers", module + "/results/sqlite"},
 	// The engine's test providers serve the engine's and the daemon's tests alike.
 	module + "/internal/probetest": {module + "/runner", module + "/cmd"},
 }

@@ -1,0 +1,16 @@
+package postgres_test
+
+import (
+	"github.com/toolpulse/toolpulse/results/postgres"
+	"github.com/toolpulse/toolpulse/runner"
+	"github.com/toolpulse/toolpulse/web"
+)
+
+// The daemon, the web surface and the commands reach this store through
+// the interfaces they declare, as they reach results/sqlite: a change to
+// them or to the store's methods that breaks the wiring fails here first.
+var (
+	_ runner.Store    = (*postgres.Store)(nil)
+	_ runner.Silences = (*postgres.Store)(nil)
+	_ web.Store       = (*postgres.Store)(nil)
+)

@@ -1,0 +1,386 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// upsertShape counts a run's shape as seen. A shape's sample is the first
+// one a run brought: a later run fills it only while it is NULL, so that
+// what a reader got once stays what it gets.
+const upsertShape = `INSERT INTO shapes (fingerprint, canonical, first_seen, last_seen, seen_count, sample)
+VALUES ($1, $2, $3, $3, 1, $4)
+ON CONFLICT (fingerprint) DO UPDATE SET
+    first_seen = least(shapes.first_seen, excluded.first_seen),
+    last_seen  = greatest(shapes.last_seen, excluded.last_seen),
+    seen_count = shapes.seen_count + 1,
+    sample     = coalesce(shapes.sample, excluded.sample)`
+
+const insertResult = `INSERT INTO results (
+    operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
+    attempts, http_status, selected_count, validated_count, shape_fingerprint,
+    consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
+    kind, mcp_tool, mcp_server, tool_fingerprint, step
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
+
+const insertAttempt = `INSERT INTO attempts (
+    operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+const insertRunStep = `INSERT INTO run_steps (
+    operation_id, position, step, outcome, code, message, started_at, duration_ms,
+    polls, always, skipped, shape_fingerprint, shape_baseline, shape_drift
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+
+const upsertShapeCount = `INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
+VALUES ($1, $2, $3, 1, $4)
+ON CONFLICT (probe, hour, fingerprint) DO UPDATE SET
+    runs      = shape_counts.runs + 1,
+    last_seen = greatest(shape_counts.last_seen, excluded.last_seen)`
+
+const insertDrift = `INSERT INTO drifts (probe, operation_id, detected_at, baseline, current, diff,
+    kind, description_before, description_after, step)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING id`
+
+// upsertToolDefinition counts a tool definition as seen by its probe. The
+// definition text of a fingerprint never changes, so the first one stays.
+const upsertToolDefinition = `INSERT INTO tool_definitions (probe, fingerprint, definition, first_seen_at, last_seen_at)
+VALUES ($1, $2, $3, $4, $4)
+ON CONFLICT (probe, fingerprint) DO UPDATE SET
+    first_seen_at = least(tool_definitions.first_seen_at, excluded.first_seen_at),
+    last_seen_at  = greatest(tool_definitions.last_seen_at, excluded.last_seen_at)`
+
+const upsertAlertState = `INSERT INTO alert_state (
+    probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
+    notified, modes, announced, receivers, silenced_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11)
+ON CONFLICT (probe) DO UPDATE SET
+    consecutive_failures = excluded.consecutive_failures,
+    failing_since        = excluded.failing_since,
+    firing               = excluded.firing,
+    last_notified_at     = excluded.last_notified_at,
+    updated_at           = excluded.updated_at,
+    notified             = excluded.notified,
+    modes                = excluded.modes,
+    announced            = excluded.announced,
+    receivers            = excluded.receivers,
+    silenced_at          = excluded.silenced_at`
+
+const insertAlert = `INSERT INTO alerts (
+    kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
+    http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
+    state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
+    target, response_excerpt, resolving
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26)
+RETURNING id`
+
+// Record stores r alone: RecordRun with no drift, alert state or alerts.
+func (s *Store) Record(ctx context.Context, r results.Result) error {
+	return s.RecordRun(ctx, &results.RunRecord{Result: r})
+}
+
+// RecordRun stores everything one operation changes in one transaction:
+// the result with every attempt, the run added to its probe's hour in
+// probe_hours (behind Stats), its shape counted as seen (in shapes and
+// in the hourly shape_counts a probe's first profile is built from), the drift if any, the
+// probe's alert state if not nil, and every alert, queued in the outbox in
+// the state it has (pending or skipped). A shape_drift alert is linked to
+// rec.Drift, stored in the same transaction. Either all of it is stored or
+// none of it; on success the ID of each of rec.Alerts is set, and on
+// failure none is.
+//
+// It fails with ErrDuplicate (wrapped) if the operation id is already
+// stored, and leaves the stored result unchanged. A record that breaks the
+// domain's invariants (a pass with an error, a failure without a code, a
+// shape sample over results.ShapeSampleBytes, an alert of another probe or
+// in a delivered state, a drift alert without a drift) is refused as a
+// whole, not repaired.
+//
+// Durations are stored in whole milliseconds and times with millisecond
+// precision. The response sample is stored only for runs that did not pass
+// and received a response. Shape.Sample is stored with the shape, when the
+// shape has none yet ("" stores nothing), and never replaces one.
+// Shape.Baseline and Shape.Drift are stored with the result (whether the
+// answer drifted from its probe's profile), and rec.Drift, the drift event,
+// on its own. Shape.Profile, when set, replaces the probe's stored profile
+// unless the probe was reset since the profile's ResetAt (see
+// ResetProfile).
+//
+// RecordRun returns nil only once the transaction holding the run has
+// committed: a run reported recorded survives a crash of the process. Runs
+// recorded at the same time share that transaction (group commit): the
+// store's writer goroutine takes every run waiting, up to maxBatch, and a
+// run that fails (ErrDuplicate, a constraint) is rolled back alone, to a
+// savepoint, while the others are committed. When the transaction fails
+// as a whole (BEGIN, as when the server is down; COMMIT; a lost
+// connection), every run in it fails with that error, classified as every
+// store error is (so that a lost server stays a fault that may clear),
+// and none is stored. The transaction runs under the store's own context,
+// never a caller's.
+//
+// ctx bounds the wait for the writer: if ctx is done before the writer
+// claims the run, RecordRun returns ctx's error (wrapped) and the run is
+// never written. The writer claims a run right before writing it, once its
+// transaction has begun; from then on RecordRun waits for the
+// transaction's outcome whatever ctx does, so that it never reports a
+// failure for a run that was committed. That wait is the time the batch's
+// statements take, twice when a run of the batch failed and the batch is
+// written again. A caller that must not lose a run during shutdown passes
+// a context that is not cancelled with it.
+//
+// After Close has been called it fails with ErrClosed (wrapped).
+func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
+	if rec == nil {
+		return errors.New("postgres: record: nil run record")
+	}
+	r := &rec.Result
+	if err := validateRun(rec); err != nil {
+		return fmt.Errorf("postgres: record %s: %w", r.OperationID, refuse(err))
+	}
+	ids, err := s.record(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("postgres: record %s: %w", r.OperationID, markPermanent(err))
+	}
+	for i, id := range ids {
+		rec.Alerts[i].ID = id
+	}
+	return nil
+}
+
+// record hands rec to the writer goroutine and returns the new alert ids,
+// in the order of rec.Alerts, once the run is committed.
+func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req := &request{rec: rec, done: make(chan struct{})}
+	if err := s.gc.enqueue(req); err != nil {
+		return nil, err
+	}
+	return req.wait(ctx)
+}
+
+// writeRun writes everything RecordRun stores of rec in tx and returns the
+// new alert ids, in the order of rec.Alerts. On an error, some of it may
+// have been written: the caller rolls it back.
+func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, error) {
+	r := &rec.Result
+	if err := insertResultRows(ctx, tx, r); err != nil {
+		return nil, err
+	}
+
+	// The drift rows by kind and step, for the shape_drift alerts to
+	// link to.
+	driftIDs := map[driftKey]*int64{}
+	for _, d := range rec.Drifts() {
+		var id int64
+		err := tx.QueryRow(ctx, insertDrift, d.Probe, d.OperationID,
+			dbTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"),
+			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After), nullString(d.Step)).Scan(&id)
+		if err != nil {
+			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
+		}
+		driftIDs[keyOf(d)] = &id
+	}
+
+	if st := rec.AlertState; st != nil {
+		notified, err1 := nullMode(st.Notified)
+		modes, err2 := nullModes(st.Modes)
+		announced, err3 := nullModes(st.Announced)
+		receivers, err4 := nullStrings(st.Receivers)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return nil, fmt.Errorf("alert state: %w", err)
+		}
+		_, err := tx.Exec(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
+			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(r.StartedAt),
+			notified, modes, announced, receivers, nullTime(st.SilencedAt))
+		if err != nil {
+			return nil, fmt.Errorf("alert state: %w", err)
+		}
+	}
+
+	ids := make([]int64, len(rec.Alerts))
+	for i := range rec.Alerts {
+		a := &rec.Alerts[i]
+		var link *int64
+		if a.Kind == results.AlertDrift {
+			// An alert without its drift is about the response's.
+			key := driftKey{kind: results.DriftResponse}
+			if a.Drift != nil {
+				key = keyOf(a.Drift)
+			}
+			link = driftIDs[key]
+		}
+		previous, err1 := nullMode(a.Previous)
+		modes, err2 := nullModes(a.Modes)
+		labels, err3 := nullLabels(a.Labels)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
+		}
+		err := tx.QueryRow(ctx, insertAlert,
+			string(a.Kind), a.Probe, dbTime(a.CreatedAt), a.OperationID, string(a.Outcome),
+			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
+			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
+			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
+			previous, modes, nullString(a.Receiver), labels,
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving).Scan(&ids[i])
+		if err != nil {
+			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
+		}
+	}
+	return ids, nil
+}
+
+// driftKey tells a run record's drifts apart: at most one per kind, and
+// for a steps probe one response drift per step.
+type driftKey struct {
+	kind results.DriftKind
+	step string
+}
+
+func keyOf(d *results.Drift) driftKey { return driftKey{kind: d.KindOrResponse(), step: d.Step} }
+
+// insertShape counts shape as seen, in shapes and in key's hourly
+// shape_counts, and saves its profile update, if any, under key.
+func insertShape(ctx context.Context, tx pgx.Tx, key string, sh *results.Shape, at time.Time) error {
+	startedAt := dbTime(at)
+	if _, err := tx.Exec(ctx, upsertShape,
+		sh.Fingerprint, sh.Canonical, startedAt, nullString(sh.Sample)); err != nil {
+		return fmt.Errorf("shape %s: %w", sh.Fingerprint, err)
+	}
+	if _, err := tx.Exec(ctx, upsertShapeCount, key, hourOf(at), sh.Fingerprint, startedAt); err != nil {
+		return fmt.Errorf("shape count %s: %w", sh.Fingerprint, err)
+	}
+	if err := writeProfile(ctx, tx, key, sh, at); err != nil {
+		return fmt.Errorf("shape profile: %w", err)
+	}
+	return nil
+}
+
+// insertSteps writes the run_steps rows of a steps probe's run, with each
+// step's shape under its step key.
+func insertSteps(ctx context.Context, tx pgx.Tx, r *results.Result) error {
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		var fingerprint, baseline, drift, code, message *string
+		if st.Shape != nil {
+			fingerprint = nullString(st.Shape.Fingerprint)
+			if len(st.Shape.Drift) > 0 {
+				baseline = nullString(st.Shape.Baseline)
+				drift = ptr(strings.Join(st.Shape.Drift, "\n"))
+			}
+			if err := insertShape(ctx, tx, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt); err != nil {
+				return fmt.Errorf("step %s: %w", st.Name, err)
+			}
+		}
+		if st.Error != nil {
+			code, message = ptr(string(st.Error.Code)), ptr(st.Error.Message)
+		}
+		if _, err := tx.Exec(ctx, insertRunStep, r.OperationID, i+1, st.Name, string(st.Outcome),
+			code, message, dbTime(st.StartedAt), st.Duration.Milliseconds(),
+			st.Polls, st.Always, st.Skipped, fingerprint, baseline, drift); err != nil {
+			return fmt.Errorf("step %s: %w", st.Name, err)
+		}
+	}
+	return nil
+}
+
+// insertResultRows writes r, its attempts, its steps, its shape counts and
+// its share of its probe's hour in probe_hours in tx.
+func insertResultRows(ctx context.Context, tx pgx.Tx, r *results.Result) error {
+	startedAt := dbTime(r.StartedAt)
+	var fingerprint, baseline, drift *string
+	if r.Shape != nil {
+		fingerprint = ptr(r.Shape.Fingerprint)
+		if len(r.Shape.Drift) > 0 {
+			baseline = nullString(r.Shape.Baseline)
+			drift = ptr(strings.Join(r.Shape.Drift, "\n"))
+		}
+		if err := insertShape(ctx, tx, r.Probe, r.Shape, r.StartedAt); err != nil {
+			return err
+		}
+	}
+
+	var toolFingerprint *string
+	if t := r.Tool; t != nil {
+		toolFingerprint = nullString(t.Fingerprint)
+		if t.Canonical != "" {
+			if _, err := tx.Exec(ctx, upsertToolDefinition,
+				r.Probe, t.Fingerprint, t.Canonical, startedAt); err != nil {
+				return fmt.Errorf("tool definition %s: %w", t.Fingerprint, err)
+			}
+		}
+	}
+
+	var code, message, sample *string
+	retryable := false
+	if r.Error != nil {
+		code, message = ptr(string(r.Error.Code)), ptr(r.Error.Message)
+		retryable = r.Error.Retryable
+		// No response, no body: NULL rather than an empty sample, so that
+		// "the body was empty" stays distinguishable.
+		if r.HTTPStatus != 0 || r.ResponseSample != "" {
+			sample = ptr(r.ResponseSample)
+		}
+	}
+	var mcpTool, mcpServer *string
+	if r.MCP != nil {
+		mcpTool, mcpServer = ptr(r.MCP.Tool), ptr(r.MCP.Server)
+	}
+	_, err := tx.Exec(ctx, insertResult,
+		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
+		code, message, retryable,
+		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
+		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
+		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step))
+	if err != nil {
+		if uniqueViolation(err, "results_operation_id_key") {
+			return ErrDuplicate
+		}
+		return err
+	}
+	if err := addProbeHour(ctx, tx, r); err != nil {
+		return fmt.Errorf("probe hour: %w", err)
+	}
+	if err := insertSteps(ctx, tx, r); err != nil {
+		return err
+	}
+
+	for _, a := range r.Attempts {
+		_, err := tx.Exec(ctx, insertAttempt,
+			r.OperationID, a.Number, dbTime(a.StartedAt), a.Duration.Milliseconds(),
+			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
+			nullString(a.Method), nullInt(a.Try), nullInt(a.Poll), nullString(a.Step))
+		if err != nil {
+			return fmt.Errorf("attempt %d: %w", a.Number, err)
+		}
+	}
+	return nil
+}
+
+// nullInt stores 0, which means "none" (no response, no try), as NULL.
+func nullInt(v int) *int64 {
+	if v == 0 {
+		return nil
+	}
+	n := int64(v)
+	return &n
+}
+
+// nullString stores "" as NULL.
+func nullString(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
+func ptr[T any](v T) *T { return &v }
