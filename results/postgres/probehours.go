@@ -98,14 +98,13 @@ ON CONFLICT (probe, hour) DO UPDATE SET
     duration_buckets     = probe_hours.duration_buckets || jsonb_build_object($8::text,
         coalesce((probe_hours.duration_buckets ->> $8::text)::bigint, 0) + 1)`
 
-// addProbeHour adds r to probe_hours in tx, the transaction that stores r.
-func addProbeHour(ctx context.Context, tx pgx.Tx, r *results.Result) error {
+// queueProbeHour adds r to probe_hours in the transaction that stores r.
+func queueProbeHour(p *pipeline, r *results.Result) {
 	var run hourSums
 	run.add(string(r.Outcome), int64(r.AttemptCount()), r.Duration.Milliseconds())
 	key := strconv.FormatInt(bucketOf(r.Duration.Milliseconds()), 10)
-	_, err := tx.Exec(ctx, upsertProbeHour, r.Probe, hourOf(r.StartedAt),
+	p.exec("probe hour", upsertProbeHour, r.Probe, hourOf(r.StartedAt),
 		run.pass, run.contractError, run.unavailable, run.passedAfterRetries, run.retries, key)
-	return err
 }
 
 // hourSums is what some runs of one probe and hour add up to: a row of

@@ -23,15 +23,12 @@ ON CONFLICT (probe) DO UPDATE SET
     updated_at = excluded.updated_at
 WHERE shape_profiles.reset_at IS NOT DISTINCT FROM excluded.reset_at`
 
-// writeProfile saves sh's profile update, if any, in tx as key's profile:
-// a probe's, or a step's (results.StepKey). at is the run's start.
-func writeProfile(ctx context.Context, tx pgx.Tx, key string, sh *results.Shape, at time.Time) error {
-	if sh.Profile == nil {
-		return nil
+// queueProfile saves sh's profile update, if any, as key's profile: a
+// probe's, or a step's (results.StepKey). at is the run's start.
+func queueProfile(p *pipeline, key string, sh *results.Shape, at time.Time) {
+	if u := sh.Profile; u != nil {
+		p.exec("shape profile", upsertProfile, key, u.Data, u.Answers, dbTime(at), nullTime(u.ResetAt))
 	}
-	u := sh.Profile
-	_, err := tx.Exec(ctx, upsertProfile, key, u.Data, u.Answers, dbTime(at), nullTime(u.ResetAt))
-	return err
 }
 
 // ShapeProfile returns probe's stored profile, and false when it has no

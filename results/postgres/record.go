@@ -171,24 +171,32 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 // writeRun writes everything RecordRun stores of rec in tx and returns the
 // new alert ids, in the order of rec.Alerts. On an error, some of it may
 // have been written: the caller rolls it back.
+//
+// The statements are pipelined: sent together and answered together, one
+// round trip for a run without drift, two for one with drift (its
+// alerts name the drift rows the first returns), instead of one per
+// statement.
 func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, error) {
 	r := &rec.Result
-	if err := insertResultRows(ctx, tx, r); err != nil {
-		return nil, err
-	}
+	var p pipeline
+	queueResultRows(&p, r)
 
 	// The drift rows by kind and step, for the shape_drift alerts to
 	// link to.
-	driftIDs := map[driftKey]*int64{}
-	for _, d := range rec.Drifts() {
-		var id int64
-		err := tx.QueryRow(ctx, insertDrift, d.Probe, d.OperationID,
+	drifts := rec.Drifts()
+	driftIDs := make(map[driftKey]*int64, len(drifts))
+	for _, d := range drifts {
+		id := new(int64)
+		p.scan(fmt.Sprintf("%s drift", d.KindOrResponse()), []any{id}, insertDrift, d.Probe, d.OperationID,
 			dbTime(d.DetectedAt), d.Baseline, d.Current, strings.Join(d.Diff, "\n"),
-			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After), nullString(d.Step)).Scan(&id)
-		if err != nil {
-			return nil, fmt.Errorf("%s drift: %w", d.KindOrResponse(), err)
+			string(d.KindOrResponse()), nullString(d.Before), nullString(d.After), nullString(d.Step))
+		driftIDs[keyOf(d)] = id
+	}
+	if len(drifts) > 0 {
+		if err := p.send(ctx, tx); err != nil {
+			return nil, err
 		}
-		driftIDs[keyOf(d)] = &id
+		p = pipeline{}
 	}
 
 	if st := rec.AlertState; st != nil {
@@ -199,12 +207,9 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}
-		_, err := tx.Exec(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
+		p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
 			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(r.StartedAt),
 			notified, modes, announced, receivers, nullTime(st.SilencedAt))
-		if err != nil {
-			return nil, fmt.Errorf("alert state: %w", err)
-		}
 	}
 
 	ids := make([]int64, len(rec.Alerts))
@@ -225,16 +230,16 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
-		err := tx.QueryRow(ctx, insertAlert,
+		p.scan(fmt.Sprintf("alert %d (%s)", i, a.Kind), []any{&ids[i]}, insertAlert,
 			string(a.Kind), a.Probe, dbTime(a.CreatedAt), a.OperationID, string(a.Outcome),
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving).Scan(&ids[i])
-		if err != nil {
-			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
-		}
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving)
+	}
+	if err := p.send(ctx, tx); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }
@@ -248,26 +253,18 @@ type driftKey struct {
 
 func keyOf(d *results.Drift) driftKey { return driftKey{kind: d.KindOrResponse(), step: d.Step} }
 
-// insertShape counts shape as seen, in shapes and in key's hourly
+// queueShape counts shape as seen, in shapes and in key's hourly
 // shape_counts, and saves its profile update, if any, under key.
-func insertShape(ctx context.Context, tx pgx.Tx, key string, sh *results.Shape, at time.Time) error {
+func queueShape(p *pipeline, key string, sh *results.Shape, at time.Time) {
 	startedAt := dbTime(at)
-	if _, err := tx.Exec(ctx, upsertShape,
-		sh.Fingerprint, sh.Canonical, startedAt, nullString(sh.Sample)); err != nil {
-		return fmt.Errorf("shape %s: %w", sh.Fingerprint, err)
-	}
-	if _, err := tx.Exec(ctx, upsertShapeCount, key, hourOf(at), sh.Fingerprint, startedAt); err != nil {
-		return fmt.Errorf("shape count %s: %w", sh.Fingerprint, err)
-	}
-	if err := writeProfile(ctx, tx, key, sh, at); err != nil {
-		return fmt.Errorf("shape profile: %w", err)
-	}
-	return nil
+	p.exec("shape "+sh.Fingerprint, upsertShape, sh.Fingerprint, sh.Canonical, startedAt, nullString(sh.Sample))
+	p.exec("shape count "+sh.Fingerprint, upsertShapeCount, key, hourOf(at), sh.Fingerprint, startedAt)
+	queueProfile(p, key, sh, at)
 }
 
-// insertSteps writes the run_steps rows of a steps probe's run, with each
+// queueSteps writes the run_steps rows of a steps probe's run, with each
 // step's shape under its step key.
-func insertSteps(ctx context.Context, tx pgx.Tx, r *results.Result) error {
+func queueSteps(p *pipeline, r *results.Result) {
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		var fingerprint, baseline, drift, code, message *string
@@ -277,25 +274,20 @@ func insertSteps(ctx context.Context, tx pgx.Tx, r *results.Result) error {
 				baseline = nullString(st.Shape.Baseline)
 				drift = ptr(strings.Join(st.Shape.Drift, "\n"))
 			}
-			if err := insertShape(ctx, tx, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt); err != nil {
-				return fmt.Errorf("step %s: %w", st.Name, err)
-			}
+			queueShape(p, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt)
 		}
 		if st.Error != nil {
 			code, message = ptr(string(st.Error.Code)), ptr(st.Error.Message)
 		}
-		if _, err := tx.Exec(ctx, insertRunStep, r.OperationID, i+1, st.Name, string(st.Outcome),
+		p.exec("step "+st.Name, insertRunStep, r.OperationID, i+1, st.Name, string(st.Outcome),
 			code, message, dbTime(st.StartedAt), st.Duration.Milliseconds(),
-			st.Polls, st.Always, st.Skipped, fingerprint, baseline, drift); err != nil {
-			return fmt.Errorf("step %s: %w", st.Name, err)
-		}
+			st.Polls, st.Always, st.Skipped, fingerprint, baseline, drift)
 	}
-	return nil
 }
 
-// insertResultRows writes r, its attempts, its steps, its shape counts and
-// its share of its probe's hour in probe_hours in tx.
-func insertResultRows(ctx context.Context, tx pgx.Tx, r *results.Result) error {
+// queueResultRows writes r, its attempts, its steps, its shape counts and
+// its share of its probe's hour in probe_hours.
+func queueResultRows(p *pipeline, r *results.Result) {
 	startedAt := dbTime(r.StartedAt)
 	var fingerprint, baseline, drift *string
 	if r.Shape != nil {
@@ -304,19 +296,14 @@ func insertResultRows(ctx context.Context, tx pgx.Tx, r *results.Result) error {
 			baseline = nullString(r.Shape.Baseline)
 			drift = ptr(strings.Join(r.Shape.Drift, "\n"))
 		}
-		if err := insertShape(ctx, tx, r.Probe, r.Shape, r.StartedAt); err != nil {
-			return err
-		}
+		queueShape(p, r.Probe, r.Shape, r.StartedAt)
 	}
 
 	var toolFingerprint *string
 	if t := r.Tool; t != nil {
 		toolFingerprint = nullString(t.Fingerprint)
 		if t.Canonical != "" {
-			if _, err := tx.Exec(ctx, upsertToolDefinition,
-				r.Probe, t.Fingerprint, t.Canonical, startedAt); err != nil {
-				return fmt.Errorf("tool definition %s: %w", t.Fingerprint, err)
-			}
+			p.exec("tool definition "+t.Fingerprint, upsertToolDefinition, r.Probe, t.Fingerprint, t.Canonical, startedAt)
 		}
 	}
 
@@ -335,32 +322,79 @@ func insertResultRows(ctx context.Context, tx pgx.Tx, r *results.Result) error {
 	if r.MCP != nil {
 		mcpTool, mcpServer = ptr(r.MCP.Tool), ptr(r.MCP.Server)
 	}
-	_, err := tx.Exec(ctx, insertResult,
+	p.result(insertResult,
 		r.OperationID, r.Probe, startedAt, r.Duration.Milliseconds(), string(r.Outcome),
 		code, message, retryable,
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
 		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step))
-	if err != nil {
-		if uniqueViolation(err, "results_operation_id_key") {
-			return ErrDuplicate
-		}
-		return err
-	}
-	if err := addProbeHour(ctx, tx, r); err != nil {
-		return fmt.Errorf("probe hour: %w", err)
-	}
-	if err := insertSteps(ctx, tx, r); err != nil {
-		return err
-	}
-
+	queueProbeHour(p, r)
+	queueSteps(p, r)
 	for _, a := range r.Attempts {
-		_, err := tx.Exec(ctx, insertAttempt,
+		p.exec(fmt.Sprintf("attempt %d", a.Number), insertAttempt,
 			r.OperationID, a.Number, dbTime(a.StartedAt), a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), nullString(string(a.Code)), nullString(a.Message), a.Wait.Milliseconds(),
 			nullString(a.Method), nullInt(a.Try), nullInt(a.Poll), nullString(a.Step))
-		if err != nil {
-			return fmt.Errorf("attempt %d: %w", a.Number, err)
+	}
+}
+
+// pipeline is statements queued to be sent to the server together, in a
+// transaction, and answered in order.
+type pipeline struct {
+	batch pgx.Batch
+	steps []pipelineStep
+}
+
+// pipelineStep says what one queued statement writes, for its error, and
+// where its one returned row goes.
+type pipelineStep struct {
+	what   string
+	dest   []any // nil: no row returned
+	result bool  // the results row: a unique violation is ErrDuplicate
+}
+
+func (p *pipeline) exec(what, sql string, args ...any) {
+	p.batch.Queue(sql, args...)
+	p.steps = append(p.steps, pipelineStep{what: what})
+}
+
+func (p *pipeline) scan(what string, dest []any, sql string, args ...any) {
+	p.batch.Queue(sql, args...)
+	p.steps = append(p.steps, pipelineStep{what: what, dest: dest})
+}
+
+func (p *pipeline) result(sql string, args ...any) {
+	p.batch.Queue(sql, args...)
+	p.steps = append(p.steps, pipelineStep{result: true})
+}
+
+// send sends the queued statements in tx and reads their answers, in
+// order. It returns the first statement's error, after which Postgres
+// has aborted tx.
+func (p *pipeline) send(ctx context.Context, tx pgx.Tx) (err error) {
+	if len(p.steps) == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, &p.batch)
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for _, st := range p.steps {
+		if st.dest != nil {
+			err = br.QueryRow().Scan(st.dest...)
+		} else {
+			_, err = br.Exec()
+		}
+		switch {
+		case err == nil:
+		case st.result && uniqueViolation(err, "results_operation_id_key"):
+			return ErrDuplicate
+		case st.result:
+			return err
+		default:
+			return fmt.Errorf("%s: %w", st.what, err)
 		}
 	}
 	return nil
