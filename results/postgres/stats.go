@@ -48,14 +48,15 @@ FROM (
 // statsDurations is what statsCounts counts, as durations: the
 // duration buckets of the whole hours (false: a bucket and its runs) and
 // the durations of the runs of the partial hours (true: a duration in
-// milliseconds, one run). Go merges them into one histogram per probe.
+// milliseconds and its runs). Go merges them into one histogram per probe.
 const statsDurations = `SELECT b.key::bigint, b.value::bigint, false
 FROM probe_hours h CROSS JOIN LATERAL jsonb_each_text(h.duration_buckets) b
 WHERE h.probe = $1 AND h.hour >= $2 AND h.hour < $3
 UNION ALL
-SELECT duration_ms, 1, true
+SELECT duration_ms, count(*), true
 FROM results
-WHERE probe = $1 AND ((started_at >= $4 AND started_at < $5) OR (started_at >= $6 AND started_at < $7))`
+WHERE probe = $1 AND ((started_at >= $4 AND started_at < $5) OR (started_at >= $6 AND started_at < $7))
+GROUP BY duration_ms`
 
 // statsWindow is a window of Stats split for statsCounts: the whole UTC
 // hours inside it, [hourFrom, hourTo), and the ranges of started_at
@@ -134,15 +135,16 @@ LIMIT 1`
 // that side of the window open; the bounds are exact as in History. Drift
 // events count when their detected_at lies in the same window.
 //
-// Everything is read in one read transaction, probe by probe, from
-// indexes: the probe names (one index search each); the probe's counters
-// and durations in the window (the window's whole hours from
-// probe_hours, its partial first and last hour from ranges of the
-// covering index results_probe_started_covering); its last run; and the
-// start of its current streak, however long: the latest run of each
-// other outcome before the last run, then the first run after the latest
-// of those. The cost follows the window's hours and probes, not its runs
-// or the stored history.
+// Everything is read in one read transaction, from indexes: the probe
+// names (one index search each); each probe's counters and durations in
+// the window (the window's whole hours from probe_hours, its partial
+// first and last hour from ranges of the covering index
+// results_probe_started_covering) and its last run; and the start of its
+// current streak, however long: the latest run of each other outcome
+// before the last run, then the first run after the latest of those. The
+// cost follows the window's hours and probes, not its runs or the stored
+// history. The per-probe queries are pipelined, every probe's at once, so
+// that the round trips do not grow with the probes: five in all.
 func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	st, err := s.stats(ctx, since, until)
 	if err != nil {
@@ -171,20 +173,21 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 		return nil, fmt.Errorf("probes: %w", err)
 	}
 	window := splitWindow(since, until)
-	hist := newHistogram()
+	all := make([]results.ProbeStats, len(probes))
+	for i, probe := range probes {
+		all[i].Probe = probe
+	}
+	if err := summarize(ctx, tx, all, window, lo, hi); err != nil {
+		return nil, err
+	}
 	var out []results.ProbeStats
-	for _, probe := range probes {
-		p := results.ProbeStats{Probe: probe}
-		if err := summarize(ctx, tx, &p, window, hist); err != nil {
-			return nil, fmt.Errorf("%s: %w", probe, err)
+	for _, p := range all {
+		if p.Runs > 0 {
+			out = append(out, p)
 		}
-		if p.Runs == 0 {
-			continue
-		}
-		if err := lastAndStreak(ctx, tx, &p, lo, hi); err != nil {
-			return nil, fmt.Errorf("%s: %w", probe, err)
-		}
-		out = append(out, p)
+	}
+	if err := streaks(ctx, tx, out); err != nil {
+		return nil, err
 	}
 
 	var drifts where
@@ -212,52 +215,145 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 	return out, nil
 }
 
-// summarize fills p's counters and percentiles from the probe's runs in
-// the window; they stay zero when it has none. hist is left empty.
-func summarize(ctx context.Context, tx pgx.Tx, p *results.ProbeStats, w statsWindow, hist *histogram) error {
+// summarize fills the counters, percentiles and last run of each of ps
+// from the probe's runs in the window, with every probe's queries sent at
+// once; they stay zero for a probe without runs there.
+func summarize(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats, w statsWindow, lo, hi time.Time) (err error) {
+	var b pgx.Batch
+	for i := range ps {
+		args := w.args(ps[i].Probe)
+		b.Queue(statsCounts, args...)
+		b.Queue(statsDurations, args...)
+		b.Queue(statsLast, ps[i].Probe, lo, hi)
+	}
+	br := tx.SendBatch(ctx, &b)
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	hist := newHistogram()
+	for i := range ps {
+		p := &ps[i]
+		if err := summarizeOne(br, p, hist); err != nil {
+			return fmt.Errorf("%s: %w", p.Probe, err)
+		}
+	}
+	return nil
+}
+
+// summarizeOne reads the answers to one probe's queries of summarize.
+// hist is left empty.
+func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *histogram) error {
 	// Over no rows, sum() is NULL: zero.
 	var runs, pass, contract, unavail, after, extra *int64
-	if err := tx.QueryRow(ctx, statsCounts, w.args(p.Probe)...).Scan(&runs, &pass, &contract, &unavail, &after, &extra); err != nil {
+	if err := br.QueryRow().Scan(&runs, &pass, &contract, &unavail, &after, &extra); err != nil {
 		return err
 	}
 	p.Runs, p.Pass, p.ContractError, p.Unavailable = int(num(runs)), int(num(pass)), int(num(contract)), int(num(unavail))
 	p.PassedAfterRetries, p.Retries = int(num(after)), int(num(extra))
-	if p.Runs == 0 {
-		return nil
-	}
 
 	defer hist.reset()
-	rows, err := tx.Query(ctx, statsDurations, w.args(p.Probe)...)
+	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
 	for rows.Next() {
 		var (
 			v, n     int64
 			duration bool
 		)
 		if err := rows.Scan(&v, &n, &duration); err != nil {
+			rows.Close()
 			return err
 		}
 		if duration {
 			v = bucketOf(v)
 		} else if v < 0 || bucketOf(v) != v || n < 0 {
+			rows.Close()
 			return fmt.Errorf("probe_hours: %w: bucket %d with %d runs", errBuckets, v, n)
 		}
 		hist.add(v, n)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	if hist.runs != int64(p.Runs) {
 		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.runs, p.Runs)
 	}
-	ps := hist.percentiles(50, 95, 99)
-	p.P50 = time.Duration(ps[0]) * time.Millisecond
-	p.P95 = time.Duration(ps[1]) * time.Millisecond
-	p.P99 = time.Duration(ps[2]) * time.Millisecond
+	pct := hist.percentiles(50, 95, 99)
+	p.P50 = time.Duration(pct[0]) * time.Millisecond
+	p.P95 = time.Duration(pct[1]) * time.Millisecond
+	p.P99 = time.Duration(pct[2]) * time.Millisecond
+
+	var (
+		lastAt  time.Time
+		outcome string
+		code    *string
+	)
+	err = br.QueryRow().Scan(&lastAt, &outcome, &code)
+	if errors.Is(err, pgx.ErrNoRows) && p.Runs == 0 {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("last run: %w", err)
+	}
+	p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
+	p.LastStartedAt = lastAt.UTC()
 	return nil
+}
+
+// streaks fills OutcomeSince of each of ps, whose last run is known: the
+// streak ends at the last run and starts right after the latest earlier
+// run with another outcome. Two rounds of pipelined queries: the latest
+// run of each other outcome, then the first run after the latest of those.
+func streaks(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats) error {
+	type mark struct {
+		at time.Time
+		id int64
+	}
+	breaks := make([]mark, len(ps))
+	for i := range breaks {
+		breaks[i] = mark{at: minTime}
+	}
+	var b pgx.Batch
+	for i := range ps {
+		for _, o := range results.Outcomes {
+			if o == ps[i].LastOutcome {
+				continue
+			}
+			b.Queue(streakBreak, ps[i].Probe, string(o), ps[i].LastStartedAt).QueryRow(func(row pgx.Row) error {
+				var m mark
+				err := row.Scan(&m.at, &m.id)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("%s: streak: %w", ps[i].Probe, err)
+				}
+				if m.at.After(breaks[i].at) || (m.at.Equal(breaks[i].at) && m.id > breaks[i].id) {
+					breaks[i] = m
+				}
+				return nil
+			})
+		}
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return err
+	}
+	b = pgx.Batch{}
+	for i := range ps {
+		b.Queue(streakStart, ps[i].Probe, breaks[i].at, breaks[i].id).QueryRow(func(row pgx.Row) error {
+			var start time.Time
+			if err := row.Scan(&start); err != nil {
+				return fmt.Errorf("%s: streak start: %w", ps[i].Probe, err)
+			}
+			ps[i].OutcomeSince = start.UTC()
+			return nil
+		})
+	}
+	return tx.SendBatch(ctx, &b).Close()
 }
 
 // readStrings returns the single text column of every row of query.
@@ -267,47 +363,4 @@ func readStrings(ctx context.Context, q querier, query string, args ...any) ([]s
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
-}
-
-// lastAndStreak fills p's Last fields and OutcomeSince from the probe's
-// last run in [lo, hi).
-func lastAndStreak(ctx context.Context, tx pgx.Tx, p *results.ProbeStats, lo, hi time.Time) error {
-	var (
-		lastAt  time.Time
-		outcome string
-		code    *string
-	)
-	err := tx.QueryRow(ctx, statsLast, p.Probe, lo, hi).Scan(&lastAt, &outcome, &code)
-	if err != nil {
-		return fmt.Errorf("last run: %w", err)
-	}
-	p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
-	p.LastStartedAt = lastAt.UTC()
-
-	// The streak ends at the last run and starts right after the latest
-	// earlier run with another outcome.
-	breakAt, breakID := minTime, int64(0)
-	for _, o := range results.Outcomes {
-		if o == p.LastOutcome {
-			continue
-		}
-		var at time.Time
-		var id int64
-		err := tx.QueryRow(ctx, streakBreak, p.Probe, string(o), lastAt).Scan(&at, &id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("streak: %w", err)
-		}
-		if at.After(breakAt) || (at.Equal(breakAt) && id > breakID) {
-			breakAt, breakID = at, id
-		}
-	}
-	var start time.Time
-	if err := tx.QueryRow(ctx, streakStart, p.Probe, breakAt, breakID).Scan(&start); err != nil {
-		return fmt.Errorf("streak start: %w", err)
-	}
-	p.OutcomeSince = start.UTC()
-	return nil
 }
