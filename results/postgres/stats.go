@@ -28,7 +28,8 @@ SELECT probe FROM probes WHERE probe IS NOT NULL`
 // UTC hours of the window from probe_hours ($2 <= hour < $3, a range of
 // its primary key), and the runs of the partial hours at either end from
 // results ([$4, $5) and [$6, $7), ranges of the covering index
-// results_probe_started_covering).
+// results_probe_started_covering, each a branch of its own: with an OR
+// Postgres may read the time index for every probe's runs instead).
 const statsCounts = `SELECT sum(runs)::bigint, sum(pass)::bigint, sum(contract_error)::bigint,
     sum(unavailable)::bigint, sum(passed_after_retries)::bigint, sum(retries)::bigint
 FROM (
@@ -36,13 +37,15 @@ FROM (
     FROM probe_hours
     WHERE probe = $1 AND hour >= $2 AND hour < $3
     UNION ALL
-    SELECT count(*), count(*) FILTER (WHERE outcome = 'pass'),
-        count(*) FILTER (WHERE outcome = 'contract_error'),
-        count(*) FILTER (WHERE outcome = 'unavailable'),
-        count(*) FILTER (WHERE outcome = 'pass' AND attempts > 1),
-        coalesce(sum(greatest(attempts - 1, 0)), 0)
+    SELECT 1, (outcome = 'pass')::int, (outcome = 'contract_error')::int, (outcome = 'unavailable')::int,
+        (outcome = 'pass' AND attempts > 1)::int, greatest(attempts - 1, 0)
     FROM results
-    WHERE probe = $1 AND ((started_at >= $4 AND started_at < $5) OR (started_at >= $6 AND started_at < $7))
+    WHERE probe = $1 AND started_at >= $4 AND started_at < $5
+    UNION ALL
+    SELECT 1, (outcome = 'pass')::int, (outcome = 'contract_error')::int, (outcome = 'unavailable')::int,
+        (outcome = 'pass' AND attempts > 1)::int, greatest(attempts - 1, 0)
+    FROM results
+    WHERE probe = $1 AND started_at >= $6 AND started_at < $7
 ) x`
 
 // statsDurations is what statsCounts counts, as durations: the
@@ -54,8 +57,11 @@ FROM probe_hours h CROSS JOIN LATERAL jsonb_each_text(h.duration_buckets) b
 WHERE h.probe = $1 AND h.hour >= $2 AND h.hour < $3
 UNION ALL
 SELECT duration_ms, count(*), true
-FROM results
-WHERE probe = $1 AND ((started_at >= $4 AND started_at < $5) OR (started_at >= $6 AND started_at < $7))
+FROM (
+    SELECT duration_ms FROM results WHERE probe = $1 AND started_at >= $4 AND started_at < $5
+    UNION ALL
+    SELECT duration_ms FROM results WHERE probe = $1 AND started_at >= $6 AND started_at < $7
+) r
 GROUP BY duration_ms`
 
 // statsWindow is a window of Stats split for statsCounts: the whole UTC
