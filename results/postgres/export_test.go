@@ -22,3 +22,6 @@ func Queued(s *Store) int {
 func Commits(s *Store) (commits, runs int64) {
 	return s.gc.commits.Load(), s.gc.runs.Load()
 }
+
+// MaxBatch is the most runs one transaction records.
+const MaxBatch = maxBatch

@@ -154,8 +154,8 @@ func (h *hourSums) subtract(d *hourSums) {
 	}
 }
 
-// bucketsJSON writes h's buckets as duration_buckets holds them, in order
-// of duration, as json_group_object writes them in migration 0005.
+// bucketsJSON writes h's buckets as a duration_buckets object, in order
+// of duration.
 func (h *hourSums) bucketsJSON() string {
 	keys := make([]int64, 0, len(h.buckets))
 	for b := range h.buckets {
