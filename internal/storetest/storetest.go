@@ -150,6 +150,7 @@ var behaviours = []behaviour{
 	{"Stats/outcome since", statsOutcomeSince},
 	{"Stats/drift events", statsDriftEvents},
 	{"Stats/empty", statsEmpty},
+	{"Stats/window edges", statsWindowEdges},
 	// Silences.
 	{"Silences/lifecycle", silencesLifecycle},
 	// Retention.
