@@ -24,12 +24,13 @@ const probeNames = `WITH RECURSIVE probes (probe) AS (
 )
 SELECT probe FROM probes WHERE probe IS NOT NULL`
 
-// statsCounts sums up one probe's runs in a window, in one row: the whole
-// UTC hours of the window from probe_hours ($2 <= hour < $3, a range of
-// its primary key), and the runs of the partial hours at either end from
-// results ([$4, $5) and [$6, $7), ranges of the covering index
+// statsCounts sums up one probe's runs in a window, in one row: the UTC
+// hours of probe_hours in [$2, $3) (a range of its primary key), plus the
+// runs started in [$4, $5) and [$6, $7), less those started in [$8, $9)
+// and [$10, $11) (ranges of the covering index
 // results_probe_started_covering, each a branch of its own: with an OR
-// Postgres may read the time index for every probe's runs instead).
+// Postgres may read the time index for every probe's runs instead). See
+// statsWindow.
 const statsCounts = `SELECT sum(runs)::bigint, sum(pass)::bigint, sum(contract_error)::bigint,
     sum(unavailable)::bigint, sum(passed_after_retries)::bigint, sum(retries)::bigint
 FROM (
@@ -37,75 +38,112 @@ FROM (
     FROM probe_hours
     WHERE probe = $1 AND hour >= $2 AND hour < $3
     UNION ALL
-    SELECT 1, (outcome = 'pass')::int, (outcome = 'contract_error')::int, (outcome = 'unavailable')::int,
-        (outcome = 'pass' AND attempts > 1)::int, greatest(attempts - 1, 0)
-    FROM results
-    WHERE probe = $1 AND started_at >= $4 AND started_at < $5
-    UNION ALL
-    SELECT 1, (outcome = 'pass')::int, (outcome = 'contract_error')::int, (outcome = 'unavailable')::int,
-        (outcome = 'pass' AND attempts > 1)::int, greatest(attempts - 1, 0)
-    FROM results
-    WHERE probe = $1 AND started_at >= $6 AND started_at < $7
+    SELECT sign, sign * (outcome = 'pass')::int, sign * (outcome = 'contract_error')::int,
+        sign * (outcome = 'unavailable')::int, sign * (outcome = 'pass' AND attempts > 1)::int,
+        sign * greatest(attempts - 1, 0)
+    FROM (` + statsEdges + `) r
 ) x`
 
+// statsEdges is the runs of the cut hours of statsCounts' window, each
+// with the sign it is counted with: +1 for the runs inside the window,
+// -1 for those of a whole hour of probe_hours that lie outside it.
+const statsEdges = `
+        SELECT 1 AS sign, outcome, attempts, duration_ms FROM results
+        WHERE probe = $1 AND started_at >= $4 AND started_at < $5
+        UNION ALL
+        SELECT 1, outcome, attempts, duration_ms FROM results
+        WHERE probe = $1 AND started_at >= $6 AND started_at < $7
+        UNION ALL
+        SELECT -1, outcome, attempts, duration_ms FROM results
+        WHERE probe = $1 AND started_at >= $8 AND started_at < $9
+        UNION ALL
+        SELECT -1, outcome, attempts, duration_ms FROM results
+        WHERE probe = $1 AND started_at >= $10 AND started_at < $11`
+
 // statsDurations is what statsCounts counts, as durations: the
-// duration buckets of the whole hours (false: a bucket and its runs) and
-// the durations of the runs of the partial hours (true: a duration in
-// milliseconds and its runs). Go merges them into one histogram per probe.
+// duration buckets of the hours (false: a bucket and its runs) and the
+// durations of the runs of the cut hours (true: a duration in
+// milliseconds and its runs, negative for runs taken away). Go merges
+// them into one histogram per probe.
 const statsDurations = `SELECT b.key::bigint, b.value::bigint, false
 FROM probe_hours h CROSS JOIN LATERAL jsonb_each_text(h.duration_buckets) b
 WHERE h.probe = $1 AND h.hour >= $2 AND h.hour < $3
 UNION ALL
-SELECT duration_ms, count(*), true
-FROM (
-    SELECT duration_ms FROM results WHERE probe = $1 AND started_at >= $4 AND started_at < $5
-    UNION ALL
-    SELECT duration_ms FROM results WHERE probe = $1 AND started_at >= $6 AND started_at < $7
-) r
+SELECT duration_ms, sum(sign), true
+FROM (` + statsEdges + `) r
 GROUP BY duration_ms`
 
-// statsWindow is a window of Stats split for statsCounts: the whole UTC
-// hours inside it, [hourFrom, hourTo), and the ranges of started_at
-// before and after them, [head[0], head[1]) and [tail[0], tail[1]), read
-// from results; a range whose ends are equal is empty. An open end of the
-// window takes every hour on that side.
+// statsWindow is a window of Stats split for statsCounts: UTC hours
+// [hourFrom, hourTo) read from probe_hours, plus the runs started in the
+// ranges add, less those started in the ranges sub, read from results. An
+// hour the window cuts is read either way, whichever reads fewer runs
+// (by time): the runs inside the window, or its whole hour less the runs
+// outside. The latter makes the usual window, up to now, cost one row of
+// probe_hours rather than up to an hour of runs. A range whose ends are
+// equal is empty.
 type statsWindow struct {
 	hourFrom, hourTo time.Time
-	head, tail       [2]time.Time
+	add, sub         [2][2]time.Time
 }
+
+// emptyRange reads no run.
+var emptyRange = [2]time.Time{maxTime, maxTime}
 
 // splitWindow splits [since, until), each bound rounded up to the
 // millisecond as storedTime does; a zero bound is an open end.
 func splitWindow(since, until time.Time) statsWindow {
 	w := statsWindow{hourFrom: minTime, hourTo: maxTime,
-		head: [2]time.Time{minTime, minTime}, tail: [2]time.Time{maxTime, maxTime}}
-	lo, hi := minTime, maxTime
+		add: [2][2]time.Time{emptyRange, emptyRange}, sub: [2][2]time.Time{emptyRange, emptyRange}}
+	start, end := minTime, maxTime
 	if !since.IsZero() {
-		start := storedTime(since)
-		first := start.Truncate(time.Hour) // UTC hours: Truncate counts from the zero time
-		if first.Before(start) {
-			first = first.Add(time.Hour)
-		}
-		lo = start
-		w.hourFrom, w.head = first, [2]time.Time{lo, first}
+		start = storedTime(since)
 	}
 	if !until.IsZero() {
-		end := storedTime(until)
-		last := end.Truncate(time.Hour)
-		hi = end
-		w.hourTo, w.tail = last, [2]time.Time{last, hi}
+		end = storedTime(until)
 	}
-	if !w.hourFrom.Before(w.hourTo) {
-		// No whole hour: the window, if not empty, lies within one hour
-		// or across the boundary of two.
-		return statsWindow{hourFrom: maxTime, hourTo: maxTime,
-			head: [2]time.Time{lo, hi}, tail: [2]time.Time{maxTime, maxTime}}
+	if !start.Before(end) {
+		w.hourFrom, w.hourTo = maxTime, maxTime
+		return w
+	}
+	if !since.IsZero() && !until.IsZero() && start.Truncate(time.Hour).Equal(end.Truncate(time.Hour)) {
+		// Within one hour (UTC: Truncate counts from the zero time).
+		h := start.Truncate(time.Hour)
+		if end.Sub(start) <= time.Hour/2 {
+			w.hourFrom, w.hourTo = maxTime, maxTime
+			w.add[0] = [2]time.Time{start, end}
+		} else {
+			w.hourFrom, w.hourTo = h, h.Add(time.Hour)
+			w.sub[0], w.sub[1] = [2]time.Time{h, start}, [2]time.Time{end, h.Add(time.Hour)}
+		}
+		return w
+	}
+	if !since.IsZero() {
+		first := start.Truncate(time.Hour)
+		if first.Before(start) {
+			first = first.Add(time.Hour) // the first whole hour
+			if first.Sub(start) <= time.Hour/2 {
+				w.hourFrom, w.add[0] = first, [2]time.Time{start, first}
+			} else {
+				w.hourFrom, w.sub[0] = first.Add(-time.Hour), [2]time.Time{first.Add(-time.Hour), start}
+			}
+		} else {
+			w.hourFrom = first
+		}
+	}
+	if !until.IsZero() {
+		last := end.Truncate(time.Hour) // the end of the last whole hour
+		if last.Before(end) && end.Sub(last) > time.Hour/2 {
+			w.hourTo, w.sub[1] = last.Add(time.Hour), [2]time.Time{end, last.Add(time.Hour)}
+		} else {
+			w.hourTo, w.add[1] = last, [2]time.Time{last, end}
+		}
 	}
 	return w
 }
 
 func (w statsWindow) args(probe string) []any {
-	return []any{probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1]}
+	return []any{probe, w.hourFrom, w.hourTo, w.add[0][0], w.add[0][1], w.add[1][0], w.add[1][1],
+		w.sub[0][0], w.sub[0][1], w.sub[1][0], w.sub[1][1]}
 }
 
 // statsDrifts counts drift events per probe; %s is the WHERE clause of the
@@ -274,7 +312,7 @@ func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *histogram) e
 			return err
 		}
 		if duration {
-			v = bucketOf(v)
+			v = bucketOf(v) // n < 0: runs taken away from an hour
 		} else if v < 0 || bucketOf(v) != v || n < 0 {
 			rows.Close()
 			return fmt.Errorf("probe_hours: %w: bucket %d with %d runs", errBuckets, v, n)
