@@ -10,7 +10,8 @@ import (
 // the interfaces they declare, as they reach results/sqlite: a change to
 // them or to the store's methods that breaks the wiring fails here first.
 var (
-	_ runner.Store    = (*postgres.Store)(nil)
-	_ runner.Silences = (*postgres.Store)(nil)
-	_ web.Store       = (*postgres.Store)(nil)
+	_ runner.Store      = (*postgres.Store)(nil)
+	_ runner.Silences   = (*postgres.Store)(nil)
+	_ web.Store         = (*postgres.Store)(nil)
+	_ runner.LeaseStore = (*postgres.Store)(nil)
 )
