@@ -27,6 +27,7 @@ type Config struct {
 	Digest         string
 	Version        int
 	Storage        Storage
+	Fleet          Fleet
 	Server         Server
 	MaxConcurrency int
 	Notify         Notify
@@ -38,8 +39,34 @@ type Config struct {
 
 // Storage is where results are kept and for how long.
 type Storage struct {
-	Path      string        // absolute
+	// Driver is the store: DriverSQLite (the default) keeps results in
+	// the file at Path, DriverPostgres in the database DSN names.
+	Driver string
+	Path   string // absolute; "" with DriverPostgres
+	// DSN is the Postgres connection string, a URL
+	// (postgres://user:pass@host/db) or key=value settings; "" with
+	// DriverSQLite. The whole string and its password are secrets
+	// (Config.Secrets).
+	DSN       Secret
 	Retention time.Duration // 0 keeps everything
+}
+
+// The values of storage.driver.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// Fleet is what sets this instance apart among those sharing one store
+// (SPEC §12).
+type Fleet struct {
+	// Node is this instance's name, unique in the fleet: fleet.node, or
+	// the host name and the process id ("web-1-4711") when the config
+	// gives none. Each result records it (results.Result.Node).
+	Node string
+	// Lease is fleet.lease: how long leadership outlives its holder's
+	// last renewal. At least MinLease.
+	Lease time.Duration
 }
 
 // Server is the read-only HTTP surface.
@@ -305,6 +332,8 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	add(c.Server.Token)
+	add(c.Storage.DSN)
+	add(Secret(dsnPassword(c.Storage.DSN.Reveal())))
 	add(c.Notify.Slack.WebhookURL)
 	add(c.Notify.Slack.Token)
 	for _, r := range c.Notify.Routes {

@@ -12,6 +12,8 @@ import (
 // probe overrides that, field by field.
 const (
 	DefaultStoragePath      = "toolpulse.db"
+	DefaultStorageDriver    = DriverSQLite
+	DefaultLease            = 10 * time.Second
 	DefaultRetention        = 720 * time.Hour
 	DefaultListen           = "127.0.0.1:9321"
 	DefaultMaxConcurrency   = 64

@@ -23,8 +23,9 @@ import (
 const maxConfigBytes = 16 << 20
 
 var (
-	topKeys    = []string{"version", "storage", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
-	storageKey = []string{"path", "retention"}
+	topKeys    = []string{"version", "storage", "fleet", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
+	storageKey = []string{"driver", "path", "dsn", "retention"}
+	fleetKeys  = []string{"node", "lease"}
 	serverKeys = []string{"listen", "token", "public_url"}
 	notifyKeys = []string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
@@ -119,7 +120,8 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 	}
 	cfg := &Config{
 		Path:           l.abs(filepath.Base(filename)),
-		Storage:        Storage{Path: l.abs(DefaultStoragePath), Retention: DefaultRetention},
+		Storage:        Storage{Driver: DefaultStorageDriver, Path: l.abs(DefaultStoragePath), Retention: DefaultRetention},
+		Fleet:          Fleet{Lease: DefaultLease},
 		Server:         Server{Listen: DefaultListen},
 		MaxConcurrency: DefaultMaxConcurrency,
 		Notify: Notify{
@@ -148,6 +150,12 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 	}
 	if e, ok := sections["storage"]; ok {
 		l.storage(e, &cfg.Storage)
+	}
+	if e, ok := sections["fleet"]; ok {
+		l.fleet(e, &cfg.Fleet)
+	}
+	if cfg.Fleet.Node == "" {
+		cfg.Fleet.Node = defaultNode()
 	}
 	if e, ok := sections["server"]; ok {
 		l.server(e, &cfg.Server)
@@ -206,26 +214,6 @@ func (l *loader) abs(p string) string {
 		return a
 	}
 	return p
-}
-
-func (l *loader) storage(e entry, s *Storage) {
-	d := l.d
-	d.object(e.value, e.path, storageKey, func(x entry) {
-		switch x.key {
-		case "path":
-			p, ok := d.str(x.value, x.path)
-			if ok && strings.TrimSpace(p) == "" {
-				d.errorf(x.value, "%s: expected the path of the SQLite file, got an empty string", x.path)
-			}
-			s.Path = l.abs(p)
-		case "retention":
-			v, ok := d.duration(x.value, x.path)
-			if ok && v < 0 {
-				d.errorf(x.value, "%s: must not be negative (0 keeps everything), got %s", x.path, fmtDuration(v))
-			}
-			s.Retention = v
-		}
-	})
 }
 
 func (l *loader) server(e entry, s *Server) {

@@ -237,6 +237,25 @@ var invalidConfigs = []struct {
 	{rule: "slack-channel", want: []string{
 		"testdata/invalid-slack-channel.yaml:4:12: notify.slack.token: a bot token needs channel: the channel to post to",
 	}},
+	{rule: "storage-driver", want: []string{
+		`testdata/invalid-storage-driver.yaml:3:11: storage.driver: unknown driver "mysql"; expected sqlite (the default: one file) or postgres (a fleet's shared database)`,
+	}},
+	{rule: "storage-postgres", want: []string{
+		"testdata/invalid-storage-postgres.yaml:3:11: storage.driver: postgres needs storage.dsn, the database's connection string, such as ${TOOLPULSE_PG_DSN}",
+		"testdata/invalid-storage-postgres.yaml:4:9: storage.path: the postgres driver keeps results in the database storage.dsn names, not in a file; remove path",
+	}},
+	{rule: "storage-dsn-sqlite", want: []string{
+		"testdata/invalid-storage-dsn-sqlite.yaml:3:8: storage.dsn: a connection string goes with driver: postgres; the sqlite driver keeps results in the file storage.path names",
+	}},
+	{rule: "storage-dsn-url", want: []string{
+		`testdata/invalid-storage-dsn-url.yaml:4:8: storage.dsn: expected a postgres:// URL or key=value settings such as host=127.0.0.1 dbname=toolpulse: scheme "mysql"; expected postgres or postgresql`,
+	}},
+	{rule: "fleet-node", want: []string{
+		`testdata/invalid-fleet-node.yaml:3:9: fleet.node: "web 1" must not contain whitespace or control characters`,
+	}},
+	{rule: "fleet-lease", want: []string{
+		"testdata/invalid-fleet-lease.yaml:3:10: fleet.lease: must be at least 2s, got 1.5s",
+	}},
 	{rule: "status", want: []string{
 		"testdata/invalid-status.yaml:3:26: defaults.expect.status[1]: 600 is not an HTTP status code; expected 100 to 599",
 		"testdata/invalid-status.yaml:11:22: probes[0].expect.status: must list at least one status code, such as [200]",
@@ -345,8 +364,11 @@ func TestLoadValidFull(t *testing.T) {
 	if cfg.Version != 1 {
 		t.Errorf("Version = %d, want 1", cfg.Version)
 	}
-	if got, want := cfg.Storage, (Storage{Path: filepath.Join(dir, "data/results.db"), Retention: 0}); got != want {
+	if got, want := cfg.Storage, (Storage{Driver: "sqlite", Path: filepath.Join(dir, "data/results.db"), Retention: 0}); got != want {
 		t.Errorf("Storage = %+v, want %+v", got, want)
+	}
+	if got, want := cfg.Fleet, (Fleet{Node: "web-1", Lease: 30 * time.Second}); got != want {
+		t.Errorf("Fleet = %+v, want %+v", got, want)
 	}
 	if got, want := cfg.Server, (Server{Listen: "0.0.0.0:9400", Token: "server-token-0123"}); got != want {
 		t.Errorf("Server = %#v (token %q), want listen %q", got, got.Token.Reveal(), want.Listen)
@@ -524,7 +546,8 @@ probes:
 	want := Config{
 		Path:           filepath.Join(abs, "checks.yaml"),
 		Version:        1,
-		Storage:        Storage{Path: filepath.Join(abs, "toolpulse.db"), Retention: 720 * time.Hour},
+		Storage:        Storage{Driver: "sqlite", Path: filepath.Join(abs, "toolpulse.db"), Retention: 720 * time.Hour},
+		Fleet:          Fleet{Node: hostPID(t), Lease: 10 * time.Second},
 		Server:         Server{Listen: "127.0.0.1:9321"},
 		MaxConcurrency: 64,
 		Notify: Notify{

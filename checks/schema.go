@@ -247,11 +247,26 @@ func Schema() ([]byte, error) {
 		map[string]any{"required": []string{"alertmanager"}},
 		map[string]any{"required": []string{"webhook"}},
 	}
+	storage := b.object("storage", storageKey, nil, map[string]any{
+		"driver": map[string]any{"anyOf": []any{map[string]any{"enum": []string{DriverSQLite, DriverPostgres}}, map[string]any{"type": "string", "pattern": envRef}},
+			"description": "sqlite (the default): one file; postgres: a database several instances share"},
+		"path":      withDoc(nonEmptyString(), "the SQLite file, relative to checks.yaml; not with driver: postgres"),
+		"dsn":       withDoc(scalarString(), "the Postgres connection string, a secret: postgres://user:pass@host/db or key=value settings; only with driver: postgres"),
+		"retention": durationSchema("prune older results; 0 keeps everything", false),
+	})
+	// postgres needs a dsn and has no file; sqlite takes no dsn but an
+	// empty one, or a ${VAR} only Load can expand.
+	storage["if"] = map[string]any{"required": []string{"driver"}, "properties": map[string]any{"driver": map[string]any{"const": DriverPostgres}}}
+	storage["then"] = map[string]any{"required": []string{"dsn"}, "not": map[string]any{"required": []string{"path"}}}
+	storage["else"] = map[string]any{"properties": map[string]any{"dsn": map[string]any{"anyOf": []any{
+		map[string]any{"type": "null"}, map[string]any{"const": ""}, map[string]any{"type": "string", "pattern": envRef}}}}}
 	root := b.object("checks.yaml", topKeys, []string{"version"}, map[string]any{
 		"version": map[string]any{"const": 1},
-		"storage": b.object("storage", storageKey, nil, map[string]any{
-			"path":      withDoc(nonEmptyString(), "the SQLite file, relative to checks.yaml"),
-			"retention": durationSchema("prune older results; 0 keeps everything", false),
+		"storage": storage,
+		"fleet": b.object("fleet", fleetKeys, nil, map[string]any{
+			"node": map[string]any{"type": []string{"string", "null"}, "pattern": `^[^\s\x00-\x1f\x7f-\x9f]*$`, "maxLength": MaxNodeLength,
+				"description": "this instance's name, unique in the fleet; default: the host name and the process id"},
+			"lease": withDoc(durationSchema("leadership lapses this long after its holder stops renewing it", true), "at least 2s; default 10s"),
 		}),
 		"server": b.object("server", serverKeys, nil, map[string]any{
 			"listen": withDoc(str(), "host:port of the status page, API and /metrics; \"\" disables it"),

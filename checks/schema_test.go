@@ -156,6 +156,8 @@ var beyondSchema = map[string]string{
 	"listen":                 "host:port syntax",
 	"api-url":                "URL syntax",
 	"webhook-url":            "URL syntax",
+	"storage-dsn-url":        "URL syntax",
+	"fleet-lease":            "a duration's lower bound",
 	"slack-channel":          "relates token to channel",
 	"slack-both":             "relates webhook_url to token",
 }

@@ -26,6 +26,9 @@ type Envelope struct {
 	// Steps are a steps probe's steps as they ran; absent for a single
 	// probe.
 	Steps []EnvelopeStep `json:"steps,omitempty"`
+	// Node is the instance that ran the operation (Result.Node); absent
+	// when none is recorded.
+	Node string `json:"node,omitempty"`
 }
 
 // EnvelopeStep is one step of a steps probe's run as the envelope shows
@@ -89,7 +92,7 @@ func (r *Result) Envelope() Envelope {
 		}
 		env.Shape = &EnvelopeShape{Fingerprint: r.Shape.Fingerprint, Baseline: r.Shape.Baseline, Drift: drift}
 	}
-	env.Step = r.Step
+	env.Step, env.Node = r.Step, r.Node
 	for _, st := range r.Steps {
 		es := EnvelopeStep{Name: st.Name, Outcome: st.Outcome, DurationMS: st.Duration.Milliseconds(),
 			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped}

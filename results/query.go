@@ -1,12 +1,21 @@
 package results
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // This file holds what a store answers besides results themselves: the
 // question History is asked, and the summaries behind stats, the status
 // page and test --from-db. They are here, not with one store, so that
 // every store (SQLite, and Postgres for a fleet) answers in the same
 // types and one contract test (internal/storetest) holds them all to it.
+
+// ErrNotFound is what every store wraps when what was asked for is not
+// stored (a result, a pending alert, a silence), so that callers (the
+// status page, silence expire) tell "not there" from a failure whichever
+// store answers.
+var ErrNotFound = errors.New("not found")
 
 // DefaultLimit is how many rows a store's History and Drifts return when
 // the caller asks for none.

@@ -158,6 +158,10 @@ type Result struct {
 	// whatever the outcome after the listing; nil for an HTTP probe and
 	// for a run that never got the tool's tools/list entry.
 	Tool *ToolDefinition
+	// Node is the fleet.node of the instance whose daemon ran the
+	// operation (SPEC §12); "" for a run no daemon recorded (toolpulse
+	// check) and for rows stored before nodes were.
+	Node string
 }
 
 // ToolDefinition is the watched part of an MCP tool's tools/list entry

@@ -153,6 +153,14 @@ func TestEnvelopeGolden(t *testing.T) {
 			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200,
 			Consumer: ConsumerRef{Name: "weather_forecast", Version: "1", RuleHash: "8899aabbccddeeff"},
 		}},
+		// A run a daemon recorded names the instance that ran it (a run
+		// without one, as above, has no node at all).
+		{"node", Result{
+			OperationID: "1c2d3e4f-0000-4000-8000-000000000004", Probe: "tracker", Node: "web-1",
+			StartedAt: started, Duration: 30 * time.Millisecond, Outcome: Pass,
+			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200, SelectedCount: 1, ValidatedCount: 1,
+			Consumer: ConsumerRef{Name: "search_runs", Version: "1", RuleHash: "0011223344556677"},
+		}},
 		// A steps probe names the step that decided, and lists each step.
 		{"steps", Result{
 			OperationID: "6b5a4c3d-0000-4000-8000-000000000003", Probe: "refund_order_31",

@@ -98,17 +98,20 @@ func (s daemonState) String() string {
 // A Daemon runs once: call Run, and Reload, State and Pending from any
 // goroutine.
 type Daemon struct {
-	observer  Observer
-	logger    *slog.Logger
-	clock     clockwork.Clock
-	rand      func() float64
-	exec      *prober.Executor
-	rec       *Recorder
-	deliv     *deliverer
-	senders   func(*checks.Config) (Senders, error)
-	sender    *receiverSet
-	grace     time.Duration
-	limit     *limiter
+	observer Observer
+	logger   *slog.Logger
+	clock    clockwork.Clock
+	rand     func() float64
+	exec     *prober.Executor
+	rec      *Recorder
+	deliv    *deliverer
+	senders  func(*checks.Config) (Senders, error)
+	sender   *receiverSet
+	grace    time.Duration
+	limit    *limiter
+	// node is the config's fleet.node at New, recorded with every run: an
+	// instance's name is fixed for its life (a reload does not change it).
+	node      string
 	drainWait time.Duration // drainTimeout, shorter in tests
 
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
@@ -152,6 +155,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		grace:    deps.GracePeriod,
 		observer: observerOr(deps.Observer),
 		limit:    newLimiter(cfg.MaxConcurrency),
+		node:     cfg.Fleet.Node,
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),

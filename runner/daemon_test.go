@@ -24,7 +24,9 @@ import (
 func TestDaemonIntervals(t *testing.T) {
 	schedCheckLeaks(t)
 	prov := schedServe(t, nil, false)
-	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
+	cfg := schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute))
+	cfg.Fleet.Node = "web-1"
+	h := schedNew(t, cfg, nil)
 	h.run()
 
 	h.tick(1, minStartLead+schedSkew) // Rand 0: the first run is at the earliest start
@@ -45,6 +47,9 @@ func TestDaemonIntervals(t *testing.T) {
 	for i, r := range runs {
 		if r.Outcome != results.Pass {
 			h.Errorf("run %d: outcome %s %s, want pass", i+1, r.Outcome, r.Code())
+		}
+		if r.Node != "web-1" {
+			h.Errorf("run %d: node %q, want fleet.node web-1", i+1, r.Node)
 		}
 		ids[r.OperationID] = true
 	}
@@ -235,7 +240,9 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 func TestDaemonPanicBecomesInternalError(t *testing.T) {
 	schedCheckLeaks(t)
 	prov := schedServe(t, nil, false)
-	h := schedNew(t, schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute)), nil)
+	cfg := schedConfig(4, schedProbe(t, "search", prov.URL, time.Minute))
+	cfg.Fleet.Node = "web-1"
+	h := schedNew(t, cfg, nil)
 	panicked := false
 	h.store.setFail(func(method string) error {
 		if method == "RecordRun" && !panicked {
@@ -256,7 +263,7 @@ func TestDaemonPanicBecomesInternalError(t *testing.T) {
 		!strings.Contains(first.Error.Message, "disk on fire") {
 		h.Errorf("run with a panicking store: %s", dump(first))
 	}
-	if first.OperationID == "" || first.Probe != "search" || first.StartedAt.IsZero() {
+	if first.OperationID == "" || first.Probe != "search" || first.StartedAt.IsZero() || first.Node != "web-1" {
 		h.Errorf("internal error lacks the run's identity: %s", dump(first))
 	}
 	logged := false

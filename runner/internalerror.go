@@ -30,6 +30,7 @@ func (d *Daemon) recordInternalError(ctx context.Context, p *checks.Probe, r *re
 		Attempts:    r.Attempts,
 		HTTPStatus:  r.HTTPStatus,
 		Consumer:    r.Consumer,
+		Node:        d.node,
 	}
 	if ir.OperationID == "" {
 		ir.OperationID = uuid.NewString()

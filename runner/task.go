@@ -109,6 +109,7 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 		}
 	}()
 	r = d.exec.Run(ctx, p)
+	r.Node = d.node
 	// A run cut short by shutdown is still recorded, as canceled: Record
 	// ignores ctx's end.
 	dec, err := d.rec.Record(ctx, &r)

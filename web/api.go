@@ -25,7 +25,7 @@ type Store interface {
 	LatestAlerts(ctx context.Context, probes []string) (map[string]results.Alert, error)
 	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
 	// Result is one stored run with its attempts and steps, or an error
-	// wrapping sqlite.ErrNotFound.
+	// wrapping results.ErrNotFound.
 	Result(ctx context.Context, operationID string) (results.Result, error)
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // runPageView is the page of one run, at /runs/{operation_id}: its
@@ -85,7 +84,7 @@ func (sp *statusPages) handleRun() http.Handler {
 		}
 		res, err := sp.store.Result(r.Context(), id)
 		switch {
-		case errors.Is(err, sqlite.ErrNotFound):
+		case errors.Is(err, results.ErrNotFound):
 			sp.renderError(w, r, http.StatusNotFound, "not_found", "no run with operation id "+strconv.Quote(id))
 			return
 		case err != nil:

@@ -33,7 +33,7 @@ func TestAlertLifecycle(t *testing.T) {
 	// it. Counted, not slept for, so that a slow machine cannot start the
 	// drift during the warm-up.
 	waitUntil("a baseline of 7 runs", func() bool {
-		runs, err := s.store.RecordedRuns(context.Background(), "search")
+		runs, err := sqliteOf(t, s).RecordedRuns(context.Background(), "search")
 		return err == nil && len(runs) >= 7
 	})
 	failingFrom := time.Now()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
@@ -30,20 +29,19 @@ func (c *checkCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return err
 	}
-	var store *sqlite.Store
+	var s store
 	if !c.NoRecord {
-		store, err = sqlite.Open(e.ctx, cfg.Storage.Path)
-		if err != nil {
-			return softwareError(err)
+		if s, err = openStore(e.ctx, cfg.Storage, storeRecord); err != nil {
+			return err
 		}
-		defer store.Close()
+		defer s.Close()
 	}
 
 	exec := prober.NewExecutor(prober.Options{
 		Logger:   slog.New(slog.DiscardHandler),
 		Redactor: cfg.Redactor(),
 	})
-	all, recordErr := runAll(e.ctx, exec, store, probes, cfg.MaxConcurrency)
+	all, recordErr := runAll(e.ctx, exec, s, probes, cfg.MaxConcurrency)
 
 	if err := printResults(e.stdout, c.Format, all); err != nil {
 		return softwareError(err)
@@ -87,7 +85,7 @@ func probeNames(cfg *checks.Config) []string {
 // runAll runs every probe once with at most limit in flight and records each
 // result as soon as it is known. It returns the results in probe order and
 // the first recording error.
-func runAll(ctx context.Context, exec *prober.Executor, store *sqlite.Store, probes []*checks.Probe, limit int) ([]results.Result, error) {
+func runAll(ctx context.Context, exec *prober.Executor, store store, probes []*checks.Probe, limit int) ([]results.Result, error) {
 	out := make([]results.Result, len(probes))
 	sem := make(chan struct{}, max(limit, 1))
 	var (

@@ -46,7 +46,15 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-func softwareError(err error) error { return &exitError{code: exitSoftware, err: err} }
+// softwareError is exit 70 for err, unless err carries an exit code of
+// its own already (openStore's errors do).
+func softwareError(err error) error {
+	var xe *exitError
+	if errors.As(err, &xe) {
+		return err
+	}
+	return &exitError{code: exitSoftware, err: err}
+}
 
 // unknownProbe is the usage error for a --probe that names no probe, with
 // the closest known name when one is close.
@@ -70,7 +78,7 @@ func exitStatus(code int) error {
 // a struct in its own file with a Run(*env, *cli) error method.
 type cli struct {
 	Config string `short:"c" placeholder:"FILE" help:"Config file (default ./checks.yaml, or $$TOOLPULSE_CONFIG)."`
-	DB     string `placeholder:"FILE" help:"SQLite database; overrides storage.path."`
+	DB     string `placeholder:"FILE|URL" help:"SQLite database file, or a postgres:// URL; overrides storage."`
 	// ShowVersion is --version; `toolpulse version` prints the same, for
 	// those who type the subcommand the way they type the others.
 	ShowVersion kong.VersionFlag `name:"version" help:"Print the version and exit."`
@@ -118,7 +126,7 @@ func (c *cli) loadConfig(e *env) (*checks.Config, error) {
 		return nil, &exitError{code: exitConfig, err: err}
 	}
 	if c.DB != "" {
-		cfg.Storage.Path = c.DB
+		cfg.Storage = dbStorage(c.DB, cfg.Storage)
 	}
 	return cfg, nil
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/toolpulse/toolpulse/examples/slackprinter"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/web"
 )
 
@@ -200,9 +199,9 @@ func (d *demoCmd) Run(e *env, root *cli) error {
 	// stats` reads it; a Ctrl-C that ended the demo does not stop this.
 	readCtx := context.WithoutCancel(e.ctx)
 	db := cfg.Storage.Path
-	store, err := sqlite.Open(readCtx, db)
+	store, err := openStore(readCtx, cfg.Storage, storeRecord)
 	if err != nil {
-		return softwareError(err)
+		return err
 	}
 	defer store.Close()
 	stats, err := store.Stats(readCtx, started.Add(-time.Minute), time.Now())

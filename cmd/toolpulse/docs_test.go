@@ -876,7 +876,7 @@ func TestDocsConfigKeys(t *testing.T) {
 		if strings.HasSuffix(k, ".*") || strings.Contains(k, ".*.") {
 			return false // the free-form keys of labels, headers, match
 		}
-		for _, whole := range []string{"storage.", "server.", "defaults.", "notify.", "probes[].request.", "probes[].mcp.", "probes[].tls."} {
+		for _, whole := range []string{"storage.", "fleet.", "server.", "defaults.", "notify.", "probes[].request.", "probes[].mcp.", "probes[].tls."} {
 			if strings.HasPrefix(k, whole) {
 				return true
 			}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +15,6 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 type historyCmd struct {
@@ -87,45 +83,35 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 	return nil
 }
 
-// openStoreForReading opens the database the config (or --db) names, which
-// must exist: the commands that read it, and those that change what the
-// daemon does through it (silence), would otherwise create an empty one
-// that no daemon reads. The config is nil when --db named the database and
-// the config did not load: reading a database needs no config.
-func openStoreForReading(ctx context.Context, root *cli, e *env) (*sqlite.Store, *checks.Config, error) {
+// openStoreForReading opens the store the config (or --db) names, which
+// must exist (storeRead). The config is nil when --db named the store and
+// the config did not load: reading a store needs no config.
+func openStoreForReading(ctx context.Context, root *cli, e *env) (store, *checks.Config, error) {
 	var cfg *checks.Config
-	path := root.DB
-	if path == "" {
+	var storage checks.Storage
+	if root.DB == "" {
 		var err error
 		if cfg, err = root.loadConfig(e); err != nil {
 			return nil, nil, err
 		}
-		path = cfg.Storage.Path
-	} else if c, err := root.loadConfig(e); err == nil {
-		cfg = c
-	}
-	if _, err := os.Stat(path); err != nil {
-		// Not toolpulse failing (70): its input is missing, and opening
-		// it would create an empty database instead.
-		var msg string
-		if errors.Is(err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("no database at %s: nothing has been recorded there yet (run `toolpulse check` or `toolpulse run`, or pass --db FILE)", path)
-		} else {
-			msg = fmt.Sprintf("cannot read the database at %s: %v", path, err)
+		storage = cfg.Storage
+	} else {
+		if c, err := root.loadConfig(e); err == nil {
+			cfg = c
 		}
-		return nil, nil, &exitError{code: exitNoInput, err: errors.New(msg)}
+		storage = dbStorage(root.DB, checks.Storage{})
 	}
-	store, err := sqlite.Open(ctx, path)
+	s, err := openStore(ctx, storage, storeRead)
 	if err != nil {
-		return nil, nil, softwareError(err)
+		return nil, nil, err
 	}
-	return store, cfg, nil
+	return s, cfg, nil
 }
 
 // knownProbes refuses a --probe that names neither a configured probe nor
 // one with recorded results: an empty history for a misspelt name would
 // read as "no runs".
-func knownProbes(ctx context.Context, store *sqlite.Store, cfg *checks.Config, names []string) error {
+func knownProbes(ctx context.Context, store store, cfg *checks.Config, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}

@@ -59,7 +59,8 @@ var forbidden = map[string][]string{
 	module + "/results/sqlite": {module + "/checks", module + "/runner", module + "/consumers"},
 	// The HTTP surface reads the store and the config; the daemon and the
 	// receivers reach it only through what cmd passes to NewServer.
-	module + "/web": {module + "/cmd", module + "/runner", module + "/results/slack", module + "/results/prometheus"},
+	// It tells "not found" by results.ErrNotFound, whichever store answers.
+	module + "/web": {module + "/cmd", module + "/runner", module + "/results/sqlite", module + "/results/slack", module + "/results/prometheus"},
 	// What the CLI and the web surface both print sits below them both.
 	module + "/results/present": {module + "/checks", module + "/runner", module + "/web", module + "/cmd"},
 	// The store contract holds every store; it must not lean on one.

@@ -62,7 +62,7 @@ func (c *configState) Refused(err error) {
 }
 
 // restartOnly lists the settings that only a restart applies (the
-// listener, its token and the store) in which next differs from started.
+// listener, its token, the store and the node's name) in which next differs from started.
 // It compares against the values the daemon started with, not the last
 // reload, so that putting a setting back to its running value is quiet.
 func restartOnly(started, next *checks.Config) []string {
@@ -73,11 +73,20 @@ func restartOnly(started, next *checks.Config) []string {
 	if next.Server.Token != started.Server.Token {
 		keys = append(keys, "server.token")
 	}
+	if next.Storage.Driver != started.Storage.Driver {
+		keys = append(keys, "storage.driver")
+	}
 	if next.Storage.Path != started.Storage.Path {
 		keys = append(keys, "storage.path")
 	}
+	if next.Storage.DSN != started.Storage.DSN {
+		keys = append(keys, "storage.dsn")
+	}
 	if next.Storage.Retention != started.Storage.Retention {
 		keys = append(keys, "storage.retention")
+	}
+	if next.Fleet.Node != started.Fleet.Node {
+		keys = append(keys, "fleet.node")
 	}
 	return keys
 }

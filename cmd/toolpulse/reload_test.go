@@ -36,6 +36,11 @@ func TestRestartOnly(t *testing.T) {
 		{"token", func(c *checks.Config) { c.Server.Token = "other" }, []string{"server.token"}},
 		{"storage path", func(c *checks.Config) { c.Storage.Path = "/tmp/x.db" }, []string{"storage.path"}},
 		{"retention", func(c *checks.Config) { c.Storage.Retention = time.Hour }, []string{"storage.retention"}},
+		{"driver", func(c *checks.Config) {
+			c.Storage = checks.Storage{Driver: checks.DriverPostgres, DSN: "postgres://h/db", Retention: 720 * time.Hour}
+		}, []string{"storage.driver", "storage.path", "storage.dsn"}},
+		{"dsn", func(c *checks.Config) { c.Storage.DSN = "postgres://other/db" }, []string{"storage.dsn"}},
+		{"node", func(c *checks.Config) { c.Fleet.Node = "web-2" }, []string{"fleet.node"}},
 		{"all", func(c *checks.Config) {
 			c.Server = checks.Server{Listen: ":1", Token: "t"}
 			c.Storage = checks.Storage{Path: "/x", Retention: 0}

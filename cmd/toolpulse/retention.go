@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // retentionEvery is how often the daemon prunes; pruning works in short
@@ -14,7 +12,7 @@ const retentionEvery = 10 * time.Minute
 
 // pruneLoop deletes results older than retention, once at start and then
 // every `every`, until ctx ends. A retention of 0 keeps everything.
-func pruneLoop(ctx context.Context, store *sqlite.Store, retention, every time.Duration, logger *slog.Logger) {
+func pruneLoop(ctx context.Context, store store, retention, every time.Duration, logger *slog.Logger) {
 	if retention <= 0 {
 		return
 	}

@@ -110,7 +110,7 @@ func TestRoutesEachTeamItsOwnAlerts(t *testing.T) {
 
 	// Each probe fired after its own route's threshold, to its own receiver.
 	// The daemon keeps running: stop closes the store.
-	alerts, err := s.store.Alerts(context.Background())
+	alerts, err := sqliteOf(t, s).Alerts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestRoutesEachTeamItsOwnAlerts(t *testing.T) {
 		{"pay", "routes[1]/webhook", 3},
 		{"plain", "default/slack", 2},
 	} {
-		runs, err := s.store.RecordedRuns(context.Background(), tt.probe)
+		runs, err := sqliteOf(t, s).RecordedRuns(context.Background(), tt.probe)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestReloadRemovesRouteWithPendingAlerts(t *testing.T) {
 	s := runStack(t, dir, config)
 	ctx := context.Background()
 	alertsFor := func(receiver string) []results.Alert {
-		all, err := s.store.Alerts(ctx)
+		all, err := sqliteOf(t, s).Alerts(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		}
 		return softwareError(err)
 	}
-	logger.Info("toolpulse started", "config", cfg.Path, "db", cfg.Storage.Path,
+	logger.Info("toolpulse started", "config", cfg.Path, "store", storeName(cfg.Storage),
 		"probes", len(cfg.Probes), "slack", cfg.Notify.Slack.Enabled(), "routes", len(cfg.Notify.Routes))
 
 	state := newConfigState(root.configPath(e), cfg, nil)

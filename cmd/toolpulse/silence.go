@@ -14,7 +14,6 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 // silenceCmd groups the commands that mute alerts for a while. The daemon
@@ -146,7 +145,7 @@ func (x *silenceExpireCmd) Run(e *env, root *cli) error {
 	}
 	defer store.Close()
 	if err := store.ExpireSilence(e.ctx, id, time.Now()); err != nil {
-		if errors.Is(err, sqlite.ErrNotFound) {
+		if errors.Is(err, results.ErrNotFound) {
 			return usageError("silence expire %d: no such silence (see toolpulse silence list --all)", id)
 		}
 		return softwareError(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/toolpulse/toolpulse/results/alertmanager"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/results/webhook"
 	"github.com/toolpulse/toolpulse/runner"
 )
@@ -23,7 +22,7 @@ import (
 // `run` and `demo` both use it.
 type stack struct {
 	logger  *slog.Logger
-	store   *sqlite.Store
+	store   store
 	daemon  *runner.Daemon
 	metrics *prometheus.Metrics
 	// metricsHandler serves the metrics in Prometheus text format.
@@ -38,12 +37,9 @@ type stackOptions struct {
 // newStack opens the store and builds the daemon for cfg.
 func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts stackOptions) (*stack, error) {
 	// A store that is read-only from the start is a setup to fix, not a
-	// fault to wait out: refuse to start (exit 70) before Open creates or
-	// migrates anything. A fault that begins later is queued and retried.
-	if err := sqlite.CheckWritable(cfg.Storage.Path); err != nil {
-		return nil, err
-	}
-	store, err := sqlite.Open(ctx, cfg.Storage.Path)
+	// fault to wait out (storeDaemon); a fault that begins later is queued
+	// and retried.
+	store, err := openStore(ctx, cfg.Storage, storeDaemon)
 	if err != nil {
 		return nil, err
 	}

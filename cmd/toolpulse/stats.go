@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 )
 
 type statsCmd struct {
@@ -95,7 +94,7 @@ type statsRow struct {
 // latestRuns returns every probe's latest run, by probe: stats shows a
 // probe as the kind it is now, with the tool and server it calls now,
 // even when the window holds runs of an earlier config.
-func latestRuns(ctx context.Context, store *sqlite.Store) (map[string]*results.Result, error) {
+func latestRuns(ctx context.Context, store store) (map[string]*results.Result, error) {
 	runs, err := store.Latest(ctx)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/toolpulse/toolpulse/consumers"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/shape"
-	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner/prober"
 )
 
@@ -263,7 +262,7 @@ func recordedBases(e *env, root *cli, cfg *checks.Config) (map[string]consumers.
 // (never ran, or reset since). One that does not read is left out, as the
 // daemon leaves it out, with a word on stderr: the mutations then judge
 // maps by the bases alone.
-func storedProfile(e *env, store *sqlite.Store, probe string) (*shape.Profile, error) {
+func storedProfile(e *env, store store, probe string) (*shape.Profile, error) {
 	sp, found, err := store.ShapeProfile(e.ctx, probe)
 	if err != nil {
 		return nil, softwareError(err)

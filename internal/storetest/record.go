@@ -47,6 +47,46 @@ func recordRoundTrip(t *testing.T, impl Impl) {
 	}
 }
 
+// recordNode: the node that ran an operation (results.node, SPEC §12)
+// reads back from every read of results; a run no daemon recorded has
+// none.
+func recordNode(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	ran := passAfterRetry("op-node")
+	ran.Node = "web-1"
+	recordRun(t, s, &results.RunRecord{Result: ran})
+	checked := runAt("op-check", "q", t0, results.Pass, "", 1, 1)
+	record(t, s, checked)
+
+	if got, err := s.Result(ctx, "op-node"); err != nil || got.Node != "web-1" {
+		t.Errorf("Result(op-node): node %q, %v; want web-1", got.Node, err)
+	}
+	if got, err := s.Result(ctx, "op-check"); err != nil || got.Node != "" {
+		t.Errorf("Result(op-check): node %q, %v; want none", got.Node, err)
+	}
+	nodes := func(rs []results.Result) map[string]string {
+		out := map[string]string{}
+		for _, r := range rs {
+			out[r.OperationID] = r.Node
+		}
+		return out
+	}
+	want := map[string]string{"op-node": "web-1", "op-check": ""}
+	history, err := s.History(ctx, results.HistoryQuery{})
+	if err != nil || !reflect.DeepEqual(nodes(history), want) {
+		t.Errorf("History nodes: %v, %v; want %v", nodes(history), err, want)
+	}
+	latest, err := s.Latest(ctx)
+	if err != nil || !reflect.DeepEqual(nodes(latest), want) {
+		t.Errorf("Latest nodes: %v, %v; want %v", nodes(latest), err, want)
+	}
+	recorded, err := s.RecordedRuns(ctx, "")
+	if err != nil || !reflect.DeepEqual(nodes(recorded), want) {
+		t.Errorf("RecordedRuns nodes: %v, %v; want %v", nodes(recorded), err, want)
+	}
+}
+
 // recordDriftAndAlerts records a run with a drift, an alert state and two
 // alerts: the IDs are set, increasing, and every read gives back what was
 // recorded, the shape_drift alert with its drift.

@@ -23,12 +23,15 @@ import (
 
 	// The driver registers itself as "sqlite3".
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // ErrNotFound is returned, wrapped, when what was asked for is not stored:
 // no result with the operation id, no shape with the fingerprint, or no
-// pending alert with the id.
-var ErrNotFound = errors.New("not found")
+// pending alert with the id. It is results.ErrNotFound, which callers
+// that serve any store test for.
+var ErrNotFound = results.ErrNotFound
 
 // ErrDuplicate is returned, wrapped, by Record and RecordRun when a result
 // with the same operation id is already stored. The stored rows are left as
