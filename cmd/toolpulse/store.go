@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/postgres"
 	"github.com/toolpulse/toolpulse/results/sqlite"
 	"github.com/toolpulse/toolpulse/runner"
 	"github.com/toolpulse/toolpulse/web"
@@ -68,9 +69,6 @@ const (
 	storeRead
 )
 
-// errPostgresNotBuilt is openStore's answer for storage.driver postgres.
-var errPostgresNotBuilt = errors.New("storage.driver postgres: not built into this toolpulse yet; use storage.driver sqlite (the default)")
-
 // openStore opens the store storage names, for use. Every command opens
 // its store here, so that a driver is one case of this switch.
 func openStore(ctx context.Context, storage checks.Storage, use storeUse) (store, error) {
@@ -78,7 +76,11 @@ func openStore(ctx context.Context, storage checks.Storage, use storeUse) (store
 	case checks.DriverSQLite, "":
 		return openSQLite(ctx, storage.Path, use)
 	case checks.DriverPostgres:
-		return nil, &exitError{code: exitConfig, err: errPostgresNotBuilt}
+		s, err := postgres.Open(ctx, storage.DSN.Reveal())
+		if err != nil {
+			return nil, softwareError(err)
+		}
+		return s, nil
 	}
 	return nil, &exitError{code: exitConfig, err: fmt.Errorf("unknown storage.driver %q", storage.Driver)}
 }

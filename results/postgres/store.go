@@ -21,12 +21,14 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // ErrNotFound is returned, wrapped, when what was asked for is not stored:
 // no result with the operation id, no pending alert with the id, no
-// silence with the id.
-var ErrNotFound = errors.New("not found")
+// silence with the id. It is results.ErrNotFound, which callers that
+// work with either store check.
+var ErrNotFound = results.ErrNotFound
 
 // ErrDuplicate is returned, wrapped, by Record and RecordRun when a result
 // with the same operation id is already stored. The stored rows are left as
