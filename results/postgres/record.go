@@ -142,7 +142,7 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 		return errors.New("postgres: record: nil run record")
 	}
 	r := &rec.Result
-	if err := validateRun(rec); err != nil {
+	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("postgres: record %s: %w", r.OperationID, refuse(err))
 	}
 	ids, err := s.record(ctx, rec)

@@ -143,7 +143,7 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 		return errors.New("sqlite: record: nil run record")
 	}
 	r := &rec.Result
-	if err := validateRun(rec); err != nil {
+	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, refuse(err))
 	}
 	ids, err := s.record(ctx, rec)

@@ -1,4 +1,4 @@
-package sqlite
+package results
 
 import (
 	"encoding/json"
@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/toolpulse/toolpulse/results"
 )
 
-// validateRun checks a whole run record before any of it is written.
-func validateRun(rec *results.RunRecord) error {
+// Validate checks a whole run record before a store writes any of it:
+// what SPEC §1 and the stores' constraints require of a result, its steps,
+// drifts and alerts. Both stores refuse, permanently, a record it rejects.
+func (rec *RunRecord) Validate() error {
 	r := &rec.Result
 	if err := validate(r); err != nil {
 		return fmt.Errorf("invalid result: %w", err)
@@ -20,8 +20,8 @@ func validateRun(rec *results.RunRecord) error {
 		if err := validateDrift(d, r); err != nil {
 			return fmt.Errorf("invalid drift: %w", err)
 		}
-		if d.KindOrResponse() != results.DriftResponse {
-			return fmt.Errorf("invalid drift: kind %q, want %q (a definition drift is DefinitionDrift)", d.Kind, results.DriftResponse)
+		if d.KindOrResponse() != DriftResponse {
+			return fmt.Errorf("invalid drift: kind %q, want %q (a definition drift is DefinitionDrift)", d.Kind, DriftResponse)
 		}
 		if d.Step != "" {
 			return fmt.Errorf("invalid drift: step %q (a step's drift is one of StepDrifts)", d.Step)
@@ -36,8 +36,8 @@ func validateRun(rec *results.RunRecord) error {
 			return fmt.Errorf("invalid step drift %d: %w", i, err)
 		}
 		switch {
-		case d.KindOrResponse() != results.DriftResponse:
-			return fmt.Errorf("invalid step drift %d: kind %q, want %q", i, d.Kind, results.DriftResponse)
+		case d.KindOrResponse() != DriftResponse:
+			return fmt.Errorf("invalid step drift %d: kind %q, want %q", i, d.Kind, DriftResponse)
 		case d.Step == "":
 			return fmt.Errorf("invalid step drift %d: no step", i)
 		case seen[d.Step]:
@@ -49,8 +49,8 @@ func validateRun(rec *results.RunRecord) error {
 		if err := validateDrift(d, r); err != nil {
 			return fmt.Errorf("invalid definition drift: %w", err)
 		}
-		if d.Kind != results.DriftDefinition || d.Step != "" {
-			return fmt.Errorf("invalid definition drift: kind %q step %q, want kind %q and no step", d.Kind, d.Step, results.DriftDefinition)
+		if d.Kind != DriftDefinition || d.Step != "" {
+			return fmt.Errorf("invalid definition drift: kind %q step %q, want kind %q and no step", d.Kind, d.Step, DriftDefinition)
 		}
 	}
 	if st := rec.AlertState; st != nil {
@@ -69,7 +69,7 @@ func validateRun(rec *results.RunRecord) error {
 	return nil
 }
 
-func validateDrift(d *results.Drift, r *results.Result) error {
+func validateDrift(d *Drift, r *Result) error {
 	switch {
 	case d.Probe != r.Probe:
 		return fmt.Errorf("probe %q, want the result's %q", d.Probe, r.Probe)
@@ -92,9 +92,9 @@ func validateDrift(d *results.Drift, r *results.Result) error {
 	return nil
 }
 
-func validateAlert(a *results.Alert, rec *results.RunRecord) error {
+func validateAlert(a *Alert, rec *RunRecord) error {
 	switch a.Kind {
-	case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertResolved, results.AlertDrift:
+	case AlertFiring, AlertReminder, AlertUpdate, AlertResolved, AlertDrift:
 	default:
 		return fmt.Errorf("unknown kind %q", a.Kind)
 	}
@@ -109,27 +109,27 @@ func validateAlert(a *results.Alert, rec *results.RunRecord) error {
 		return errors.New("zero created_at")
 	case !a.Outcome.Valid():
 		return fmt.Errorf("unknown outcome %q", a.Outcome)
-	case (a.Outcome == results.Pass) != (a.Code == ""):
+	case (a.Outcome == Pass) != (a.Code == ""):
 		return fmt.Errorf("outcome %s with code %q (a pass has none, a failure needs one)", a.Outcome, a.Code)
 	case a.Attempts < 0 || a.Duration < 0 || a.DeliveryTries < 0:
 		return errors.New("negative attempts, duration or delivery tries")
-	case a.State != results.DeliveryPending && a.State != results.DeliverySkipped:
+	case a.State != DeliveryPending && a.State != DeliverySkipped:
 		return fmt.Errorf("state %q, want pending or skipped", a.State)
 	case !a.DeliveredAt.IsZero():
 		return errors.New("delivered_at set on an alert not yet delivered")
-	case a.State == results.DeliverySkipped && !a.NextAttemptAt.IsZero():
+	case a.State == DeliverySkipped && !a.NextAttemptAt.IsZero():
 		return errors.New("next attempt set on a skipped alert")
-	case a.Kind == results.AlertDrift && len(rec.Drifts()) == 0:
+	case a.Kind == AlertDrift && len(rec.Drifts()) == 0:
 		return errors.New("shape_drift alert without a drift in the run record")
-	case a.Kind != results.AlertDrift && a.Drift != nil:
+	case a.Kind != AlertDrift && a.Drift != nil:
 		return errors.New("drift set on an alert that is not shape_drift")
-	case a.Drift != nil && !slices.ContainsFunc(rec.Drifts(), func(d *results.Drift) bool { return sameDrift(a.Drift, d) }):
+	case a.Drift != nil && !slices.ContainsFunc(rec.Drifts(), func(d *Drift) bool { return sameDrift(a.Drift, d) }):
 		return errors.New("its drift is none of the run record's drifts")
 	}
 	return nil
 }
 
-func sameDrift(a, b *results.Drift) bool {
+func sameDrift(a, b *Drift) bool {
 	if b == nil {
 		return false
 	}
@@ -139,7 +139,7 @@ func sameDrift(a, b *results.Drift) bool {
 
 // validate checks what the schema relies on, so that a bug upstream reads
 // as a sentence rather than as a CHECK constraint failure.
-func validate(r *results.Result) error {
+func validate(r *Result) error {
 	switch {
 	case r.OperationID == "":
 		return errors.New("empty operation_id")
@@ -151,15 +151,15 @@ func validate(r *results.Result) error {
 		return errors.New("zero started_at")
 	case r.Duration < 0:
 		return fmt.Errorf("negative duration %s", r.Duration)
-	case r.Outcome == results.Pass && r.Error != nil:
+	case r.Outcome == Pass && r.Error != nil:
 		return fmt.Errorf("outcome pass with error %q", r.Error.Code)
-	case r.Outcome != results.Pass && r.Error == nil:
+	case r.Outcome != Pass && r.Error == nil:
 		return fmt.Errorf("outcome %s without an error", r.Outcome)
 	case r.Error != nil && r.Error.Code == "":
 		return fmt.Errorf("outcome %s with an empty code", r.Outcome)
 	case r.Kind != "" && !r.Kind.Valid():
 		return fmt.Errorf("unknown probe kind %q", r.Kind)
-	case (r.EffectiveKind() == results.ProbeMCP) != (r.MCP != nil):
+	case (r.EffectiveKind() == ProbeMCP) != (r.MCP != nil):
 		return fmt.Errorf("probe kind %s with MCP target %v: an MCP target comes exactly with kind mcp", r.EffectiveKind(), r.MCP)
 	case r.MCP != nil && (r.MCP.Tool == "" || r.MCP.Server == ""):
 		return errors.New("MCP target without a tool or server")
@@ -171,11 +171,11 @@ func validate(r *results.Result) error {
 		return errors.New("tool definition without a fingerprint")
 	case r.Tool != nil && r.Tool.Canonical != "" && !json.Valid([]byte(r.Tool.Canonical)):
 		return errors.New("tool definition whose canonical text is not JSON")
-	case r.Shape != nil && len(r.Shape.Sample) > results.ShapeSampleBytes:
-		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), results.ShapeSampleBytes)
-	case r.Step != "" && (r.EffectiveKind() != results.ProbeSteps || r.Outcome == results.Pass):
+	case r.Shape != nil && len(r.Shape.Sample) > ShapeSampleBytes:
+		return fmt.Errorf("shape sample of %d bytes, over ShapeSampleBytes (%d)", len(r.Shape.Sample), ShapeSampleBytes)
+	case r.Step != "" && (r.EffectiveKind() != ProbeSteps || r.Outcome == Pass):
 		return fmt.Errorf("deciding step %q on a %s run of kind %s: only a steps probe's failed run has one", r.Step, r.Outcome, r.EffectiveKind())
-	case len(r.Steps) > 0 && r.EffectiveKind() != results.ProbeSteps:
+	case len(r.Steps) > 0 && r.EffectiveKind() != ProbeSteps:
 		return fmt.Errorf("%d steps on a run of kind %s", len(r.Steps), r.EffectiveKind())
 	}
 	for i := range r.Steps {
@@ -202,7 +202,7 @@ func validate(r *results.Result) error {
 
 // validateStep checks one step of a steps probe's run as validate checks
 // the run.
-func validateStep(st *results.StepResult) error {
+func validateStep(st *StepResult) error {
 	switch {
 	case st.Name == "":
 		return errors.New("empty name")
@@ -212,18 +212,18 @@ func validateStep(st *results.StepResult) error {
 		return errors.New("zero started_at")
 	case st.Duration < 0 || st.Polls < 0:
 		return errors.New("negative duration or polls")
-	case (st.Outcome == results.Pass) != (st.Error == nil):
+	case (st.Outcome == Pass) != (st.Error == nil):
 		return fmt.Errorf("outcome %s with error %v (a pass has none, a failure needs one)", st.Outcome, st.Error)
 	case st.Error != nil && st.Error.Code == "":
 		return fmt.Errorf("outcome %s with an empty code", st.Outcome)
-	case st.Skipped && st.Outcome != results.Pass:
+	case st.Skipped && st.Outcome != Pass:
 		return fmt.Errorf("skipped with outcome %s", st.Outcome)
 	case st.Shape != nil && (st.Shape.Fingerprint == "" || st.Shape.Canonical == ""):
 		return errors.New("shape without fingerprint or canonical text")
 	case st.Shape != nil && st.Shape.Profile != nil && st.Shape.Profile.Data == "":
 		return errors.New("shape profile update without data")
-	case st.Shape != nil && len(st.Shape.Sample) > results.ShapeSampleBytes:
-		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(st.Shape.Sample), results.ShapeSampleBytes)
+	case st.Shape != nil && len(st.Shape.Sample) > ShapeSampleBytes:
+		return fmt.Errorf("shape sample of %d bytes, over ShapeSampleBytes (%d)", len(st.Shape.Sample), ShapeSampleBytes)
 	}
 	return nil
 }
