@@ -172,7 +172,7 @@ func validate(r *Result) error {
 	case r.Tool != nil && r.Tool.Canonical != "" && !json.Valid([]byte(r.Tool.Canonical)):
 		return errors.New("tool definition whose canonical text is not JSON")
 	case r.Shape != nil && len(r.Shape.Sample) > ShapeSampleBytes:
-		return fmt.Errorf("shape sample of %d bytes, over ShapeSampleBytes (%d)", len(r.Shape.Sample), ShapeSampleBytes)
+		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(r.Shape.Sample), ShapeSampleBytes)
 	case r.Step != "" && (r.EffectiveKind() != ProbeSteps || r.Outcome == Pass):
 		return fmt.Errorf("deciding step %q on a %s run of kind %s: only a steps probe's failed run has one", r.Step, r.Outcome, r.EffectiveKind())
 	case len(r.Steps) > 0 && r.EffectiveKind() != ProbeSteps:
@@ -223,7 +223,7 @@ func validateStep(st *StepResult) error {
 	case st.Shape != nil && st.Shape.Profile != nil && st.Shape.Profile.Data == "":
 		return errors.New("shape profile update without data")
 	case st.Shape != nil && len(st.Shape.Sample) > ShapeSampleBytes:
-		return fmt.Errorf("shape sample of %d bytes, over ShapeSampleBytes (%d)", len(st.Shape.Sample), ShapeSampleBytes)
+		return fmt.Errorf("shape sample of %d bytes, over results.ShapeSampleBytes (%d)", len(st.Shape.Sample), ShapeSampleBytes)
 	}
 	return nil
 }
