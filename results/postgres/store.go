@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/groupcommit"
 )
 
 // ErrNotFound is returned, wrapped, when what was asked for is not stored:
@@ -45,7 +46,7 @@ var ErrSchemaTooNew = errors.New("database schema is newer than this toolpulse")
 // runs recorded at the same time together (see RecordRun); Close stops it.
 type Store struct {
 	pool *pgxpool.Pool
-	gc   *groupCommit // nil until Open has succeeded
+	gc   *groupcommit.Queue // nil until Open has succeeded
 
 	closeOnce sync.Once
 }
@@ -81,8 +82,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	// The writer's transactions outlive any caller's context: a run a
 	// caller was told is being written is written, whatever that caller
 	// does.
-	s.gc = newGroupCommit()
-	go s.writeBatches(context.WithoutCancel(ctx))
+	s.gc = groupcommit.New()
+	writerCtx := context.WithoutCancel(ctx)
+	go s.gc.Run(func(batch []*groupcommit.Request) { s.commitBatch(writerCtx, batch) })
 	return s, nil
 }
 
@@ -98,7 +100,9 @@ func target(cfg *pgxpool.Config) string {
 // again does nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopWriting()
+		if s.gc != nil {
+			s.gc.Close()
+		}
 		s.pool.Close()
 	})
 	return nil

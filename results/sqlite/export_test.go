@@ -3,6 +3,8 @@ package sqlite
 import (
 	"io/fs"
 	"strings"
+
+	"github.com/toolpulse/toolpulse/results/groupcommit"
 )
 
 // ProbeHoursBackfill is the statement of migration 0005 that sums every
@@ -24,28 +26,26 @@ func ProbeHoursBackfill() string {
 // every run queued in one transaction (up to MaxBatch), whatever the
 // commit delay does: for tests that need several runs in one batch.
 func HoldWriter(s *Store, n int) {
-	if n > maxBatch {
+	if n > groupcommit.MaxBatch {
 		panic("HoldWriter: more runs than one batch holds")
 	}
-	s.gc.holdUntil.Store(int32(n))
+	s.gc.HoldUntil.Store(int32(n))
 }
 
 // MaxBatch is the most runs one transaction records.
-const MaxBatch = maxBatch
+const MaxBatch = groupcommit.MaxBatch
 
 // Queued returns how many runs wait for s's writer.
 func Queued(s *Store) int {
-	s.gc.mu.Lock()
-	defer s.gc.mu.Unlock()
-	return len(s.gc.queue)
+	return s.gc.Len()
 }
 
 // Commits returns how many transactions of s's writer have committed runs,
 // and how many runs they committed.
 func Commits(s *Store) (commits, runs int64) {
-	return s.gc.commits.Load(), s.gc.runs.Load()
+	return s.gc.Commits.Load(), s.gc.Runs.Load()
 }
 
 // Delays returns how many batches of s's writer waited for more runs to
 // arrive.
-func Delays(s *Store) int64 { return s.gc.delays.Load() }
+func Delays(s *Store) int64 { return s.gc.Delays.Load() }

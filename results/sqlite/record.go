@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/groupcommit"
 )
 
 // upsertShape counts a run's shape as seen. A shape's sample is the first
@@ -116,7 +117,7 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // RecordRun returns nil only once the transaction holding the run has
 // committed: a run reported recorded survives a crash of the process. Runs
 // recorded at the same time share that transaction (group commit): the
-// store's writer goroutine takes every run waiting, up to maxBatch, and a
+// store's writer goroutine takes every run waiting, up to groupcommit.MaxBatch, and a
 // run that fails (ErrDuplicate, a constraint) is rolled back alone, to a
 // savepoint, while the others are committed. When the transaction fails
 // as a whole (BEGIN, as when another process holds the write lock past the
@@ -162,11 +163,11 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	req := &request{rec: rec, done: make(chan struct{})}
-	if err := s.gc.enqueue(req); err != nil {
+	req := groupcommit.NewRequest(rec)
+	if err := s.gc.Enqueue(req); err != nil {
 		return nil, err
 	}
-	return req.wait(ctx)
+	return req.Wait(ctx)
 }
 
 // writeRun writes everything RecordRun stores of rec in tx and returns the

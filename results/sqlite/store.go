@@ -25,6 +25,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/groupcommit"
 )
 
 // ErrNotFound is returned, wrapped, when what was asked for is not stored:
@@ -71,7 +72,7 @@ type Store struct {
 	path   string
 	writer *sql.DB
 	reader *sql.DB
-	gc     *groupCommit // nil until Open has succeeded
+	gc     *groupcommit.Queue // nil until Open has succeeded
 }
 
 // Open opens the store at path, creating the file and its parent directory
@@ -99,8 +100,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The writer's transactions outlive any caller's context: a run a
 	// caller was told is being written is written, whatever that caller
 	// does.
-	s.gc = newGroupCommit()
-	go s.writeBatches(context.WithoutCancel(ctx))
+	s.gc = groupcommit.New()
+	writerCtx := context.WithoutCancel(ctx)
+	go s.gc.Run(func(batch []*groupcommit.Request) { s.commitBatch(writerCtx, batch) })
 	return s, nil
 }
 
@@ -172,7 +174,9 @@ func checkPragmas(ctx context.Context, db *sql.DB) error {
 // so that it checkpoints the write-ahead log into the main file. Calling
 // Close again does nothing.
 func (s *Store) Close() error {
-	s.stopWriting()
+	if s.gc != nil {
+		s.gc.Close()
+	}
 	var errs []error
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
