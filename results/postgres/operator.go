@@ -38,7 +38,7 @@ func OperatorQueries() []Query {
 	}
 }
 
-// bucketSQL is bucketOf in SQL, for a duration_ms column: below
+// bucketSQL is hourly.Bucket in SQL, for a duration_ms column: below
 // exactBelow the duration itself, above it the duration with all but its
 // subBucketBits+1 highest bits cleared (the bit length comes from the
 // binary text, exactly, never from a floating-point logarithm).

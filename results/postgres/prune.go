@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
 // DefaultPruneBatch is how many rows Prune deletes per transaction when the
@@ -140,7 +141,7 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff time.Time, batch i
 	if err != nil {
 		return 0, err
 	}
-	deleted := map[hourKey]*hourSums{}
+	deleted := map[hourKey]*hourly.Sums{}
 	n := 0
 	for rows.Next() {
 		var (
@@ -155,9 +156,9 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff time.Time, batch i
 		}
 		k := hourKey{probe, hourOf(startedAt)}
 		if deleted[k] == nil {
-			deleted[k] = &hourSums{}
+			deleted[k] = &hourly.Sums{}
 		}
-		deleted[k].add(outcome, attempts, ms)
+		deleted[k].Add(outcome, attempts, ms)
 		n++
 	}
 	rows.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
 // probeNames lists every probe with a stored result, in order. The
@@ -276,7 +277,7 @@ func summarize(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats, w statsW
 			err = cerr
 		}
 	}()
-	hist := newHistogram()
+	hist := hourly.NewHistogram()
 	for i := range ps {
 		p := &ps[i]
 		if err := summarizeOne(br, p, hist); err != nil {
@@ -288,7 +289,7 @@ func summarize(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats, w statsW
 
 // summarizeOne reads the answers to one probe's queries of summarize.
 // hist is left empty.
-func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *histogram) error {
+func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *hourly.Histogram) error {
 	// Over no rows, sum() is NULL: zero.
 	var runs, pass, contract, unavail, after, extra *int64
 	if err := br.QueryRow().Scan(&runs, &pass, &contract, &unavail, &after, &extra); err != nil {
@@ -297,7 +298,7 @@ func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *histogram) e
 	p.Runs, p.Pass, p.ContractError, p.Unavailable = int(num(runs)), int(num(pass)), int(num(contract)), int(num(unavail))
 	p.PassedAfterRetries, p.Retries = int(num(after)), int(num(extra))
 
-	defer hist.reset()
+	defer hist.Reset()
 	rows, err := br.Query()
 	if err != nil {
 		return err
@@ -312,21 +313,21 @@ func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *histogram) e
 			return err
 		}
 		if duration {
-			v = bucketOf(v) // n < 0: runs taken away from an hour
-		} else if v < 0 || bucketOf(v) != v || n < 0 {
+			v = hourly.Bucket(v) // n < 0: runs taken away from an hour
+		} else if v < 0 || hourly.Bucket(v) != v || n < 0 {
 			rows.Close()
 			return fmt.Errorf("probe_hours: %w: bucket %d with %d runs", errBuckets, v, n)
 		}
-		hist.add(v, n)
+		hist.Add(v, n)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if hist.runs != int64(p.Runs) {
-		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.runs, p.Runs)
+	if hist.Runs() != int64(p.Runs) {
+		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.Runs(), p.Runs)
 	}
-	pct := hist.percentiles(50, 95, 99)
+	pct := hist.Percentiles(50, 95, 99)
 	p.P50 = time.Duration(pct[0]) * time.Millisecond
 	p.P95 = time.Duration(pct[1]) * time.Millisecond
 	p.P99 = time.Duration(pct[2]) * time.Millisecond

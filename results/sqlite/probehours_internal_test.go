@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
 // boundaryDurations are the durations around every power of two, where
@@ -28,55 +29,6 @@ func boundaryDurations() []int64 {
 		ds = append(ds, 1<<k-1, 1<<k, 1<<k+1)
 	}
 	return ds
-}
-
-// TestBuckets checks the bucket arithmetic on every duration up to 300 s
-// and around every power of two: each duration lies in its bucket, the
-// buckets are numbered densely in order, widths double with each power of
-// two from 128 ms on, and the estimate is exact below 128 ms and less than
-// 1/128 of the duration away above.
-func TestBuckets(t *testing.T) {
-	check := func(d int64) {
-		t.Helper()
-		b := bucketOf(d)
-		i := bucketIndex(b)
-		if b > d || i < 0 || i >= numBuckets || bucketAt(i) != b {
-			t.Fatalf("duration %d: bucket %d, index %d of %d, bucketAt %d", d, b, i, numBuckets, bucketAt(i))
-		}
-		if i+1 < numBuckets && bucketAt(i+1) <= d {
-			t.Fatalf("duration %d: bucket %d, but the next bucket %d starts at or below it", d, b, bucketAt(i+1))
-		}
-		est := bucketEstimate(b)
-		diff := max(est-d, d-est)
-		switch {
-		case d < 128 && diff != 0:
-			t.Fatalf("duration %d: estimate %d, want it exact below 128 ms", d, est)
-		case d >= 128 && diff > 0 && diff >= d/128+min(d%128, 1):
-			t.Fatalf("duration %d: estimate %d is off by %d, not less than 1/128 of it", d, est, diff)
-		}
-	}
-	prev := -1
-	for d := range int64(300_000) {
-		check(d)
-		if i := bucketIndex(bucketOf(d)); i != prev && i != prev+1 {
-			t.Fatalf("duration %d: bucket index %d after %d: indexes skip", d, i, prev)
-		} else {
-			prev = i
-		}
-	}
-	for _, d := range boundaryDurations() {
-		check(d)
-	}
-	if got := bucketIndex(bucketOf(math.MaxInt64)); got != numBuckets-1 {
-		t.Errorf("the largest duration is in bucket %d, want the last, %d", got, numBuckets-1)
-	}
-	for k := 7; k < 63; k++ {
-		lo, hi := bucketIndex(bucketOf(1<<k)), bucketIndex(bucketOf(1<<k+(1<<k-1)))
-		width := bucketAt(lo+1) - bucketAt(lo)
-		if hi-lo+1 != 64 || width != 1<<(k-6) {
-			t.Errorf("[2^%d, 2^%d): %d buckets %d ms wide, want 64 of %d ms", k, k+1, hi-lo+1, width, 1<<(k-6))
-		}
-	}
 }
 
 func TestParseBuckets(t *testing.T) {
@@ -143,47 +95,8 @@ func TestParseDurations(t *testing.T) {
 	}
 }
 
-// TestHistogramPercentiles checks that the histogram's percentiles are
-// the estimates of the exact nearest-rank percentiles: bucketing keeps the
-// order of durations, so the run at rank r of the buckets is in the bucket
-// of the run at rank r. One histogram serves every sample, as in Stats.
-func TestHistogramPercentiles(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	h := newHistogram()
-	for n := range 300 {
-		ds := make([]int64, n)
-		for i := range ds {
-			switch rng.IntN(3) {
-			case 0:
-				ds[i] = rng.Int64N(128)
-			case 1:
-				ds[i] = rng.Int64N(5000)
-			default:
-				ds[i] = rng.Int64N(1 << 40)
-			}
-			h.add(bucketOf(ds[i]), 1)
-		}
-		slices.Sort(ds)
-		got := h.percentiles(50, 95, 99)
-		h.reset()
-		for j, p := range []int64{50, 95, 99} {
-			want := int64(0)
-			if n > 0 {
-				rank := (int64(n)*p + 99) / 100 // ceil(p/100 * n)
-				want = bucketEstimate(bucketOf(ds[rank-1]))
-			}
-			if got[j] != want {
-				t.Fatalf("%d runs: p%d = %d, want %d", n, p, got[j], want)
-			}
-		}
-	}
-	if h.runs != 0 || slices.ContainsFunc(h.counts, func(c int64) bool { return c != 0 }) {
-		t.Errorf("histogram not empty after reset: %d runs", h.runs)
-	}
-}
-
 // readProbeHours returns probe_hours as a map.
-func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
+func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 	t.Helper()
 	rows, err := db.Query(`SELECT probe, hour, runs, pass, contract_error, unavailable,
 		passed_after_retries, retries, duration_buckets FROM probe_hours`)
@@ -191,19 +104,19 @@ func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[hourKey]hourSums{}
+	out := map[hourKey]hourly.Sums{}
 	for rows.Next() {
 		var (
 			k    hourKey
-			h    hourSums
+			h    hourly.Sums
 			text []byte
 		)
-		if err := rows.Scan(&k.probe, &k.hour, &h.runs, &h.pass, &h.contractError, &h.unavailable,
-			&h.passedAfterRetries, &h.retries, &text); err != nil {
+		if err := rows.Scan(&k.probe, &k.hour, &h.Runs, &h.Pass, &h.ContractError, &h.Unavailable,
+			&h.PassedAfterRetries, &h.Retries, &text); err != nil {
 			t.Fatal(err)
 		}
-		h.buckets = map[int64]int64{}
-		if err := parseBuckets(text, func(b, n int64) { h.buckets[b] += n }); err != nil {
+		h.Buckets = map[int64]int64{}
+		if err := parseBuckets(text, func(b, n int64) { h.Buckets[b] += n }); err != nil {
 			t.Fatalf("%v: %q: %v", k, text, err)
 		}
 		out[k] = h
@@ -215,14 +128,14 @@ func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
 }
 
 // recountProbeHours sums results up as probe_hours should.
-func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
+func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 	t.Helper()
 	rows, err := db.Query(`SELECT probe, started_at, duration_ms, outcome, attempts FROM results`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[hourKey]hourSums{}
+	out := map[hourKey]hourly.Sums{}
 	for rows.Next() {
 		var (
 			probe, at, outcome string
@@ -233,7 +146,7 @@ func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
 		}
 		k := hourKey{probe, at[:13]}
 		h := out[k]
-		h.add(outcome, attempts, ms)
+		h.Add(outcome, attempts, ms)
 		out[k] = h
 	}
 	if err := rows.Err(); err != nil {
@@ -242,18 +155,18 @@ func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourSums {
 	return out
 }
 
-func equalHours(a, b map[hourKey]hourSums) bool {
-	return maps.EqualFunc(a, b, func(x, y hourSums) bool {
-		return x.runs == y.runs && x.pass == y.pass && x.contractError == y.contractError &&
-			x.unavailable == y.unavailable && x.passedAfterRetries == y.passedAfterRetries &&
-			x.retries == y.retries && maps.Equal(x.buckets, y.buckets)
+func equalHours(a, b map[hourKey]hourly.Sums) bool {
+	return maps.EqualFunc(a, b, func(x, y hourly.Sums) bool {
+		return x.Runs == y.Runs && x.Pass == y.Pass && x.ContractError == y.ContractError &&
+			x.Unavailable == y.Unavailable && x.PassedAfterRetries == y.PassedAfterRetries &&
+			x.Retries == y.Retries && maps.Equal(x.Buckets, y.Buckets)
 	})
 }
 
 // TestUpgradeTo0005BackfillsProbeHours fills a database the way the
 // release that shipped migrations 0001 to 0004 did, with durations around
 // every power of two (where the SQL spelling of the buckets in migration
-// 0005 could part from bucketOf), several probes, hours with gaps and runs
+// 0005 could part from hourly.Bucket), several probes, hours with gaps and runs
 // on hour boundaries, then opens it with this release: probe_hours must
 // hold what RecordRun would have written. Runs recorded afterwards add to
 // the backfilled rows.
@@ -420,7 +333,7 @@ func TestRefusedCommitLeavesProbeHours(t *testing.T) {
 	if err := s.Record(ctx, later); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) || got[hourKey{"p", "2026-10-26T13"}].runs != 2 {
+	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) || got[hourKey{"p", "2026-10-26T13"}].Runs != 2 {
 		t.Errorf("probe_hours after recording again:\n got  %v\n want %v with 2 runs", got, want)
 	}
 }

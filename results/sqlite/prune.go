@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
 // DefaultPruneBatch is how many rows Prune deletes per transaction when the
@@ -153,7 +155,7 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff string, batch int)
 		return 0, err
 	}
 	defer rows.Close()
-	deleted := map[hourKey]*hourSums{}
+	deleted := map[hourKey]*hourly.Sums{}
 	for rows.Next() {
 		var (
 			probe, startedAt, outcome string
@@ -164,9 +166,9 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff string, batch int)
 		}
 		k := hourKey{probe, startedAt[:min(len(startedAt), len("2006-01-02T15"))]}
 		if deleted[k] == nil {
-			deleted[k] = &hourSums{}
+			deleted[k] = &hourly.Sums{}
 		}
-		deleted[k].add(outcome, attempts, ms)
+		deleted[k].Add(outcome, attempts, ms)
 		n++
 	}
 	if err := rows.Err(); err != nil {

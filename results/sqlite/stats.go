@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
 // probeNames lists every probe with a stored result, in order. The
@@ -171,7 +172,7 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 	}
 	defer st.close()
 	window := splitWindow(since, until)
-	hist := newHistogram()
+	hist := hourly.NewHistogram()
 	var out []results.ProbeStats
 	for _, probe := range probes {
 		p := results.ProbeStats{Probe: probe}
@@ -248,7 +249,7 @@ func (st *statsStmts) close() {
 
 // summarize fills p's counters and percentiles from the probe's runs in
 // the window; they stay zero when it has none. hist is left empty.
-func (st *statsStmts) summarize(ctx context.Context, p *results.ProbeStats, w statsWindow, hist *histogram) error {
+func (st *statsStmts) summarize(ctx context.Context, p *results.ProbeStats, w statsWindow, hist *hourly.Histogram) error {
 	rows, err := st.summary.QueryContext(ctx, p.Probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1])
 	if err != nil {
 		return err
@@ -272,21 +273,21 @@ func (st *statsStmts) summarize(ctx context.Context, p *results.ProbeStats, w st
 	p.Runs, p.Pass, p.ContractError, p.Unavailable = int(runs.Int64), int(pass.Int64), int(contract.Int64), int(unavail.Int64)
 	p.PassedAfterRetries, p.Retries = int(after.Int64), int(extra.Int64)
 
-	defer hist.reset()
+	defer hist.Reset()
 	if len(buckets) > 0 {
-		if err := parseBuckets(buckets, hist.add); err != nil {
+		if err := parseBuckets(buckets, hist.Add); err != nil {
 			return fmt.Errorf("probe_hours: %w", err)
 		}
 	}
 	if len(durations) > 0 {
-		if err := parseDurations(durations, func(ms int64) { hist.add(bucketOf(ms), 1) }); err != nil {
+		if err := parseDurations(durations, func(ms int64) { hist.Add(hourly.Bucket(ms), 1) }); err != nil {
 			return err
 		}
 	}
-	if hist.runs != runs.Int64 {
-		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.runs, runs.Int64)
+	if hist.Runs() != runs.Int64 {
+		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.Runs(), runs.Int64)
 	}
-	ps := hist.percentiles(50, 95, 99)
+	ps := hist.Percentiles(50, 95, 99)
 	p.P50 = time.Duration(ps[0]) * time.Millisecond
 	p.P95 = time.Duration(ps[1]) * time.Millisecond
 	p.P99 = time.Duration(ps[2]) * time.Millisecond
