@@ -176,7 +176,7 @@ func (p *copyProgress) update(table string, done, total int64) {
 	}
 	line := fmt.Sprintf("toolpulse: copying %s: %d%% (%d of %d rows)", table, pct, done, total)
 	if table == "rollups" {
-		line = fmt.Sprintf("toolpulse: copied %d rows; rebuilding the hourly rollups", done)
+		line = fmt.Sprintf("toolpulse: read %d rows; rebuilding the hourly rollups", done)
 	}
 	if p.tty {
 		fmt.Fprintf(p.w, "\r%-78s", line)
