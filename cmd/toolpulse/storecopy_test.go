@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -192,4 +193,26 @@ func TestStoreCopyInterrupted(t *testing.T) {
 
 func regexpLine(text, re string) bool {
 	return regexp.MustCompile(`(?m)^` + re + `\s*$`).MatchString(text)
+}
+
+// TestStoreCopyExitCodes: a --to that is not a Postgres URL is bad usage
+// (64); a --from that does not exist is missing input (66), and no SQLite
+// file is created in its place.
+func TestStoreCopyExitCodes(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.db")
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"store", "copy", "--from", missing, "--to", filepath.Join(t.TempDir(), "x.db")}, exitUsage},
+		{[]string{"store", "copy", "--from", missing, "--to", "postgres://nobody@127.0.0.1:1/none"}, exitNoInput},
+	} {
+		var out bytes.Buffer
+		if code := run(context.Background(), c.args, func(string) (string, bool) { return "", false }, &out, &out); code != c.want {
+			t.Errorf("toolpulse %s: exit %d, want %d\n%s", strings.Join(c.args, " "), code, c.want, out.String())
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("store copy created %s", missing)
+	}
 }
