@@ -90,6 +90,7 @@ type cli struct {
 	Stats    statsCmd    `cmd:"" help:"Per probe: runs, outcome rates, retries, latency percentiles, drift."`
 	Silence  silenceCmd  `cmd:"" help:"Mute alerts for a while: silence add, list, expire."`
 	Baseline baselineCmd `cmd:"" help:"Learned response shapes: baseline reset --probe NAME after an intended change."`
+	Store    storeCmd    `cmd:"" help:"The store as a whole: store copy --from FILE.db --to postgres://... moves a history to Postgres."`
 	Test     testCmd     `cmd:"" help:"Run every consumer's fixtures; --mutate also finds the contract changes a rule would miss."`
 	MCP      mcpCmd      `cmd:"" name:"mcp" help:"Look at an MCP server: mcp tools --url URL lists its tools."`
 	Demo     demoCmd     `cmd:"" help:"Offline demo: a bundled provider that drifts, checked live."`
