@@ -24,6 +24,8 @@ type readOptions struct {
 	toolpulse string
 	explain   bool
 	jsonPath  string
+	store     string // "sqlite" or "postgres"
+	dsn       string // the Postgres database, with --store postgres
 	// buildFlags are extra `go build` flags for toolpulse. The smoke test
 	// sets them to match its own build, so that toolpulse is linked from
 	// packages already in the build cache.
@@ -43,6 +45,8 @@ func parseReadFlags(args []string, stderr io.Writer) (readOptions, error) {
 	fs.StringVar(&o.toolpulse, "toolpulse", "", "toolpulse `binary` to time (default: go build ./cmd/toolpulse into a temporary directory)")
 	fs.BoolVar(&o.explain, "explain", false, "print the SQLite query plans of the stats and history queries")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to `file`")
+	fs.StringVar(&o.store, "store", "sqlite", "store to measure: sqlite, or postgres (then --dsn; --db is the SQLite file generated and copied into it)")
+	fs.StringVar(&o.dsn, "dsn", "", "with --store postgres, the `URL` of the database to fill and measure (postgres://...); it must hold no results unless --reuse is given")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: toolpulse-bench read [flags]\n\n")
 		fs.PrintDefaults()
@@ -52,6 +56,14 @@ func parseReadFlags(args []string, stderr io.Writer) (readOptions, error) {
 	}
 	if o.repeat < 1 {
 		return o, &usageError{fmt.Errorf("--repeat must be at least 1, got %d", o.repeat)}
+	}
+	switch {
+	case o.store != "sqlite" && o.store != "postgres":
+		return o, &usageError{fmt.Errorf("--store must be sqlite or postgres, got %q", o.store)}
+	case o.store == "postgres" && o.dsn == "":
+		return o, &usageError{errors.New("--store postgres needs --dsn")}
+	case o.store == "sqlite" && o.dsn != "":
+		return o, &usageError{errors.New("--dsn is for --store postgres")}
 	}
 	if err := o.data.validate(); err != nil {
 		return o, &usageError{err}
@@ -70,6 +82,9 @@ func runRead(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // read runs the read mode: the database, then every measurement, then the
 // report on stdout (and in --json).
 func read(ctx context.Context, opts readOptions, stdout, stderr io.Writer) error {
+	if opts.store == "postgres" {
+		return readPostgres(ctx, opts, stdout, stderr)
+	}
 	prog := newProgress(stderr)
 	shell, err := sqliteVersion(ctx)
 	if err != nil {

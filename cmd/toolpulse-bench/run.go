@@ -18,6 +18,8 @@ type runOptions struct {
 	loadOptions
 	alertProbes int
 	scrapeEvery time.Duration
+	store       string // "sqlite" or "postgres"
+	dsn         string // with --store postgres, the server to create the run's database on
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
@@ -32,6 +34,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
 	fs.DurationVar(&o.warmup, "warmup", -1, "how long the daemon runs before the measurement starts (default: jitter + interval)")
 	fs.IntVar(&o.alertProbes, "alert-probes", -1, "probes that pass, then fail for good at staggered times, to time alerts from the provider to Slack (default 5, or --probes when fewer)")
 	fs.DurationVar(&o.scrapeEvery, "scrape-every", 15*time.Second, "scrape the daemon's /metrics this often, as Prometheus would, from start-up to the window's end (0: never)")
+	fs.StringVar(&o.store, "store", "sqlite", "the daemon's store: sqlite, or postgres (then --dsn)")
+	fs.StringVar(&o.dsn, "dsn", "", "with --store postgres, the `URL` of a database on a Postgres server on this machine; the run creates a fresh database there, and drops it at the end, and reports the server's CPU")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: toolpulse-bench run [flags]
 
@@ -48,6 +52,12 @@ alert latency.
 	}
 	if err := o.validate(); err != nil {
 		return o, &usageError{err}
+	}
+	switch {
+	case o.store != "sqlite" && o.store != "postgres":
+		return o, &usageError{fmt.Errorf("--store must be sqlite or postgres, got %q", o.store)}
+	case (o.store == "postgres") != (o.dsn != ""):
+		return o, &usageError{fmt.Errorf("--dsn goes with --store postgres, and only with it")}
 	}
 	if o.alertProbes == -1 {
 		o.alertProbes = min(5, o.probes)
@@ -109,6 +119,7 @@ type windowEdge struct {
 	at                      time.Time
 	daemon, provider, bench procStat
 	machine                 machineCPU
+	postgres                time.Duration // the server's CPU so far, with --store postgres
 }
 
 func readEdge(s *session) (windowEdge, error) {
@@ -125,6 +136,11 @@ func readEdge(s *session) (windowEdge, error) {
 	}
 	if e.bench, err = readProcStat(0); err != nil {
 		return e, fmt.Errorf("the bench's /proc: %w", err)
+	}
+	if s.pg != nil {
+		if e.postgres, err = s.pg.cpu(); err != nil {
+			return e, err
+		}
 	}
 	return e, nil
 }
@@ -147,6 +163,12 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 		return nil, err
 	}
 	defer s.close()
+	if o.store == "postgres" {
+		if s.pg, err = newPGRun(ctx, o.dsn, prog); err != nil {
+			return nil, err
+		}
+		defer s.pg.drop()
+	}
 
 	all := make([]int, o.probes)
 	for i := range all {
@@ -176,7 +198,16 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	if err != nil {
 		return nil, err
 	}
-	startSize, method := sqliteStartSize(ctx, s.dbPath)
+	var startSize int64
+	var method string
+	if s.pg != nil {
+		if startSize, err = s.pg.size(ctx); err != nil {
+			return nil, err
+		}
+		method = "pg_database_size() at the window's start and after the daemon stopped"
+	} else {
+		startSize, method = sqliteStartSize(ctx, s.dbPath)
+	}
 	prog.printf("measuring for %s", o.duration)
 	if err := s.waitUntil(ctx, w1); err != nil {
 		return nil, err
@@ -199,13 +230,20 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	if rep.Daemon, err = s.stopAll(prog); err != nil {
 		return nil, err
 	}
-	endDB, endWAL, err := dbFiles(s.dbPath)
-	if err != nil {
-		return nil, err
-	}
-
+	var endDB, endWAL int64
+	var st runCounts
 	prog.printf("counting the runs in the database")
-	st, err := windowStats(ctx, s.dbPath, w0, w1)
+	if s.pg != nil {
+		if endDB, err = s.pg.size(ctx); err != nil {
+			return nil, err
+		}
+		st, err = s.pg.windowStats(ctx, w0, w1)
+	} else {
+		if endDB, endWAL, err = dbFiles(s.dbPath); err != nil {
+			return nil, err
+		}
+		st, err = windowStats(ctx, s.dbPath, w0, w1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,11 +271,13 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	elapsed := end.at.Sub(start.at).Seconds()
 	rep.CPU.DaemonCores = rep.CPU.DaemonSeconds / elapsed
 	rep.CPU.MachineBusyCores = (end.machine.Busy - start.machine.Busy).Seconds() / elapsed
+	rep.CPU.PostgresSeconds = (end.postgres - start.postgres).Seconds()
 	rep.CPU.OtherCores = max(rep.CPU.MachineBusyCores-
-		(rep.CPU.DaemonSeconds+rep.CPU.ProviderSeconds+rep.CPU.BenchSeconds)/elapsed, 0)
+		(rep.CPU.DaemonSeconds+rep.CPU.ProviderSeconds+rep.CPU.BenchSeconds+rep.CPU.PostgresSeconds)/elapsed, 0)
 	rep.CPU.LoadAverage = loadAverage()
 	if ops.Completed > 0 {
 		rep.CPU.DaemonMicrosPerOp = rep.CPU.DaemonSeconds * 1e6 / float64(ops.Completed)
+		rep.CPU.PostgresMicrosPerOp = rep.CPU.PostgresSeconds * 1e6 / float64(ops.Completed)
 	}
 	rep.Memory = memUse{PeakRSSBytes: end.daemon.HWM, EndRSSBytes: end.daemon.RSS, Threads: end.daemon.Threads}
 	rep.StartLag = startLags(pr.Arrivals, o.interval, w0.UnixNano(), w1.UnixNano())
@@ -249,7 +289,10 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	if sq.Operations > 0 {
 		sq.BytesPerOp = float64(sq.GrowthBytes) / float64(sq.Operations)
 	}
-	sq.Method = method + "; the end is the database file after the daemon's clean shutdown, which checkpoints the WAL into it"
+	sq.Method = method
+	if s.pg == nil {
+		sq.Method += "; the end is the database file after the daemon's clean shutdown, which checkpoints the WAL into it"
+	}
 	if endWAL > 0 {
 		sq.Method += fmt.Sprintf(" (a %s WAL was left and is counted)", humanBytes(endWAL))
 	}

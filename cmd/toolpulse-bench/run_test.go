@@ -206,7 +206,11 @@ func checkRunReport(t *testing.T, rep *runReport) {
 	if l := rep.StartLag; l.Runs <= 0 || l.P50MS < 0 || l.P50MS > l.P99MS || l.P99MS > l.MaxMS {
 		t.Errorf("start lag %+v", l)
 	}
-	if sq := rep.SQLite; sq.Operations < ops.Completed || sq.GrowthBytes <= 0 || sq.BytesPerOp <= 0 || !strings.Contains(sq.Method, "page_count") {
+	method := "page_count"
+	if rep.Setup.Store == "postgres" {
+		method = "pg_database_size"
+	}
+	if sq := rep.SQLite; sq.Operations < ops.Completed || sq.GrowthBytes <= 0 || sq.BytesPerOp <= 0 || !strings.Contains(sq.Method, method) {
 		t.Errorf("sqlite %+v", sq)
 	}
 	a := rep.Alerts

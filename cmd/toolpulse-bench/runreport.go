@@ -55,6 +55,8 @@ type loadSetup struct {
 	// Kind is what the probes call: http, or mcp (MCPEra says which era).
 	Kind   string `json:"kind"`
 	MCPEra string `json:"mcp_era,omitempty"`
+	// Store is the daemon's store: sqlite, or postgres (run mode only).
+	Store string `json:"store,omitempty"`
 	// DaemonEnv is what --daemon-env added to the daemon's environment.
 	DaemonEnv []string `json:"daemon_env"`
 }
@@ -92,6 +94,11 @@ type cpuUse struct {
 	DaemonCores       float64 `json:"daemon_cores"`
 	ProviderSeconds   float64 `json:"provider_seconds"`
 	BenchSeconds      float64 `json:"bench_seconds"`
+	// PostgresSeconds is the CPU of the Postgres server's processes over
+	// the window with --store postgres (the postmaster and its children,
+	// those reaped included), 0 with SQLite.
+	PostgresSeconds     float64 `json:"postgres_seconds"`
+	PostgresMicrosPerOp float64 `json:"postgres_us_per_op"`
 	// MachineBusyCores is the whole machine's CPU use over the window
 	// (/proc/stat), and OtherCores what neither the daemon, the provider
 	// nor the bench used of it: a shared machine's other work, which
@@ -149,6 +156,7 @@ func newRunReport(o runOptions, s *session) *runReport {
 		Profiles:    s.profilePaths(),
 	}
 	rep.Setup.AlertProbes = o.alertProbes
+	rep.Setup.Store = o.store
 	if o.keep != "" {
 		rep.KeptIn = s.dir
 	}
@@ -240,6 +248,10 @@ func writeRunTable(w io.Writer, r *runReport) error {
 	row("connections", commas(r.ProviderConnections), "TCP connections the daemon opened to the provider, warm-up and closed answers included")
 	row("daemon CPU", fmt.Sprintf("%.2f s, %.0f µs per run, %.2f cores", r.CPU.DaemonSeconds, r.CPU.DaemonMicrosPerOp, r.CPU.DaemonCores),
 		"utime + stime from /proc/PID/stat over the window")
+	if r.Setup.Store == "postgres" {
+		row("Postgres CPU", fmt.Sprintf("%.2f s, %.0f µs per run", r.CPU.PostgresSeconds, r.CPU.PostgresMicrosPerOp),
+			"the server's processes (postmaster, backends, writers) from /proc over the window")
+	}
 	row("provider, bench CPU", fmt.Sprintf("%.2f s, %.2f s", r.CPU.ProviderSeconds, r.CPU.BenchSeconds), "the load generator and the Slack sink, same window")
 	row("machine CPU", fmt.Sprintf("%.2f of %d cores busy, %.2f by other processes; load average %.2f", r.CPU.MachineBusyCores, r.NumCPU, r.CPU.OtherCores, r.CPU.LoadAverage),
 		"/proc/stat over the window; other work on the machine makes every number here pessimistic")
@@ -249,7 +261,11 @@ func writeRunTable(w io.Writer, r *runReport) error {
 	row("start lag", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms", lag.P50MS, lag.P99MS, lag.MaxMS),
 		fmt.Sprintf("%s runs; arrival − (phase + k × interval), at the provider", commas(int64(lag.Runs))))
 	sq := r.SQLite
-	row("SQLite growth", fmt.Sprintf("%.0f B per run", sq.BytesPerOp),
+	growth := "SQLite growth"
+	if r.Setup.Store == "postgres" {
+		growth = "Postgres growth"
+	}
+	row(growth, fmt.Sprintf("%.0f B per run", sq.BytesPerOp),
 		fmt.Sprintf("%s over %s results (%s → %s)", signedBytes(sq.GrowthBytes), commas(int64(sq.Operations)), humanBytes(sq.StartBytes), humanBytes(sq.EndBytes)))
 	a := r.Alerts
 	if a.Measured > 0 {
@@ -270,7 +286,7 @@ func writeRunTable(w io.Writer, r *runReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nSQLite growth: %s.\n", sq.Method)
+	fmt.Fprintf(w, "\n%s: %s.\n", growth, sq.Method)
 	if r.CPU.OtherCores > busyMachine {
 		fmt.Fprintf(w, "\nwarning: other processes kept %.2f cores busy during the window: the machine was shared, and these numbers are worse than the daemon alone would show.\n", r.CPU.OtherCores)
 	}

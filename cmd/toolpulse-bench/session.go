@@ -138,6 +138,8 @@ func (m *benchMix) Set(s string) error {
 type session struct {
 	opts loadOptions
 	prog *progress
+	// pg is the run's Postgres database with --store postgres, else nil.
+	pg *pgRun
 	// dir holds the config, the database, the provider's spec and the
 	// daemon's log; it is removed at the end unless it is --keep.
 	dir, removeDir string
@@ -328,8 +330,15 @@ func (s *session) writeConfig(probes []int) error {
 		}
 		cfg.Probes = append(cfg.Probes, p)
 	}
+	yaml := cfg.YAML()
+	if s.pg != nil {
+		var err error
+		if yaml, err = withPostgresStorage(yaml, s.pg.dsn); err != nil {
+			return err
+		}
+	}
 	tmp := s.cfgPath + ".new"
-	if err := os.WriteFile(tmp, []byte(cfg.YAML()), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(yaml), 0o644); err != nil {
 		return fmt.Errorf("write the daemon's config: %w", err)
 	}
 	return os.Rename(tmp, s.cfgPath)

@@ -110,7 +110,18 @@ func inProcessTimings(ctx context.Context, db, probe string, repeat int, prog *p
 		return nil, fmt.Errorf("open the store in process: %w", err)
 	}
 	defer store.Close()
+	return storeTimings(ctx, store, probe, repeat, prog)
+}
 
+// readStore is what storeTimings calls, on either store.
+type readStore interface {
+	Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error)
+	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
+}
+
+// storeTimings times Store.Stats over the last 24 hours and Store.History
+// of one probe, limit 100, on an open store.
+func storeTimings(ctx context.Context, store readStore, probe string, repeat int, prog *progress) ([]timing, error) {
 	var out []timing
 	prog.printf("timing Store.Stats in process")
 	var probes int
