@@ -308,6 +308,16 @@ type RunRecord struct {
 	StepDrifts []*Drift
 	AlertState *AlertState // nil leaves the stored state unchanged
 	Alerts     []Alert
+	// Fence is the leadership the write claims (SPEC §12); the zero Fence
+	// claims none. A store that keeps leases refuses a fenced record
+	// (ErrFenced) once a newer epoch holds the lease.
+	Fence Fence
+	// Handover marks the run of a node that no longer leads (it was
+	// deposed while the run was in flight or waited in the write queue):
+	// the store keeps it as history (the result, its attempts and steps),
+	// once, and nothing a leader decides from it: no drift, alert state,
+	// alert or shape profile. A result already stored is not an error.
+	Handover bool
 }
 
 // Drifts returns every drift event of the run record, those that are set:

@@ -27,6 +27,11 @@ type Store interface {
 	ToolDefinition(ctx context.Context, probe string) (results.ToolDefinition, bool, error)
 	// AlertStates returns the persisted alert state of every probe.
 	AlertStates(ctx context.Context) (map[string]results.AlertState, error)
+	Outbox
+}
+
+// Outbox is the alert outbox as the deliverer drains it.
+type Outbox interface {
 	// DueAlerts returns up to limit pending alerts due by now, oldest first.
 	DueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error)
 	// NextAlertDue returns the earliest due pending alert's time, false
@@ -38,6 +43,20 @@ type Store interface {
 	MarkAlertRetry(ctx context.Context, id int64, tries int, next time.Time, lastErr string) error
 	// MarkAlertFailed records that an alert will not be delivered.
 	MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error
+}
+
+// FleetStore is what an instance of a fleet needs of a store that keeps
+// leases (results/postgres): its location's lease, its heartbeat, and the
+// outbox as the leader drains it.
+type FleetStore interface {
+	LeaseStore
+	// Heartbeat records that n is alive, dated by the store's clock.
+	Heartbeat(ctx context.Context, n results.FleetNode) error
+	// FencedOutbox returns the outbox as the holder of f's lease drains
+	// it: DueAlerts claims the rows it returns for f's epoch (skipping rows
+	// another transaction holds), and every read and mark is refused with
+	// results.ErrFenced once a newer epoch holds the lease.
+	FencedOutbox(f results.Fence) Outbox
 }
 
 // Silences is where the daemon reads operators' silences, every
@@ -82,6 +101,9 @@ type Observer interface {
 	// SetReceivers is called likewise with the receiver keys
 	// ("default/slack", "routes[0]/webhook").
 	SetReceivers(keys []string)
+	// SetLeader is called with true when the instance starts leading its
+	// location (at Run for a single instance) and false when it stops.
+	SetLeader(leading bool)
 }
 
 // nopObserver is the Observer of a daemon without metrics.
@@ -95,6 +117,7 @@ func (nopObserver) StoreError(string)                {}
 func (nopObserver) ResultsDropped(int)               {}
 func (nopObserver) SetProbes([]string)               {}
 func (nopObserver) SetReceivers([]string)            {}
+func (nopObserver) SetLeader(bool)                   {}
 
 // observerOr returns o, or a no-op Observer when o is nil.
 func observerOr(o Observer) Observer {

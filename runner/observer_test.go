@@ -39,6 +39,7 @@ func (o *countingObserver) AlertFailed(_ *results.Alert, f bool) {
 func (o *countingObserver) StoreError(op string)  { o.inc("store:" + op) }
 func (o *countingObserver) SetProbes([]string)    { o.inc("probes") }
 func (o *countingObserver) SetReceivers([]string) { o.inc("receivers") }
+func (o *countingObserver) SetLeader(bool)        { o.inc("leader") }
 func (o *countingObserver) ResultsDropped(n int) {
 	for range n {
 		o.inc("dropped")

@@ -106,6 +106,7 @@ type Metrics struct {
 	dropped   prometheus.Counter
 	reloadOK  prometheus.Gauge
 	reloadAt  prometheus.Gauge
+	leader    prometheus.Gauge
 	pending   atomic.Pointer[func() int]
 	builtin   map[results.Code]bool
 	alertsMu  sync.Mutex
@@ -147,6 +148,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "toolpulse_config_last_reload_success_timestamp_seconds",
 			Help: "When the running config was loaded, in seconds since the Unix epoch.",
 		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolpulse_fleet_leader",
+			Help: "1 while this instance leads its location (schedules probes and delivers alerts), 0 while it stands by. A single instance on SQLite always leads.",
+		}),
 		builtin:   map[results.Code]bool{},
 		receivers: map[string]bool{},
 		probes:    map[string]*probe{},
@@ -176,7 +181,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-		m.reloadOK, m.reloadAt, pending,
+		m.reloadOK, m.reloadAt, m.leader, pending,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -195,6 +200,15 @@ func (m *Metrics) ConfigLoaded(ok bool, at time.Time) {
 	}
 	m.reloadOK.Set(1)
 	m.reloadAt.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// SetLeader records whether this instance leads its location.
+func (m *Metrics) SetLeader(leading bool) {
+	if leading {
+		m.leader.Set(1)
+		return
+	}
+	m.leader.Set(0)
 }
 
 // WatchPending makes toolpulse_results_pending read fn at every scrape;
