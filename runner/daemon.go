@@ -372,6 +372,20 @@ func (d *Daemon) maxConcurrency() int {
 // not keeping up.
 func (d *Daemon) Pending() int { return d.rec.Pending() }
 
+// Role is what an instance is in its fleet (SPEC §12) at one moment.
+type Role struct {
+	Node     string // fleet.node
+	Location string // the location whose lease it claims
+	Leading  bool   // it schedules probes and delivers alerts
+	Epoch    int64  // the lease's epoch while Leading; 0 for a single instance
+}
+
+// Role returns what the instance is now. A daemon without a fleet leads
+// alone, from its start.
+func (d *Daemon) Role() Role {
+	return Role{Node: d.node, Location: results.DefaultLocation, Leading: true}
+}
+
 // redact scrubs the config's secrets from s: a panic value may quote a
 // request or a header.
 func (d *Daemon) redact(s string) string {
