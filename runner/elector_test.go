@@ -245,3 +245,29 @@ func TestElectorStepsDownForANewerHolder(t *testing.T) {
 		t.Fatalf("event %+v, want a deposed", ev)
 	}
 }
+
+// TestElectorLapsedThenDeposed: a leader that lapsed while cut off, and
+// finds another holder when it gets through again, is deposed; had it
+// found the lease free, it would have been elected under a new epoch.
+func TestElectorLapsedThenDeposed(t *testing.T) {
+	es := newElectors(t)
+	es.start("a")
+	es.settle(1)
+	es.next()
+	es.table.setDown("a", true)
+	for range 3 {
+		es.advance(3*time.Second, 1)
+	}
+	if ev := es.next(); ev.node != "a" || ev.epoch != lapsedEvent {
+		t.Fatalf("event %+v, want a lapsed", ev)
+	}
+	es.table.mu.Lock()
+	es.table.leases["default"] = results.Lease{Location: "default", Holder: "b", Epoch: 2, Expires: es.clock.Now().Add(time.Hour)}
+	es.table.mu.Unlock()
+	es.table.setDown("a", false)
+	es.advance(3*time.Second, 1)
+	if ev := es.next(); ev.node != "a" || ev.epoch != 0 {
+		t.Fatalf("event %+v, want a deposed", ev)
+	}
+	es.none()
+}
