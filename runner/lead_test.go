@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -592,5 +593,25 @@ func TestFleetTakeoverAnnouncesOnce(t *testing.T) {
 	}
 	if r := b.d.Role(); !r.Leading || r.Epoch != 2 {
 		t.Errorf("b's role %+v, want leading under epoch 2", r)
+	}
+}
+
+// TestFleetFencedOutboxStepsDown: a leader whose outbox is refused for a
+// newer epoch (the deliverer's next look) stands by at once, without
+// waiting for its next renewal: the fake clock does not move.
+func TestFleetFencedOutboxStepsDown(t *testing.T) {
+	schedCheckLeaks(t)
+	p := schedServe(t, nil, false)
+	ft := newFleetTest(t)
+	a := ft.node("a", schedConfig(4, schedProbe(t, "search", p.URL, time.Hour)))
+	a.run()
+	a.leading(true)
+	ft.db.setHolder("b", 2)
+	a.leading(false)
+	if moved := ft.clock.Since(a.start); moved != 0 {
+		t.Errorf("the clock moved %v", moved)
+	}
+	if recs := a.logs.records("fleet: standing by"); len(recs) != 1 || !strings.Contains(fmt.Sprint(recs[0]["why"]), "refused") {
+		t.Errorf("standing by lines %v, want one saying the store refused the epoch", recs)
 	}
 }
