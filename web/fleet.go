@@ -71,7 +71,7 @@ type leaseJSON struct {
 	Location string  `json:"location"`
 	Holder   *string `json:"holder"` // null when nobody ever held it
 	Epoch    int64   `json:"epoch"`
-	Expires  string  `json:"expires"`
+	Expires  *string `json:"expires"` // null once released
 	// Held: the holder's lease had not lapsed when the store answered.
 	Held bool `json:"held"`
 }
@@ -120,7 +120,11 @@ func handleFleet(deps Deps) http.Handler {
 		leases := slices.Clone(f.Leases)
 		slices.SortFunc(leases, func(a, b results.Lease) int { return strings.Compare(a.Location, b.Location) })
 		for _, l := range leases {
-			lj := leaseJSON{Location: l.Location, Epoch: l.Epoch, Expires: results.FormatTime(l.Expires)}
+			lj := leaseJSON{Location: l.Location, Epoch: l.Epoch}
+			if !l.Expires.IsZero() {
+				expires := results.FormatTime(l.Expires)
+				lj.Expires = &expires
+			}
 			if l.Holder != "" {
 				lj.Holder = &l.Holder
 				lj.Held = l.Expires.After(f.Now)

@@ -170,6 +170,12 @@ func TestAPIFleet(t *testing.T) {
 	if _, body := f.get(t, "/api/v1/fleet"); !strings.Contains(body, `"leases":[{"location":"default","holder":null,"epoch":3,"expires":"2026-12-03T11:59:00.000Z","held":false}]`) {
 		t.Errorf("a lease nobody holds: %s", body)
 	}
+	f.fleet.mu.Lock()
+	f.fleet.fleet.Leases = []results.Lease{{Location: "default", Epoch: 4}}
+	f.fleet.mu.Unlock()
+	if _, body := f.get(t, "/api/v1/fleet"); !strings.Contains(body, `"leases":[{"location":"default","holder":null,"epoch":4,"expires":null,"held":false}]`) {
+		t.Errorf("a released lease: %s", body)
+	}
 
 	f.fleet.mu.Lock()
 	f.fleet.err = errors.New("dial tcp 10.0.0.5:5432: connection refused")
