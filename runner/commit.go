@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,10 +14,12 @@ import (
 // store in one transaction (results.RunRecord). What the stages learned
 // (profiles, the tool definition, the alert state) takes effect only once
 // the store has taken it, so that a failed commit leaves the next run to
-// decide again instead of believing an alert went out.
+// decide again instead of believing an alert went out. A record the store
+// refuses for its fence (results.ErrFenced) is written again as a
+// handover, and nothing the stages decided takes effect.
 func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 	r := run.r
-	rec := results.RunRecord{Result: *r, Alerts: run.alerts}
+	rec := results.RunRecord{Result: *r, Alerts: run.alerts, Fence: run.fence}
 	for _, d := range run.drifts {
 		switch {
 		case d.Kind == results.DriftDefinition:
@@ -53,7 +56,18 @@ func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 		rec.AlertState = &next
 	}
 
-	if err := rc.store.RecordRun(ctx, &rec); err != nil {
+	if err := rc.store.RecordRun(ctx, &rec); errors.Is(err, results.ErrFenced) {
+		// Deposed: a newer leader decides about this run's probe. The run
+		// is history, and the daemon steps down.
+		rc.logger.Warn("the store refused the run: a newer leader holds the lease; writing it as a handover",
+			"probe", r.Probe, "operation_id", r.OperationID, "epoch", run.fence.Epoch)
+		rc.fenced(run.fence)
+		if err := rc.writeHandover(ctx, r); err != nil {
+			return err
+		}
+		run.handedOver = true
+		return nil
+	} else if err != nil {
 		rc.observer.StoreError("record_run")
 		return fmt.Errorf("runner: record %s of %s: %w", r.OperationID, r.Probe, err)
 	}

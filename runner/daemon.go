@@ -73,6 +73,10 @@ type Deps struct {
 	// Delivery tunes the deliverer; its Logger, Observer and Clock are the
 	// Daemon's.
 	Delivery delivererOptions
+	// Fleet, when set, makes the Daemon one instance of a fleet: it runs
+	// probes and delivers alerts only while it leads its location. nil: a
+	// single instance, which leads alone (SQLite).
+	Fleet *Fleet
 }
 
 // daemonState is where a Daemon is in its life.
@@ -114,6 +118,19 @@ type Daemon struct {
 	node      string
 	drainWait time.Duration // drainTimeout, shorter in tests
 
+	// A fleet's instance (nil fleet: a single one). roleMu guards wanted
+	// and have; only the leadership loop changes have, and only it
+	// touches stopDelivering. See lead.go.
+	fleet          *Fleet
+	location       string
+	ttl            time.Duration
+	started        time.Time       // when Run began, for the heartbeats
+	runCtx         context.Context // Run's values without its end
+	roleWake       chan struct{}
+	roleMu         sync.Mutex
+	wanted, have   role
+	stopDelivering func() // nil: the deliverer is not running
+
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
 	jobsMu sync.Mutex
@@ -125,9 +142,12 @@ type Daemon struct {
 	sched    gocron.Scheduler
 	// probes are the scheduled probes by name; one a reload left unchanged
 	// keeps the value its job holds.
-	probes  map[string]*checks.Probe
-	active  int           // tasks between begin and end
-	drained chan struct{} // closed once active is 0 after shutdown began
+	probes map[string]*checks.Probe
+	// scheduling: the probes have jobs. Always, once Run has scheduled
+	// them, for a single instance; while leading or lapsed in a fleet.
+	scheduling bool
+	active     int           // tasks between begin and end
+	drained    chan struct{} // closed once active is 0 after shutdown began
 	// stopCtx ends when shutdown begins: runs waiting for a slot give up.
 	// hardCtx ends when the grace period is over: runs in flight are
 	// cancelled.
@@ -161,6 +181,19 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
 	}
 	d.drainWait = drainTimeout
+	d.location = results.DefaultLocation
+	if f := deps.Fleet; f != nil {
+		if f.Store == nil {
+			return nil, errors.New("runner: New: a fleet needs its FleetStore")
+		}
+		d.fleet, d.ttl, d.roleWake = f, f.TTL, make(chan struct{}, 1)
+		if f.Location != "" {
+			d.location = f.Location
+		}
+		if d.ttl <= 0 {
+			d.ttl = checks.DefaultLease
+		}
+	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
@@ -194,8 +227,12 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
-		Silences: deps.Silences,
+		Silences: deps.Silences, Fenced: d.refused,
 	})
+	if d.fleet != nil {
+		// Until elected, an instance of a fleet decides nothing.
+		d.rec.standBy()
+	}
 	d.observer.SetProbes(probeNames(cfg))
 	d.observer.SetReceivers(slices.Sorted(maps.Keys(senders)))
 	return d, nil
@@ -215,6 +252,12 @@ func probeNames(cfg *checks.Config) []string {
 // stops the deliverer and returns nil. It returns an error only when it
 // could not start (called twice, alert states unreadable, a probe gocron
 // refuses).
+//
+// An instance of a fleet (Deps.Fleet) runs its elector instead: it
+// schedules the probes and delivers alerts only while it leads (see
+// lead.go); its alert states are read at each election, not at the start.
+// When ctx ends it gives up the lease first, so that a standby takes over
+// at once, and writes what is left as handovers.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.jobsMu.Lock()
 	d.mu.Lock()
@@ -223,10 +266,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.jobsMu.Unlock()
 		return errors.New("runner: Daemon.Run called more than once")
 	}
-	if err := d.rec.Load(ctx); err != nil {
-		d.mu.Unlock()
-		d.jobsMu.Unlock()
-		return err
+	if d.fleet == nil {
+		if err := d.rec.Load(ctx); err != nil {
+			d.mu.Unlock()
+			d.jobsMu.Unlock()
+			return err
+		}
 	}
 	s, err := newScheduler(d.clock, d.logger)
 	if err != nil {
@@ -236,15 +281,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	// The run contexts keep ctx's values but not its end: ctx ending
 	// starts the drain, it does not cut runs short.
-	d.hardCtx, d.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
+	d.runCtx = context.WithoutCancel(ctx)
+	d.hardCtx, d.hardCancel = context.WithCancel(d.runCtx)
 	d.stopCtx, d.stopCancel = context.WithCancel(d.hardCtx)
 	d.sched, d.state = s, stateRunning
+	d.scheduling = d.fleet == nil
+	d.started = d.clock.Now()
 	probes := d.scheduledInOrder()
 	d.mu.Unlock()
 
 	// The queue's writer outlives the drain: the runs in flight may queue
 	// results up to its end. Then one last attempt, see closeQueue.
-	qctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	qctx, stopWriter := context.WithCancel(d.runCtx)
 	written := make(chan struct{})
 	go func() {
 		defer close(written)
@@ -257,6 +305,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	s.Start()
+	if d.fleet != nil {
+		d.jobsMu.Unlock()
+		return d.runFleet(ctx, closeQueue)
+	}
 	var errs []error
 	for _, p := range probes {
 		if err := d.scheduleProbe(s, p, false); err != nil {
@@ -271,10 +323,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("runner: schedule: %w", err)
 	}
 	d.logger.Info("scheduler started", "probes", len(probes), "max_concurrency", d.maxConcurrency())
+	d.observer.SetLeader(true)
 
 	// The deliverer outlives the drain, so that alerts of the last runs
 	// still go out; what it cannot send stays in the outbox.
-	dctx, stopDeliverer := context.WithCancel(context.WithoutCancel(ctx))
+	dctx, stopDeliverer := context.WithCancel(d.runCtx)
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
@@ -288,6 +341,38 @@ func (d *Daemon) Run(ctx context.Context) error {
 	stopDeliverer()
 	<-delivered
 	d.sender.stop()
+	d.exec.CloseIdleConnections()
+	d.setState(stateStopped)
+	d.logger.Info("scheduler stopped")
+	return nil
+}
+
+// runFleet is Run for an instance of a fleet, once the scheduler and the
+// write queue run: the elector and the leadership loop until ctx ends;
+// then the lease is released, the instance stands by, and the runs in
+// flight and queued are drained as handovers.
+func (d *Daemon) runFleet(ctx context.Context, closeQueue func()) error {
+	ectx, stopElector := context.WithCancel(d.runCtx)
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		d.runElector(ectx)
+	}()
+	lctx, stopLeading := context.WithCancel(d.runCtx)
+	led := make(chan struct{})
+	go func() {
+		defer close(led)
+		d.leadLoop(lctx)
+	}()
+	d.logger.Info("fleet: standing by until elected", "node", d.node, "location", d.location, "lease", d.ttl)
+
+	<-ctx.Done()
+	stopElector()
+	<-elected
+	stopLeading()
+	<-led
+	d.shutdown()
+	closeQueue()
 	d.exec.CloseIdleConnections()
 	d.setState(stateStopped)
 	d.logger.Info("scheduler stopped")
@@ -377,13 +462,23 @@ type Role struct {
 	Node     string // fleet.node
 	Location string // the location whose lease it claims
 	Leading  bool   // it schedules probes and delivers alerts
-	Epoch    int64  // the lease's epoch while Leading; 0 for a single instance
+	// Lapsed: it led, and stopped trusting its lease before it could
+	// renew it (the store is unreachable): it runs probes on into the
+	// write queue, and delivers nothing. Not Leading.
+	Lapsed bool
+	Epoch  int64 // the lease's epoch while Leading or Lapsed; 0 for a single instance
 }
 
 // Role returns what the instance is now. A daemon without a fleet leads
 // alone, from its start.
 func (d *Daemon) Role() Role {
-	return Role{Node: d.node, Location: results.DefaultLocation, Leading: true}
+	if d.fleet == nil {
+		return Role{Node: d.node, Location: d.location, Leading: true}
+	}
+	d.roleMu.Lock()
+	h := d.have
+	d.roleMu.Unlock()
+	return Role{Node: d.node, Location: d.location, Leading: h.kind == leading, Lapsed: h.kind == lapsed, Epoch: h.epoch}
 }
 
 // redact scrubs the config's secrets from s: a panic value may quote a

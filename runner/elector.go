@@ -25,12 +25,16 @@ type LeaseStore interface {
 }
 
 // An elector keeps one node's claim on its location's lease, River's
-// elector being the model: it renews every third of the TTL (jittered),
-// trusts a lease only until a margin before the TTL counted from when it
-// asked for it (by its own monotonic clock, not the store's), and steps
-// down as soon as it cannot vouch for it: another holds it, or renewals
-// failed until that point. A standby asks as often, and takes the lease
-// once it has lapsed.
+// elector being the model: a leader renews every third of the TTL
+// (jittered), trusts a lease only until a margin before the TTL counted
+// from when it asked for it (by its own monotonic clock, not the store's),
+// and stops trusting it as soon as it cannot vouch for it. It tells two
+// ends of a term apart: deposed, another node holds the lease (or the node
+// stops); lapsed, renewals failed until the trust ran out, and nobody is
+// known to hold it instead. A standby asks every twentieth of the TTL, so
+// that it takes a lapsed lease at most that long after it lapses, and
+// takes it once it has lapsed. Every node, leader or standby, sends a
+// heartbeat about every third of the TTL.
 type elector struct {
 	store    LeaseStore
 	location string
@@ -40,10 +44,16 @@ type elector struct {
 	rand     func() float64
 	logger   *slog.Logger
 
-	// elected is called when the node starts leading under epoch, and
-	// deposed when it stops; both on the elector's goroutine, in turn.
+	// elected is called when the node starts leading under epoch (again,
+	// after a lapse, or under a new epoch), lapsed when a leader stops
+	// trusting its lease, deposed when it finds another holder or stops;
+	// all on the elector's goroutine, in turn, and they must not block.
 	elected func(epoch int64)
+	lapsed  func()
 	deposed func()
+	// beat sends the node's heartbeat; nil: none. Its error is only
+	// logged: a heartbeat is for the fleet's view, not for leadership.
+	beat func(ctx context.Context) error
 }
 
 // trustMargin is how long before its TTL runs out a leader stops trusting
@@ -51,34 +61,46 @@ type elector struct {
 // before a standby may take over, whatever the two clocks' drift.
 func (e *elector) trustMargin() time.Duration { return e.ttl / 5 }
 
-// period is the wait between two requests: a third of the TTL, ±20 %.
-func (e *elector) period() time.Duration {
-	third := e.ttl / 3
-	return third + time.Duration((e.rand()*0.4-0.2)*float64(third))
+// period is the wait between two requests, ±20 %: a third of the TTL for
+// a leader, a twentieth for a standby (which decides the takeover's delay
+// after the lease lapses).
+func (e *elector) period(leading bool) time.Duration {
+	base := e.ttl / 3
+	if !leading {
+		base = e.ttl / 20
+	}
+	return base + time.Duration((e.rand()*0.4-0.2)*float64(base))
 }
 
 // run claims the lease until ctx ends, then releases it if it holds it.
 func (e *elector) run(ctx context.Context) {
 	var (
-		leading    bool
+		leading    bool // elected, and trusting the lease
+		held       bool // leading, or lapsed: epoch was the node's last
 		epoch      int64
 		trustUntil time.Time
+		beatAt     time.Time // the last heartbeat; zero: none yet
 	)
-	stepDown := func(why string) {
+	lapse := func() {
 		if leading {
 			leading = false
-			e.logger.Warn("fleet: stepping down", "node", e.node, "location", e.location, "epoch", epoch, "why", why)
+			e.lapsed()
+		}
+	}
+	depose := func() {
+		if leading || held {
+			leading, held = false, false
 			e.deposed()
 		}
 	}
 	defer func() {
-		if leading {
+		if leading || held {
 			release, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.ttl/3)
 			if err := e.store.ReleaseLease(release, e.location, e.node, epoch); err != nil {
-				e.logger.Warn("fleet: releasing the lease failed; it lapses on its own", "node", e.node, "epoch", epoch, "err", err)
+				e.logger.Warn("fleet: releasing the lease failed; it lapses on its own", "node", e.node, "epoch", epoch, "error", err)
 			}
 			cancel()
-			stepDown("stopping")
+			depose()
 		}
 	}()
 	for {
@@ -95,24 +117,31 @@ func (e *elector) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			e.logger.Warn("fleet: asking for the lease failed", "node", e.node, "location", e.location, "err", err)
+			e.logger.Warn("fleet: asking for the lease failed", "node", e.node, "location", e.location, "error", err)
 			if leading && !e.clock.Now().Before(trustUntil) {
-				stepDown("the lease could not be renewed before it would lapse")
+				lapse()
 			}
 		case lease.Holder != e.node:
-			stepDown("another node holds the lease: " + lease.Holder)
+			depose()
 		default:
 			trustUntil = asked.Add(e.ttl - e.trustMargin())
 			if !leading || lease.Epoch != epoch {
-				stepDown("the lease changed epoch")
-				leading, epoch = true, lease.Epoch
-				e.logger.Info("fleet: leading", "node", e.node, "location", e.location, "epoch", epoch)
+				leading, held, epoch = true, true, lease.Epoch
 				e.elected(epoch)
 			}
 		}
-		wait := e.period()
+		if e.beat != nil && (beatAt.IsZero() || e.clock.Since(beatAt) >= e.ttl/4) {
+			beatAt = e.clock.Now()
+			bctx, cancel := context.WithTimeout(ctx, e.ttl/3)
+			if err := e.beat(bctx); err != nil && ctx.Err() == nil {
+				e.logger.Debug("fleet: heartbeat failed", "node", e.node, "error", err)
+			}
+			cancel()
+		}
+		wait := e.period(leading)
 		if leading {
-			// Wake in time to step down even while a renewal hangs.
+			// Wake in time to stop trusting the lease even while a
+			// renewal hangs.
 			wait = min(wait, max(trustUntil.Sub(e.clock.Now()), 0))
 		}
 		select {
@@ -121,7 +150,7 @@ func (e *elector) run(ctx context.Context) {
 		case <-e.clock.After(wait):
 		}
 		if leading && !e.clock.Now().Before(trustUntil) {
-			stepDown("the lease could not be renewed before it would lapse")
+			lapse()
 		}
 	}
 }

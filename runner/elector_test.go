@@ -58,12 +58,15 @@ func (lt *leaseTable) setDown(node string, down bool) {
 	lt.down[node] = down
 }
 
-// event is an elector's elected (epoch > 0) or deposed (epoch 0) call.
+// event is an elector's elected (epoch > 0), deposed (epoch 0) or lapsed
+// (epoch lapsedEvent) call.
 type event struct {
 	node  string
 	epoch int64
 	at    time.Time
 }
+
+const lapsedEvent = -1
 
 type electors struct {
 	t      *testing.T
@@ -97,6 +100,7 @@ func (es *electors) start(node string) {
 	e := &elector{store: es.table, location: "default", node: node, ttl: testTTL, clock: es.clock,
 		rand: func() float64 { return 0.5 }, logger: slog.New(slog.DiscardHandler),
 		elected: func(epoch int64) { es.events <- event{node, epoch, es.clock.Now()} },
+		lapsed:  func() { es.events <- event{node, lapsedEvent, es.clock.Now()} },
 		deposed: func() { es.events <- event{node, 0, es.clock.Now()} }}
 	es.done.Add(1)
 	go func() {
@@ -156,14 +160,17 @@ func TestElectorOneLeader(t *testing.T) {
 }
 
 // TestElectorStepsDownBeforeTheLeaseLapses: a leader cut off from the
-// store steps down by the end of its trust (TTL less a fifth), before the
-// lease lapses and the standby takes it under a new epoch.
+// store lapses (stops trusting its lease, without being deposed) by the
+// end of its trust (TTL less a fifth), before the lease lapses in the
+// store; the standby takes it under a new epoch within a twentieth of the
+// TTL (its period, +20 %) after it lapsed.
 func TestElectorStepsDownBeforeTheLeaseLapses(t *testing.T) {
 	es := newElectors(t)
 	start := es.clock.Now()
 	es.start("a")
 	es.settle(1)
 	es.next()
+	es.advance(time.Second, 1) // b asks out of a's phase
 	es.start("b")
 	es.settle(2)
 	es.table.setDown("a", true)
@@ -178,7 +185,7 @@ func TestElectorStepsDownBeforeTheLeaseLapses(t *testing.T) {
 			select {
 			case ev := <-es.events:
 				switch {
-				case ev.node == "a" && ev.epoch == 0:
+				case ev.node == "a" && ev.epoch == lapsedEvent:
 					deposedAt = ev.at
 				case ev.node == "b" && ev.epoch == 2:
 					takenAt = ev.at
@@ -197,6 +204,9 @@ func TestElectorStepsDownBeforeTheLeaseLapses(t *testing.T) {
 	}
 	if takenAt.Before(lapses) || !deposedAt.Before(takenAt) {
 		t.Errorf("b took over at %v, a stepped down at %v; the lease lapses at %v", takenAt.Sub(start), deposedAt.Sub(start), testTTL)
+	}
+	if late := takenAt.Sub(lapses); late > testTTL/20*6/5+100*time.Millisecond {
+		t.Errorf("b took over %v after the lease lapsed, want within a standby's period (%v)", late, testTTL/20*6/5)
 	}
 }
 
@@ -234,4 +244,30 @@ func TestElectorStepsDownForANewerHolder(t *testing.T) {
 	if ev := es.next(); ev.node != "a" || ev.epoch != 0 {
 		t.Fatalf("event %+v, want a deposed", ev)
 	}
+}
+
+// TestElectorLapsedThenDeposed: a leader that lapsed while cut off, and
+// finds another holder when it gets through again, is deposed; had it
+// found the lease free, it would have been elected under a new epoch.
+func TestElectorLapsedThenDeposed(t *testing.T) {
+	es := newElectors(t)
+	es.start("a")
+	es.settle(1)
+	es.next()
+	es.table.setDown("a", true)
+	for range 3 {
+		es.advance(3*time.Second, 1)
+	}
+	if ev := es.next(); ev.node != "a" || ev.epoch != lapsedEvent {
+		t.Fatalf("event %+v, want a lapsed", ev)
+	}
+	es.table.mu.Lock()
+	es.table.leases["default"] = results.Lease{Location: "default", Holder: "b", Epoch: 2, Expires: es.clock.Now().Add(time.Hour)}
+	es.table.mu.Unlock()
+	es.table.setDown("a", false)
+	es.advance(3*time.Second, 1)
+	if ev := es.next(); ev.node != "a" || ev.epoch != 0 {
+		t.Fatalf("event %+v, want a deposed", ev)
+	}
+	es.none()
 }

@@ -79,7 +79,7 @@ type deliverer struct {
 	// another receiver's need not. Only Run's goroutine touches it.
 	pausedUntil map[string]time.Time
 	observer    Observer
-	store       Store
+	store       Outbox
 	sender      Sender
 	logger      *slog.Logger
 	now         func() time.Time
@@ -97,11 +97,32 @@ type deliverer struct {
 	// failed to record; the next pass records them instead of sending them
 	// again. Only Run's goroutine touches it.
 	unmarked map[int64]time.Time
+
+	// fenced is called when the outbox refused an operation because a
+	// newer leader holds the lease (results.ErrFenced); see use.
+	fenced func()
+}
+
+// use makes the deliverer drain o from its next Run on, telling fenced
+// (which must not block) of a refusal by a newer leader's epoch: a
+// fleet's leader drains the outbox fenced by its term. Call it only while
+// Run is not running.
+func (d *deliverer) use(o Outbox, fenced func()) {
+	d.store, d.fenced = o, fenced
+}
+
+// storeFailed reports a failed outbox operation op: counted, and, when the
+// outbox refused it for a newer leader, told to fenced.
+func (d *deliverer) storeFailed(op string, err error) {
+	d.observer.StoreError(op)
+	if errors.Is(err, results.ErrFenced) {
+		d.fenced()
+	}
 }
 
 // newDeliverer returns a deliverer that reads the outbox in store and sends
 // with sender. Start it with Run.
-func newDeliverer(store Store, sender Sender, opts delivererOptions) *deliverer {
+func newDeliverer(store Outbox, sender Sender, opts delivererOptions) *deliverer {
 	d := &deliverer{
 		store:       store,
 		sender:      sender,
@@ -118,6 +139,7 @@ func newDeliverer(store Store, sender Sender, opts delivererOptions) *deliverer 
 		wake:        make(chan struct{}, 1),
 		unmarked:    map[int64]time.Time{},
 		pausedUntil: map[string]time.Time{},
+		fenced:      func() {},
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -201,7 +223,7 @@ func (d *deliverer) sleep(ctx context.Context) time.Duration {
 	next, ok, err := d.store.NextAlertDue(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.observer.StoreError("next_alert_due")
+			d.storeFailed("next_alert_due", err)
 			d.logger.Error("reading the alert outbox failed", "error", err)
 		}
 		return d.poll
@@ -231,7 +253,7 @@ func (d *deliverer) pass(ctx context.Context) (storeOK bool) {
 		due, err := d.store.DueAlerts(ctx, d.now(), limit)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.observer.StoreError("due_alerts")
+				d.storeFailed("due_alerts", err)
 				d.logger.Error("reading the alert outbox failed", "error", err)
 			}
 			return false
@@ -299,7 +321,7 @@ func (d *deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	defer cancel()
 	d.observer.AlertFailed(&a, false)
 	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, results.ClipBytes(err.Error(), maxLastError)); merr != nil {
-		d.observer.StoreError("mark_alert_retry")
+		d.storeFailed("mark_alert_retry", merr)
 		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
 		return false
 	}
@@ -349,7 +371,7 @@ func (d *deliverer) markDelivered(ctx context.Context, a results.Alert, tries in
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
 	if err := d.store.MarkAlertDelivered(mctx, a.ID, at); err != nil {
-		d.observer.StoreError("mark_alert_delivered")
+		d.storeFailed("mark_alert_delivered", err)
 		d.unmarked[a.ID] = at
 		d.logger.Error("recording an alert delivery failed; it will be recorded, not sent, again",
 			append(d.attrs(a, tries, nil), "store_error", err)...)
@@ -366,7 +388,7 @@ func (d *deliverer) giveUp(ctx context.Context, a results.Alert, tries int, why 
 	defer cancel()
 	d.observer.AlertFailed(&a, true)
 	if err := d.store.MarkAlertFailed(mctx, a.ID, tries, results.ClipBytes(why, maxLastError)); err != nil {
-		d.observer.StoreError("mark_alert_failed")
+		d.storeFailed("mark_alert_failed", err)
 		d.logger.Error("recording an alert delivery failure failed",
 			append(d.attrs(a, tries, errors.New(why)), "store_error", err)...)
 		return false

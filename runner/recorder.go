@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type RecorderOptions struct {
 	Redact func(string) string
 	// Silences are read at most every SilenceRefresh; nil: none.
 	Silences Silences
+	// Fenced is told, without blocking, that the store refused a write
+	// claiming f (results.ErrFenced): a newer leader holds the lease. The
+	// run was written again as a handover. nil: nobody is told.
+	Fenced func(f results.Fence)
 }
 
 // Recorder owns what happens to a finished run. A run is recorded once
@@ -52,6 +57,11 @@ type RecorderOptions struct {
 //
 // Run writes the queue and Drain empties it at shutdown. A Recorder is
 // safe for concurrent use by runs of different probes.
+//
+// In a fleet the Recorder writes for a term (see lead and standBy): the
+// leadership its writes claim. A write is stamped with the term current
+// when it is written, not when its run began, so a run that waited in the
+// write queue is written under the term that writes it.
 type Recorder struct {
 	observer    Observer
 	store       Store
@@ -74,6 +84,29 @@ type Recorder struct {
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
 
 	silences *silenceCache // nil: nothing is silenced
+	fenced   func(results.Fence)
+
+	// termMu is held for reading by every write, for its whole length, and
+	// for writing by a change of term: a term begins once the writes of
+	// the one before have ended.
+	termMu sync.RWMutex
+	term   recorderTerm
+	// loadMu serializes the load of a term's alert states (see loadTerm);
+	// it guards term.loaded while termMu is held for reading.
+	loadMu sync.Mutex
+}
+
+// recorderTerm is the leadership a Recorder writes under.
+type recorderTerm struct {
+	// fence is what the writes claim; the zero Fence (a single
+	// instance) claims none.
+	fence results.Fence
+	// handover: the instance does not lead; runs are written as history
+	// only (results.RunRecord.Handover).
+	handover bool
+	// loaded: the alert states in memory are the store's as of this
+	// term, read by its first write.
+	loaded bool
 }
 
 // Decision is what the Recorder decided about a run it wrote.
@@ -84,6 +117,9 @@ type Decision struct {
 	results.Drift
 	// Alerts are the alerts recorded with the run, with their IDs.
 	Alerts []results.Alert
+	// Handover: the run was written as a handover (the instance does not
+	// lead), history only; nothing was decided about it.
+	Handover bool
 }
 
 // NewRecorder returns a Recorder over store that alerts each probe by the
@@ -100,6 +136,11 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		observer: observerOr(opts.Observer),
 		states:   map[string]results.AlertState{},
 		locks:    map[string]*sync.Mutex{},
+		fenced:   opts.Fenced,
+		term:     recorderTerm{loaded: true},
+	}
+	if rc.fenced == nil {
+		rc.fenced = func(results.Fence) {}
 	}
 	if rc.logger == nil {
 		rc.logger = slog.New(slog.DiscardHandler)
@@ -140,6 +181,68 @@ func (rc *Recorder) Load(ctx context.Context) error {
 		if _, ok := rc.states[probe]; !ok {
 			rc.states[probe] = st
 		}
+	}
+	return nil
+}
+
+// lead starts a term of leadership under f. It waits for the writes of
+// the term before to end, then forgets what the previous leader may have
+// changed since this instance last led: the alert states, the learned
+// shape profiles and tool definitions. The term's first write reads the
+// alert states again (loadTerm); profiles and definitions are read again
+// on each probe's next run.
+func (rc *Recorder) lead(f results.Fence) {
+	rc.termMu.Lock()
+	defer rc.termMu.Unlock()
+	rc.term = recorderTerm{fence: f}
+	rc.mu.Lock()
+	rc.states = map[string]results.AlertState{}
+	rc.mu.Unlock()
+	rc.baselines.mu.Lock()
+	rc.baselines.entries, rc.baselines.resetsReadAt = nil, time.Time{}
+	rc.baselines.mu.Unlock()
+	rc.definitions.mu.Lock()
+	rc.definitions.entries = nil
+	rc.definitions.mu.Unlock()
+}
+
+// standBy ends the term: from now on runs are written as handovers, the
+// queued ones included, once the writes in flight have ended.
+func (rc *Recorder) standBy() {
+	rc.termMu.Lock()
+	defer rc.termMu.Unlock()
+	rc.term = recorderTerm{handover: true, loaded: true}
+}
+
+// loadTerm reads every probe's alert state from the store once per term,
+// before the term's first decision: another leader may have changed them
+// since this instance last read them. A failed read fails the write, which
+// then waits in the write queue. rc.termMu must be held for reading.
+func (rc *Recorder) loadTerm(ctx context.Context) error {
+	rc.loadMu.Lock()
+	defer rc.loadMu.Unlock()
+	if rc.term.loaded {
+		return nil
+	}
+	states, err := rc.store.AlertStates(ctx)
+	if err != nil {
+		rc.observer.StoreError("alert_states")
+		return fmt.Errorf("runner: load alert states for epoch %d: %w", rc.term.fence.Epoch, err)
+	}
+	rc.mu.Lock()
+	rc.states = make(map[string]results.AlertState, len(states))
+	maps.Copy(rc.states, states)
+	rc.mu.Unlock()
+	rc.term.loaded = true
+	return nil
+}
+
+// writeHandover writes r as a handover: history only, once.
+func (rc *Recorder) writeHandover(ctx context.Context, r *results.Result) error {
+	rec := results.RunRecord{Result: *r, Handover: true}
+	if err := rc.store.RecordRun(ctx, &rec); err != nil {
+		rc.observer.StoreError("record_run")
+		return fmt.Errorf("runner: record %s of %s as a handover: %w", r.OperationID, r.Probe, err)
 	}
 	return nil
 }
@@ -195,15 +298,30 @@ func (rc *Recorder) Pending() int { return rc.queue.pending() }
 // Calls for one probe are serialized. If the commit fails, nothing the
 // stages decided takes effect: the next run decides again.
 func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, error) {
+	rc.termMu.RLock()
+	defer rc.termMu.RUnlock()
+	term := rc.term
+	if term.handover {
+		if err := rc.writeHandover(ctx, r); err != nil {
+			return Decision{}, err
+		}
+		return Decision{Handover: true}, nil
+	}
+	if err := rc.loadTerm(ctx); err != nil {
+		return Decision{}, err
+	}
 	defer rc.lockProbe(r.Probe)()
 	var run recording
-	rc.begin(&run, r)
+	rc.begin(&run, r, term.fence)
 	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced?
 	rc.judgeDrift(ctx, &run)                     // drift.go: how its answers and tool definition drifted
 	decideAlerts(&run)                           // alerting.go: its next alert state and the run's alerts
 	rc.addressAlerts(&run)                       // addressing.go: who each alert goes to
 	if err := rc.commit(ctx, &run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
+	}
+	if run.handedOver {
+		return Decision{Handover: true}, nil
 	}
 	rc.observe(&run) // observe.go: drift events counted, alerts logged
 	return run.decision(), nil
@@ -213,6 +331,7 @@ func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, err
 // alert state they read, and what they decide.
 type recording struct {
 	r      *results.Result // as the caller left it
+	fence  results.Fence   // the term it is written under
 	probe  string
 	now    time.Time
 	route  checks.Route
@@ -235,14 +354,17 @@ type recording struct {
 
 	next   results.AlertState
 	alerts []results.Alert
+	// handedOver: the store refused the fence, and the run was written
+	// as a handover instead; nothing the stages decided took effect.
+	handedOver bool
 }
 
 // begin starts run, a recording of r, with its probe's config and alert
 // state.
-func (rc *Recorder) begin(run *recording, r *results.Result) {
+func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence) {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
-	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe]}
+	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe], fence: fence}
 	run.route = rc.notify.Route(run.labels)
 	run.state, run.known = rc.states[r.Probe]
 	run.to = addressing{told: run.state.Receivers}

@@ -36,6 +36,9 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	defer d.jobsMu.Unlock()
 	d.mu.Lock()
 	state, s, old := d.state, d.sched, d.probes
+	// An instance of a fleet that does not lead has no jobs to change; it
+	// schedules the new probes when elected.
+	scheduling := state == stateRunning && d.scheduling
 	d.mu.Unlock()
 	if state >= stateStopping {
 		return ErrDaemonStopped
@@ -68,7 +71,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 		} else {
 			added = append(added, p.Name)
 		}
-		if state == stateRunning {
+		if scheduling {
 			// Update replaces the job under the same identifier and
 			// cancels its context: a run in flight gets the grace period.
 			if err := d.scheduleProbe(s, p, ok); err != nil {
@@ -83,7 +86,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 			continue
 		}
 		removed = append(removed, name)
-		if state == stateRunning {
+		if scheduling {
 			if err := s.RemoveJob(jobID(name)); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
 				errs = append(errs, fmt.Errorf("probe %s: %w", name, err))
 			}
@@ -95,7 +98,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	d.cfg, d.redactor, d.probes = cfg, cfg.Redactor(), next
 	d.mu.Unlock()
 
-	if state == stateRunning && len(changed)+len(removed) > 0 {
+	if scheduling && len(changed)+len(removed) > 0 {
 		// Clients are cached per probe value; those of replaced values
 		// would otherwise keep their idle connections for good.
 		d.exec.CloseIdleConnections()

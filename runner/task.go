@@ -150,6 +150,9 @@ func runAttrs(r *results.Result, dec Decision) []any {
 	if len(dec.Diff) > 0 {
 		attrs = append(attrs, "drift", true)
 	}
+	if dec.Handover {
+		attrs = append(attrs, "handover", true)
+	}
 	return attrs
 }
 

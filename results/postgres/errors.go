@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Store errors come in two kinds, and the daemon treats them differently,
@@ -30,7 +32,7 @@ func Permanent(err error) bool {
 		return false
 	}
 	var r *refusal
-	if errors.As(err, &r) || errors.Is(err, ErrDuplicate) {
+	if errors.As(err, &r) || errors.Is(err, ErrDuplicate) || errors.Is(err, results.ErrFenced) {
 		return true
 	}
 	var pe *pgconn.PgError

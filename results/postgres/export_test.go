@@ -25,3 +25,13 @@ func Commits(s *Store) (commits, runs int64) {
 
 // MaxBatch is the most runs one transaction records.
 const MaxBatch = groupcommit.MaxBatch
+
+// OnFencesLocked makes s's writer call f in its transaction once it holds
+// the share locks of its batch's fences, before it writes the batch. Set
+// it before s records anything.
+func OnFencesLocked(s *Store, f func()) { s.hooks.fencesLocked = f }
+
+// OnClaimed makes DueAlerts of s's fenced outboxes call f in their
+// transaction once the rows are claimed, before the COMMIT. Set it before
+// s is used.
+func OnClaimed(s *Store, f func()) { s.hooks.claimed = f }

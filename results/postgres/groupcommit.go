@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -53,12 +54,25 @@ func (s *Store) writeBatch(ctx context.Context, batch []*groupcommit.Request, sa
 	}
 	defer tx.Rollback(ctx) // after a COMMIT, a no-op
 
+	// The fences first: their share locks are held until the COMMIT.
+	epochs, err := lockFences(ctx, tx, batch)
+	if err != nil {
+		failAll(batch, err)
+		return true
+	}
+	if epochs != nil && s.hooks.fencesLocked != nil {
+		s.hooks.fencesLocked()
+	}
+
 	ids := make([][]int64, len(batch))
 	errs := make([]error, len(batch))
 	recorded := 0
 	for i, r := range batch {
 		if !r.Claim() {
 			continue // its caller has gone: not written
+		}
+		if errs[i] = fenceError(r.Rec.Fence, epochs); errs[i] != nil {
+			continue // refused: nothing of it is written
 		}
 		if savepoints {
 			var lost error
@@ -88,8 +102,13 @@ func (s *Store) writeBatch(ctx context.Context, batch []*groupcommit.Request, sa
 		}
 		s.gc.Commits.Add(1)
 		s.gc.Runs.Add(int64(recorded))
+	} else {
+		_ = tx.Rollback(ctx) // the fences' locks go now, not after the checks below
 	}
 	for i, r := range batch {
+		if errors.Is(errs[i], ErrDuplicate) {
+			ids[i], errs[i] = s.resolveDuplicate(ctx, r.Rec, errs[i])
+		}
 		r.Finish(ids[i], errs[i])
 	}
 	return true

@@ -28,8 +28,8 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server, tool_fingerprint, step, node
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
+    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, epoch, handover
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
@@ -61,8 +61,8 @@ ON CONFLICT (probe, fingerprint) DO UPDATE SET
 
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
-    notified, modes, announced, receivers, silenced_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11)
+    notified, modes, announced, receivers, silenced_at, epoch
+) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11, $12)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -73,14 +73,15 @@ ON CONFLICT (probe) DO UPDATE SET
     modes                = excluded.modes,
     announced            = excluded.announced,
     receivers            = excluded.receivers,
-    silenced_at          = excluded.silenced_at`
+    silenced_at          = excluded.silenced_at,
+    epoch                = excluded.epoch`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26)
+    target, response_excerpt, resolving, epoch
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27)
 RETURNING id`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
@@ -99,7 +100,12 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // failure none is.
 //
 // It fails with ErrDuplicate (wrapped) if the operation id is already
-// stored, and leaves the stored result unchanged. A record that breaks the
+// stored, and leaves the stored result unchanged, with one exception: the
+// retry of a RecordRun whose COMMIT succeeded but whose answer was lost
+// (the connection dropped) succeeds. A stored result of the same node
+// (not "") started at the same millisecond, with as many alerts as rec,
+// is taken for rec's: RecordRun returns nil and sets rec.Alerts' IDs to
+// the stored alerts', and writes nothing. A record that breaks the
 // domain's invariants (a pass with an error, a failure without a code, a
 // shape sample over results.ShapeSampleBytes, an alert of another probe or
 // in a delivered state, a drift alert without a drift) is refused as a
@@ -114,6 +120,23 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // on its own. Shape.Profile, when set, replaces the probe's stored profile
 // unless the probe was reset since the profile's ResetAt (see
 // ResetProfile).
+//
+// A fenced record (rec.Fence.Fenced()) is written only while its
+// location's lease is held under its epoch: in the transaction that
+// writes it, RecordRun reads the lease row FOR SHARE, so that a takeover
+// waits for the COMMIT, and refuses the record, writing nothing of it,
+// with an error wrapping results.ErrFenced when the row is missing or at
+// another epoch. The refusal is permanent (Permanent). The result, the
+// alert state and the alerts are stored with the epoch (results.epoch,
+// alert_state.epoch, alerts.epoch); 0 for a record that claims none.
+//
+// A handover (rec.Handover) is stored as history only: the result, its
+// attempts and steps, its shapes counted as seen and its share of
+// probe_hours, with results.handover set, and nothing a leader decides
+// from it: no drift, alert state, alert, shape profile or tool
+// definition (rec.Alerts get no ID). An operation already stored is
+// success, and is left as it is, whoever stored it. A record both fenced
+// and a handover is refused, permanently.
 //
 // RecordRun returns nil only once the transaction holding the run has
 // committed: a run reported recorded survives a crash of the process. Runs
@@ -143,7 +166,7 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 		return errors.New("postgres: record: nil run record")
 	}
 	r := &rec.Result
-	if err := rec.Validate(); err != nil {
+	if err := errors.Join(rec.Validate(), validFence(rec)); err != nil {
 		return fmt.Errorf("postgres: record %s: %w", r.OperationID, refuse(err))
 	}
 	ids, err := s.record(ctx, rec)
@@ -178,9 +201,12 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 // alerts name the drift rows the first returns), instead of one per
 // statement.
 func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, error) {
+	if rec.Handover {
+		return nil, writeHandover(ctx, tx, rec)
+	}
 	r := &rec.Result
 	var p pipeline
-	queueResultRows(&p, r)
+	queueResultRows(&p, rec)
 
 	// The drift rows by kind and step, for the shape_drift alerts to
 	// link to.
@@ -210,7 +236,7 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 		}
 		p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
 			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(r.StartedAt),
-			notified, modes, announced, receivers, nullTime(st.SilencedAt))
+			notified, modes, announced, receivers, nullTime(st.SilencedAt), rec.Fence.Epoch)
 	}
 
 	ids := make([]int64, len(rec.Alerts))
@@ -237,12 +263,29 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving)
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, rec.Fence.Epoch)
 	}
 	if err := p.send(ctx, tx); err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// writeHandover writes what a handover keeps of rec (see RecordRun): its
+// result rows, unless the operation is stored already.
+func writeHandover(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) error {
+	var stored bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM results WHERE operation_id = $1)`,
+		rec.Result.OperationID).Scan(&stored)
+	if err != nil {
+		return fmt.Errorf("handover: %w", err)
+	}
+	if stored {
+		return nil
+	}
+	var p pipeline
+	queueResultRows(&p, rec)
+	return p.send(ctx, tx)
 }
 
 // driftKey tells a run record's drifts apart: at most one per kind, and
@@ -255,17 +298,20 @@ type driftKey struct {
 func keyOf(d *results.Drift) driftKey { return driftKey{kind: d.KindOrResponse(), step: d.Step} }
 
 // queueShape counts shape as seen, in shapes and in key's hourly
-// shape_counts, and saves its profile update, if any, under key.
-func queueShape(p *pipeline, key string, sh *results.Shape, at time.Time) {
+// shape_counts, and saves its profile update, if any, under key, unless
+// the run is a handover's: a profile is a leader's decision.
+func queueShape(p *pipeline, key string, sh *results.Shape, at time.Time, handover bool) {
 	startedAt := dbTime(at)
 	p.exec("shape "+sh.Fingerprint, upsertShape, sh.Fingerprint, sh.Canonical, startedAt, nullString(sh.Sample))
 	p.exec("shape count "+sh.Fingerprint, upsertShapeCount, key, hourOf(at), sh.Fingerprint, startedAt)
-	queueProfile(p, key, sh, at)
+	if !handover {
+		queueProfile(p, key, sh, at)
+	}
 }
 
 // queueSteps writes the run_steps rows of a steps probe's run, with each
 // step's shape under its step key.
-func queueSteps(p *pipeline, r *results.Result) {
+func queueSteps(p *pipeline, r *results.Result, handover bool) {
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		var fingerprint, baseline, drift, code, message *string
@@ -275,7 +321,7 @@ func queueSteps(p *pipeline, r *results.Result) {
 				baseline = nullString(st.Shape.Baseline)
 				drift = ptr(strings.Join(st.Shape.Drift, "\n"))
 			}
-			queueShape(p, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt)
+			queueShape(p, results.StepKey(r.Probe, st.Name), st.Shape, r.StartedAt, handover)
 		}
 		if st.Error != nil {
 			code, message = ptr(string(st.Error.Code)), ptr(st.Error.Message)
@@ -286,9 +332,12 @@ func queueSteps(p *pipeline, r *results.Result) {
 	}
 }
 
-// queueResultRows writes r, its attempts, its steps, its shape counts and
-// its share of its probe's hour in probe_hours.
-func queueResultRows(p *pipeline, r *results.Result) {
+// queueResultRows writes rec's result, its attempts, its steps, its shape
+// counts and its share of its probe's hour in probe_hours, tagged with
+// the epoch rec claims. Its tool definition and shape profile updates are
+// written too, unless rec is a handover.
+func queueResultRows(p *pipeline, rec *results.RunRecord) {
+	r := &rec.Result
 	startedAt := dbTime(r.StartedAt)
 	var fingerprint, baseline, drift *string
 	if r.Shape != nil {
@@ -297,13 +346,13 @@ func queueResultRows(p *pipeline, r *results.Result) {
 			baseline = nullString(r.Shape.Baseline)
 			drift = ptr(strings.Join(r.Shape.Drift, "\n"))
 		}
-		queueShape(p, r.Probe, r.Shape, r.StartedAt)
+		queueShape(p, r.Probe, r.Shape, r.StartedAt, rec.Handover)
 	}
 
 	var toolFingerprint *string
 	if t := r.Tool; t != nil {
 		toolFingerprint = nullString(t.Fingerprint)
-		if t.Canonical != "" {
+		if t.Canonical != "" && !rec.Handover {
 			p.exec("tool definition "+t.Fingerprint, upsertToolDefinition, r.Probe, t.Fingerprint, t.Canonical, startedAt)
 		}
 	}
@@ -328,9 +377,10 @@ func queueResultRows(p *pipeline, r *results.Result) {
 		code, message, retryable,
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
-		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node))
+		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node),
+		rec.Fence.Epoch, rec.Handover)
 	queueProbeHour(p, r)
-	queueSteps(p, r)
+	queueSteps(p, r, rec.Handover)
 	for _, a := range r.Attempts {
 		p.exec(fmt.Sprintf("attempt %d", a.Number), insertAttempt,
 			r.OperationID, a.Number, dbTime(a.StartedAt), a.Duration.Milliseconds(),

@@ -49,6 +49,18 @@ type Store struct {
 	gc   *groupcommit.Queue // nil until Open has succeeded
 
 	closeOnce sync.Once
+	hooks     hooks
+}
+
+// hooks let a test stop the store at a given point of a transaction; nil
+// ones are skipped. Set them before the store is used.
+type hooks struct {
+	// fencesLocked runs in the writer's transaction once it holds the
+	// share locks of its batch's fences, before it writes the batch.
+	fencesLocked func()
+	// claimed runs in DueAlerts' transaction once it has claimed its
+	// rows, before it commits.
+	claimed func()
 }
 
 // Open connects to the database dsn names (a postgres:// URL or a

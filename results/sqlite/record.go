@@ -104,6 +104,12 @@ func (s *Store) Record(ctx context.Context, r results.Result) error {
 // in a delivered state, a drift alert without a drift) is refused as a
 // whole, not repaired.
 //
+// A fenced record (rec.Fence.Fenced()) or a handover (rec.Handover) is
+// refused, permanently, with ErrFleetRecord (wrapped): only an instance of
+// a fleet writes them, and a fleet shares a Postgres store, not a SQLite
+// file. Storing one as if it were neither would drop what it asks for
+// (its lease checked, or only its history kept) without a word.
+//
 // Durations are stored in whole milliseconds and times with millisecond
 // precision. The response sample is stored only for runs that did not pass
 // and received a response. Shape.Sample is stored with the shape, when the
@@ -146,6 +152,10 @@ func (s *Store) RecordRun(ctx context.Context, rec *results.RunRecord) error {
 	r := &rec.Result
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("sqlite: record %s: %w", r.OperationID, refuse(err))
+	}
+	if rec.Fence.Fenced() || rec.Handover {
+		return fmt.Errorf("sqlite: record %s: %w", r.OperationID,
+			refuse(fmt.Errorf("%w (fence %q epoch %d, handover %t)", ErrFleetRecord, rec.Fence.Location, rec.Fence.Epoch, rec.Handover)))
 	}
 	ids, err := s.record(ctx, rec)
 	if err != nil {

@@ -39,6 +39,12 @@ var ErrNotFound = results.ErrNotFound
 // they were.
 var ErrDuplicate = errors.New("duplicate operation_id")
 
+// ErrFleetRecord is returned, wrapped, by RecordRun for a run record that
+// only an instance of a fleet writes: fenced (it claims a lease) or a
+// handover. A SQLite store has no leases, and its one instance leads
+// alone.
+var ErrFleetRecord = errors.New("a fenced or handover run record needs a store that keeps leases (postgres), not a SQLite file")
+
 // ErrSchemaTooNew is returned, wrapped, by Open when the database was
 // migrated by a newer toolpulse than this one. The file is left untouched.
 var ErrSchemaTooNew = errors.New("database schema is newer than this toolpulse")
