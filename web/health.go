@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -23,17 +24,37 @@ func writeAPIError(w http.ResponseWriter, status int, code, message string) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
+// healthJSON is the body of a healthy /healthz.
+type healthJSON struct {
+	Status string `json:"status"` // always ok
+	roleJSON
+}
+
 // handleHealthz answers 200 while healthy reports no error, 503 with the
-// error otherwise; it waits at most two seconds for the answer.
-func handleHealthz(healthy func(context.Context) error) http.Handler {
+// error otherwise; it waits at most two seconds for the answer. A healthy
+// answer says this instance's role: leader and standby alike are healthy,
+// for they both serve the status page and the API. ?role=leader asks for
+// the leader only, for a load balancer or a Service that wants it: a
+// healthy standby answers it 503 not_leader.
+func handleHealthz(healthy func(context.Context) error, role func() Role) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := r.URL.Query().Get("role")
+		if want != "" && want != "leader" {
+			writeAPIError(w, http.StatusBadRequest, "bad_request", "role: want leader or nothing, got "+strconv.Quote(want))
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := healthy(ctx); err != nil {
 			writeAPIError(w, http.StatusServiceUnavailable, "unhealthy", err.Error())
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+		self := role()
+		if want == "leader" && !self.Leading {
+			writeAPIError(w, http.StatusServiceUnavailable, "not_leader",
+				"this instance ("+self.Node+") is a standby; another leads location "+self.Location)
+			return
+		}
+		writeJSON(w, healthJSON{Status: "ok", roleJSON: toRoleJSON(self)})
 	})
 }

@@ -20,11 +20,12 @@ func NewServer(deps Deps) http.Handler {
 
 // addRoutes is the whole HTTP surface in one place.
 func addRoutes(mux *http.ServeMux, deps Deps) {
-	mux.Handle("GET /healthz", handleHealthz(deps.Healthy))
+	mux.Handle("GET /healthz", handleHealthz(deps.Healthy, deps.role))
 	mux.Handle("GET /metrics", requireToken(deps.Token, deps.Metrics))
 	mux.Handle("GET /api/v1/probes", requireToken(deps.Token, handleProbes(deps.Store, deps.Probes)))
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.Token, handleProbeResults(deps.Store, deps.Probes)))
 	mux.Handle("GET /api/v1/drifts", requireToken(deps.Token, handleDrifts(deps.Store, deps.Probes)))
+	mux.Handle("GET /api/v1/fleet", requireToken(deps.Token, handleFleet(deps)))
 	mux.Handle("GET /api/v1/silences", requireToken(deps.Token, handleSilences(deps.Store, deps.nowFunc())))
 	// MCP: POST only (the endpoint is stateless); the guard lets POST
 	// through to this path alone.

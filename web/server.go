@@ -31,6 +31,27 @@ type Deps struct {
 	// ConfigBanner says how the config file on disk stands against the
 	// running config, for the status page; nil or "": nothing to say.
 	ConfigBanner func() string
+	// Role says what this instance is in its fleet now; nil: a single
+	// instance, which leads alone.
+	Role func() Role
+	// Fleet is the store's knowledge of the instances sharing it; nil for
+	// a store without a fleet (SQLite), where the API answers with this
+	// instance alone and the status page has no Fleet section.
+	Fleet FleetStore
+	// Lease is fleet.lease: a node silent for more than
+	// results.SilentLeases leases is no longer counted alive. 0:
+	// checks.DefaultLease.
+	Lease time.Duration
+	// Started is when this instance started, for a fleet of one.
+	Started time.Time
+}
+
+// lease returns deps.Lease, or the default lease when it is 0.
+func (deps Deps) lease() time.Duration {
+	if deps.Lease <= 0 {
+		return checks.DefaultLease
+	}
+	return deps.Lease
 }
 
 // nowFunc returns deps.Now, or time.Now when it is nil.

@@ -59,7 +59,7 @@ func TestServerRoutes(t *testing.T) {
 		wantStatus int
 		wantBody   string
 	}{
-		{"healthz needs no token", "/healthz", "", nil, 200, `{"status":"ok"}`},
+		{"healthz needs no token", "/healthz", "", nil, 200, `{"status":"ok","role":"leader"`},
 		{"healthz says why it is unhealthy", "/healthz", "", errors.New("store: disk I/O error"), 503, `"code":"unhealthy","message":"store: disk I/O error"`},
 		{"metrics without token", "/metrics", "", nil, 401, `"code":"unauthorized"`},
 		{"metrics with a wrong token", "/metrics", "Bearer nope", nil, 401, `"code":"unauthorized"`},

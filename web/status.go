@@ -43,6 +43,7 @@ const (
 
 // statusPages renders the overview at / and a page per probe.
 type statusPages struct {
+	deps      Deps // for the fleet
 	logger    *slog.Logger
 	store     Store
 	probes    func() []*checks.Probe
@@ -70,6 +71,7 @@ func newStatusPages(deps Deps) *statusPages {
 		now = time.Now
 	}
 	return &statusPages{
+		deps:      deps,
 		logger:    deps.Logger,
 		store:     deps.Store,
 		probes:    deps.Probes,

@@ -81,6 +81,7 @@ type overview struct {
 	Counts  []stateCount
 	Failing bool // only probes whose latest run did not pass are listed
 	Rows    []row
+	Fleet   *fleetView // nil without a fleet store
 }
 
 type stateCount struct {
@@ -163,6 +164,7 @@ func (sp *statusPages) handleOverview() http.Handler {
 			return
 		}
 		ov.page = pg
+		ov.Fleet = sp.fleetSection(r.Context())
 		sp.render(w, http.StatusOK, "overview", ov)
 	})
 }

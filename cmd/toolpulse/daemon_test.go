@@ -60,9 +60,14 @@ func TestDaemonReloadAndStop(t *testing.T) {
 	d := e2e.Start(t, path)
 	d.WaitFor("alpha to run 3 times", func() bool { return rows("alpha") >= 3 })
 	for path, want := range map[string]string{
-		"/healthz": `{"status":"ok"}`,
+		"/healthz": `{"status":"ok","role":"leader"`,
 		"/metrics": `toolpulse_runs_total{code="none",outcome="pass",probe="alpha"}`,
+		// A single instance on SQLite leads alone, from its start.
+		"/metrics#leader": "\ntoolpulse_fleet_leader 1\n",
+		"/metrics#nodes":  "\ntoolpulse_fleet_nodes 1\n",
+		"/api/v1/fleet":   `"role":"leader"`,
 	} {
+		path, _, _ = strings.Cut(path, "#")
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
 			d.T.Fatalf("GET %s: %v", path, err)
@@ -70,7 +75,7 @@ func TestDaemonReloadAndStop(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-			d.T.Errorf("GET %s = %d, body lacks %s:\n%s", path, resp.StatusCode, want, body)
+			d.T.Errorf("GET %s = %d, body lacks %q:\n%s", path, resp.StatusCode, want, body)
 		}
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/web"
 )
 
@@ -35,6 +36,7 @@ type runCmd struct {
 // on SIGHUP (a bad new config is logged and the old one keeps running) and
 // drains on SIGTERM/SIGINT, exiting 0.
 func (c *runCmd) Run(e *env, root *cli) (err error) {
+	started := time.Now()
 	logger := newLogger(e.stderr, c.LogFormat, c.LogLevel)
 	e.setMemoryLimit(logger, memlimit.FromCgroup)
 	cfg, err := root.loadConfig(e)
@@ -79,12 +81,20 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		reloadOnHangup(ctx, func() { s.reloadFrom(state, load) })
 	}()
 
+	// The leader gauge starts as the daemon stands: a single instance
+	// leads from its start, a fleet node stands by until it is elected.
+	s.metrics.SetLeader(s.daemon.Role().Leading)
+	fleet, _ := s.store.(fleetStore) // nil for SQLite: no fleet
+	if fleet != nil {
+		s.metrics.WatchFleet(fleet.Fleet, cfg.Fleet.Lease)
+	}
+
 	served := make(chan error, 1)
 	if ln != nil {
 		h := web.NewServer(web.Deps{
 			Logger: logger, Server: cfg.Server, Token: cfg.Server.Token, Healthy: s.healthy, Metrics: s.metricsHandler,
 			Store: s.store, Probes: func() []*checks.Probe { return state.Running().Probes },
-			ConfigBanner: state.Banner,
+			ConfigBanner: state.Banner, Role: s.webRole, Fleet: fleet, Lease: cfg.Fleet.Lease, Started: started,
 		})
 		go func() { served <- web.Serve(ctx, ln, h, logger) }()
 	} else {
@@ -102,6 +112,17 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	}
 	logger.Info("toolpulse stopped")
 	return nil
+}
+
+// fleetStore is a store that knows the fleet sharing it (Postgres).
+type fleetStore interface {
+	Fleet(ctx context.Context) (results.Fleet, error)
+}
+
+// webRole is the daemon's role as the HTTP surface shows it.
+func (s *stack) webRole() web.Role {
+	r := s.daemon.Role()
+	return web.Role{Node: r.Node, Location: r.Location, Leading: r.Leading, Epoch: r.Epoch}
 }
 
 // reloadOnHangup calls reload on every SIGHUP until ctx ends.

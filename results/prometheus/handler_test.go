@@ -91,6 +91,7 @@ func TestHandler(t *testing.T) {
 		"toolpulse_config_last_reload_successful":                dto.MetricType_GAUGE,
 		"toolpulse_config_last_reload_success_timestamp_seconds": dto.MetricType_GAUGE,
 		"toolpulse_fleet_leader":                                 dto.MetricType_GAUGE,
+		"toolpulse_fleet_nodes":                                  dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		mf, ok := families[name]

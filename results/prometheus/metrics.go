@@ -28,6 +28,8 @@
 //	toolpulse_build_info{version}                        gauge, always 1
 //	toolpulse_config_last_reload_successful              gauge: 1 if the last config load succeeded
 //	toolpulse_config_last_reload_success_timestamp_seconds gauge: when it last did
+//	toolpulse_fleet_leader                               gauge: 1 while this instance leads its location
+//	toolpulse_fleet_nodes                                gauge: instances whose heartbeat is recent (fleet.go)
 //
 // The two config gauges have the names Prometheus and Alertmanager give
 // their own, so that one alert rule covers all three.
@@ -115,6 +117,7 @@ type Metrics struct {
 	probes    map[string]*probe // guarded by mu
 	known     map[string]bool   // guarded by mu; nil until SetProbes
 	info      *infoCollector
+	fleet     *fleetCollector
 }
 
 // New creates the toolpulse metrics and registers them on reg. It fails
@@ -156,6 +159,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		receivers: map[string]bool{},
 		probes:    map[string]*probe{},
 		info:      newInfoCollector(),
+		fleet:     newFleetCollector(),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
@@ -181,7 +185,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-		m.reloadOK, m.reloadAt, m.leader, pending,
+		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -202,7 +206,9 @@ func (m *Metrics) ConfigLoaded(ok bool, at time.Time) {
 	m.reloadAt.Set(float64(at.UnixNano()) / 1e9)
 }
 
-// SetLeader records whether this instance leads its location.
+// SetLeader records whether this instance leads its location. The gauge
+// reads 0 until the first call: an instance is not counted as a leader
+// before it knows it leads.
 func (m *Metrics) SetLeader(leading bool) {
 	if leading {
 		m.leader.Set(1)
