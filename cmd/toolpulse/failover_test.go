@@ -79,7 +79,7 @@ func TestFailover(t *testing.T) {
 	config := e2e.Config(t, t.TempDir(), failoverConfig(failURL, loadURL, slackURL))
 	_ = os.WriteFile(config, []byte(failoverYAML(t, config)), 0o644)
 
-	f := &fleet{t: t, config: config, dsn: dsn, began: time.Now()}
+	f := &fleet{t: t, pg: pg, config: config, dsn: dsn, began: time.Now()}
 	for i := range failoverNodes {
 		f.start(i)
 	}
@@ -99,6 +99,7 @@ func TestFailover(t *testing.T) {
 		}
 		leader := f.leader()
 		_ = f.nodes[leader].proc.Stop(syscall.SIGKILL)
+		f.nodes[leader].dead = true
 		f.logf("kill -9 %s (kill %d)", f.nodes[leader].name, k)
 		f.waitOneLeader(fmt.Sprintf("kill %d of %s", k, f.nodes[leader].name), time.Now(), failoverBound)
 		f.start(leader) // it comes back as a standby
@@ -200,11 +201,13 @@ type fleetNode struct {
 	proc       *e2e.Daemon
 	started    time.Time
 	stopped    bool // SIGSTOPped: it cannot answer
+	dead       bool // killed, not yet restarted
 }
 
 // fleet is the instances of TestFailover and what happened to them.
 type fleet struct {
 	t           *testing.T
+	pg          *testPostgres
 	config, dsn string
 	began       time.Time
 	nodes       []*fleetNode
@@ -243,7 +246,11 @@ func (f *fleet) start(i int) {
 func (f *fleet) roles() []string {
 	out := make([]string, len(f.nodes))
 	for i, n := range f.nodes {
-		if n.stopped {
+		switch {
+		case n.dead:
+			out[i] = "dead"
+			continue
+		case n.stopped:
 			out[i] = "stopped"
 			continue
 		}
@@ -287,8 +294,8 @@ func (f *fleet) describe(roles []string) string {
 // waitOneLeader waits until exactly one node says it leads and every
 // other node that can answer says it stands by, failing the test unless
 // that happens within bound of since (and a poll). While every node
-// answers /healthz without saying either, the daemon has no leadership:
-// the test skips.
+// says it leads alone (epoch 0, as a single instance does), the daemon
+// has no leadership: the test skips.
 func (f *fleet) waitOneLeader(after string, since time.Time, bound time.Duration) {
 	f.t.Helper()
 	for {
@@ -304,18 +311,18 @@ func (f *fleet) waitOneLeader(after string, since time.Time, bound time.Duration
 		}
 		answering := 0
 		for _, n := range f.nodes {
-			if !n.stopped {
+			if !n.stopped && !n.dead {
 				answering++
 			}
 		}
-		healthy := 0
+		alone := 0
 		for _, r := range roles {
-			if strings.HasPrefix(r, "200 ") {
-				healthy++
+			if r == "alone" {
+				alone++
 			}
 		}
-		if len(f.takeovers) == 0 && healthy == answering {
-			f.t.Skipf("every node answers /healthz, none says leader or standby: this daemon has no leadership yet (%s)",
+		if len(f.takeovers) == 0 && alone == answering {
+			f.t.Skipf("every node says in /healthz that it leads alone (no lease, epoch 0): this daemon does not elect a leader yet (%s)",
 				f.describe(roles))
 		}
 		if leaders == 1 && leaders+standbys == answering {
@@ -325,11 +332,46 @@ func (f *fleet) waitOneLeader(after string, since time.Time, bound time.Duration
 			return
 		}
 		if time.Since(since) > bound+failoverPoll {
-			f.t.Fatalf("after %s: not exactly one leader within %v: %s\nevents:\n%s",
-				after, bound, f.describe(roles), strings.Join(f.events, "\n"))
+			f.t.Fatalf("after %s: not exactly one leader within %v: %s\n%s\nevents:\n%s",
+				after, bound, f.describe(roles), f.diagnose(), strings.Join(f.events, "\n"))
 		}
 		time.Sleep(failoverPoll)
 	}
+}
+
+// diagnose says, for a failure of waitOneLeader, what the database's
+// sessions were doing (a lock wait is a takeover held up by a paused
+// writer) and how long the fleet took to settle after all, if it did
+// within ten more seconds.
+func (f *fleet) diagnose() string {
+	var b strings.Builder
+	if f.pg != nil {
+		out, err := exec.Command("psql", "--no-psqlrc", "--quiet", "--no-align", "--dbname", f.pg.dsn, "--command",
+			`SELECT pid, client_port, state, wait_event_type, wait_event, now() - xact_start AS in_xact, left(query, 120) AS query
+			 FROM pg_stat_activity WHERE datname = current_database() OR backend_type = 'client backend' ORDER BY pid`).CombinedOutput()
+		fmt.Fprintf(&b, "the database's sessions (%v):\n%s\n", err, out)
+	}
+	start := time.Now()
+	for time.Since(start) < 10*time.Second {
+		roles := f.roles()
+		leaders, others := 0, 0
+		for _, r := range roles {
+			switch r {
+			case "leader":
+				leaders++
+			case "standby", "dead", "stopped":
+			default:
+				others++
+			}
+		}
+		if leaders == 1 && others == 0 {
+			fmt.Fprintf(&b, "it settled %v later: %s", time.Since(start).Round(time.Millisecond), f.describe(roles))
+			return b.String()
+		}
+		time.Sleep(failoverPoll)
+	}
+	fmt.Fprintf(&b, "still unsettled 10 s later: %s", f.describe(f.roles()))
+	return b.String()
 }
 
 func (f *fleet) waitFor(what string, timeout time.Duration, cond func() bool) {

@@ -261,7 +261,7 @@ func TestKubernetesExample(t *testing.T) {
 	roles := make([]string, len(replicas))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		ready, leaders, said := 0, 0, 0
+		ready, leaders, said, alone := 0, 0, 0, 0
 		for i, r := range replicas {
 			code, body := healthzBody("http://" + r.addr + "/healthz")
 			roles[i] = fmt.Sprintf("%d %s", code, strings.TrimSpace(body))
@@ -273,12 +273,15 @@ func TestKubernetesExample(t *testing.T) {
 					said++
 				case "standby":
 					said++
+				case "alone":
+					alone++
 				}
 			}
 		}
-		if ready == len(replicas) && said == 0 {
-			// The daemon of this commit has no leadership yet.
-			t.Skipf("both replicas ready, but /healthz says neither leader nor standby: %q", roles)
+		if ready == len(replicas) && said == 0 && alone == ready {
+			// The daemon of this commit does not elect a leader yet: each
+			// instance leads alone.
+			t.Skipf("both replicas ready, each leading alone (no lease, epoch 0): %q", roles)
 		}
 		if ready == len(replicas) && leaders == 1 {
 			break
@@ -347,12 +350,20 @@ func healthzBody(url string) (int, string) {
 }
 
 // healthzRole is what a /healthz body says the instance is: "leader",
-// "standby", or "" when it says neither.
+// "standby", "alone" for a leader without a fleet's lease (epoch 0: a
+// single instance, which leads alone), or "" when it says none of these.
 func healthzRole(body string) string {
 	var v struct {
-		Role string `json:"role"`
+		Role  string `json:"role"`
+		Epoch int64  `json:"epoch"`
 	}
-	if json.Unmarshal([]byte(body), &v) == nil && (v.Role == "leader" || v.Role == "standby") {
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Role == "leader" && v.Epoch == 0:
+		return "alone"
+	case v.Role == "leader" || v.Role == "standby":
 		return v.Role
 	}
 	return ""
