@@ -155,8 +155,14 @@ func (v *fleetView) RecordRun(ctx context.Context, rec *results.RunRecord) error
 		if err := v.faultStore.RecordRun(ctx, &results.RunRecord{Result: rec.Result}); err != nil {
 			return err
 		}
-	} else if err := v.faultStore.RecordRun(ctx, rec); err != nil {
-		return err
+	} else {
+		// The fence is checked: SQLite, which keeps no lease, takes the
+		// record without it (the alerts share rec's, and get their IDs).
+		unfenced := *rec
+		unfenced.Fence = results.Fence{}
+		if err := v.faultStore.RecordRun(ctx, &unfenced); err != nil {
+			return err
+		}
 	}
 	v.mu.Lock()
 	v.written = append(v.written, w)

@@ -92,8 +92,11 @@ type Recorder struct {
 	termMu sync.RWMutex
 	term   recorderTerm
 	// loadMu serializes the load of a term's alert states (see loadTerm);
-	// it guards term.loaded while termMu is held for reading.
+	// it guards loaded while termMu is held for reading. loaded: the
+	// alert states in memory are the store's as of this term, read by
+	// its first write.
 	loadMu sync.Mutex
+	loaded bool
 }
 
 // recorderTerm is the leadership a Recorder writes under.
@@ -104,9 +107,6 @@ type recorderTerm struct {
 	// handover: the instance does not lead; runs are written as history
 	// only (results.RunRecord.Handover).
 	handover bool
-	// loaded: the alert states in memory are the store's as of this
-	// term, read by its first write.
-	loaded bool
 }
 
 // Decision is what the Recorder decided about a run it wrote.
@@ -137,7 +137,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		states:   map[string]results.AlertState{},
 		locks:    map[string]*sync.Mutex{},
 		fenced:   opts.Fenced,
-		term:     recorderTerm{loaded: true},
+		loaded:   true,
 	}
 	if rc.fenced == nil {
 		rc.fenced = func(results.Fence) {}
@@ -194,7 +194,7 @@ func (rc *Recorder) Load(ctx context.Context) error {
 func (rc *Recorder) lead(f results.Fence) {
 	rc.termMu.Lock()
 	defer rc.termMu.Unlock()
-	rc.term = recorderTerm{fence: f}
+	rc.term, rc.loaded = recorderTerm{fence: f}, false
 	rc.mu.Lock()
 	rc.states = map[string]results.AlertState{}
 	rc.mu.Unlock()
@@ -211,7 +211,7 @@ func (rc *Recorder) lead(f results.Fence) {
 func (rc *Recorder) standBy() {
 	rc.termMu.Lock()
 	defer rc.termMu.Unlock()
-	rc.term = recorderTerm{handover: true, loaded: true}
+	rc.term = recorderTerm{handover: true}
 }
 
 // loadTerm reads every probe's alert state from the store once per term,
@@ -221,7 +221,7 @@ func (rc *Recorder) standBy() {
 func (rc *Recorder) loadTerm(ctx context.Context) error {
 	rc.loadMu.Lock()
 	defer rc.loadMu.Unlock()
-	if rc.term.loaded {
+	if rc.loaded {
 		return nil
 	}
 	states, err := rc.store.AlertStates(ctx)
@@ -233,7 +233,7 @@ func (rc *Recorder) loadTerm(ctx context.Context) error {
 	rc.states = make(map[string]results.AlertState, len(states))
 	maps.Copy(rc.states, states)
 	rc.mu.Unlock()
-	rc.term.loaded = true
+	rc.loaded = true
 	return nil
 }
 

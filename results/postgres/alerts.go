@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -282,10 +283,14 @@ func (s *Store) NextAlertDue(ctx context.Context) (time.Time, bool, error) {
 // has that id (unknown, or already delivered, failed or skipped): a
 // delivery's end is recorded once.
 func (s *Store) MarkAlertDelivered(ctx context.Context, id int64, at time.Time) error {
+	return s.markAlertDelivered(ctx, s.pool, id, at)
+}
+
+func (s *Store) markAlertDelivered(ctx context.Context, q executor, id int64, at time.Time) error {
 	if at.IsZero() {
 		return fmt.Errorf("postgres: mark alert %d delivered: zero delivery time", id)
 	}
-	return s.markAlert(ctx, id, "delivered", `UPDATE alerts
+	return markAlert(ctx, q, id, "delivered", `UPDATE alerts
 		SET state = 'delivered', delivered_at = $1, delivery_tries = delivery_tries + 1, next_attempt_at = NULL
 		WHERE id = $2 AND state = 'pending'`, dbTime(at), id)
 }
@@ -295,10 +300,14 @@ func (s *Store) MarkAlertDelivered(ctx context.Context, id int64, at time.Time) 
 // again at next. It fails with an error wrapping ErrNotFound when no
 // pending alert has that id.
 func (s *Store) MarkAlertRetry(ctx context.Context, id int64, tries int, next time.Time, lastErr string) error {
+	return s.markAlertRetry(ctx, s.pool, id, tries, next, lastErr)
+}
+
+func (s *Store) markAlertRetry(ctx context.Context, q executor, id int64, tries int, next time.Time, lastErr string) error {
 	if next.IsZero() || tries < 0 {
 		return fmt.Errorf("postgres: mark alert %d for retry: want tries >= 0 and a next attempt time, got %d and %v", id, tries, next)
 	}
-	return s.markAlert(ctx, id, "for retry", `UPDATE alerts
+	return markAlert(ctx, q, id, "for retry", `UPDATE alerts
 		SET delivery_tries = $1, next_attempt_at = $2, last_error = $3
 		WHERE id = $4 AND state = 'pending'`, tries, dbTime(next), nullString(lastErr), id)
 }
@@ -307,17 +316,26 @@ func (s *Store) MarkAlertRetry(ctx context.Context, id int64, tries int, next ti
 // after tries deliveries, because of lastErr. It fails with an error
 // wrapping ErrNotFound when no pending alert has that id.
 func (s *Store) MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error {
+	return s.markAlertFailed(ctx, s.pool, id, tries, lastErr)
+}
+
+func (s *Store) markAlertFailed(ctx context.Context, q executor, id int64, tries int, lastErr string) error {
 	if tries < 0 {
 		return fmt.Errorf("postgres: mark alert %d failed: %d tries", id, tries)
 	}
-	return s.markAlert(ctx, id, "failed", `UPDATE alerts
+	return markAlert(ctx, q, id, "failed", `UPDATE alerts
 		SET state = 'failed', delivery_tries = $1, next_attempt_at = NULL, last_error = $2
 		WHERE id = $3 AND state = 'pending'`, tries, nullString(lastErr), id)
 }
 
-// markAlert runs one outbox update of a pending alert.
-func (s *Store) markAlert(ctx context.Context, id int64, what, query string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, query, args...)
+// executor runs a statement: the pool, or a transaction.
+type executor interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// markAlert runs one outbox update of a pending alert with q.
+func markAlert(ctx context.Context, q executor, id int64, what, query string, args ...any) error {
+	tag, err := q.Exec(ctx, query, args...)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = fmt.Errorf("no pending alert with that id: %w", ErrNotFound)
 	}

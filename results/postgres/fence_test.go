@@ -100,8 +100,9 @@ func permanentToRunner(err error) bool {
 
 // TestTakeoverWaitsForFencedWrite: a fenced write holds its lease row FOR
 // SHARE until it commits, so a takeover of the lapsed lease waits for it:
-// the write of the old epoch commits before the new epoch is granted,
-// never after.
+// the takeover is not granted while the write is held in its transaction,
+// and once it is, the write of the old epoch is committed (visible), never
+// still to come.
 func TestTakeoverWaitsForFencedWrite(t *testing.T) {
 	ctx := context.Background()
 	s, dsn := newStore(t)
@@ -126,10 +127,7 @@ func TestTakeoverWaitsForFencedWrite(t *testing.T) {
 		mu.Unlock()
 	}
 	var writeErr error
-	wg.Go(func() {
-		writeErr = s.RecordRun(ctx, fenced("op-1", l.Epoch))
-		event("write committed")
-	})
+	wg.Go(func() { writeErr = s.RecordRun(ctx, fenced("op-1", l.Epoch)) })
 	<-locked
 	time.Sleep(200 * time.Millisecond) // a's lease lapses
 	var taken results.Lease
@@ -137,7 +135,12 @@ func TestTakeoverWaitsForFencedWrite(t *testing.T) {
 	acquired := make(chan struct{})
 	wg.Go(func() {
 		taken, takeErr = s.AcquireLease(ctx, results.DefaultLocation, "b", time.Minute)
-		event("lease taken")
+		// Once the lease is b's, a's write has committed: it is visible.
+		if _, err := s.Result(ctx, "op-1"); err != nil {
+			event("lease taken before the write committed: " + err.Error())
+		} else {
+			event("lease taken after the write committed")
+		}
 		close(acquired)
 	})
 	select {
@@ -151,7 +154,7 @@ func TestTakeoverWaitsForFencedWrite(t *testing.T) {
 	if writeErr != nil || takeErr != nil {
 		t.Fatalf("write: %v; takeover: %v", writeErr, takeErr)
 	}
-	if want := []string{"write released", "write committed", "lease taken"}; !slices.Equal(events, want) {
+	if want := []string{"write released", "lease taken after the write committed"}; !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
 	if taken.Holder != "b" || taken.Epoch != l.Epoch+1 {

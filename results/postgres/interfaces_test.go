@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/postgres"
 	"github.com/toolpulse/toolpulse/runner"
 	"github.com/toolpulse/toolpulse/web"
@@ -14,4 +15,19 @@ var (
 	_ runner.Silences   = (*postgres.Store)(nil)
 	_ web.Store         = (*postgres.Store)(nil)
 	_ runner.LeaseStore = (*postgres.Store)(nil)
+)
+
+// fleetStore is *postgres.Store as a fleet instance's runner.FleetStore:
+// the store cannot name runner.Outbox (it does not import runner), so
+// FencedOutbox returns its own *postgres.Outbox, and this is the one-line
+// adapter that hands it over as the interface.
+type fleetStore struct{ *postgres.Store }
+
+func (f fleetStore) FencedOutbox(fence results.Fence) runner.Outbox {
+	return f.Store.FencedOutbox(fence)
+}
+
+var (
+	_ runner.Outbox     = (*postgres.Outbox)(nil)
+	_ runner.FleetStore = fleetStore{}
 )
