@@ -80,6 +80,7 @@ func (e *elector) run(ctx context.Context) {
 		epoch      int64
 		trustUntil time.Time
 		beatAt     time.Time // the last heartbeat; zero: none yet
+		failing    int       // requests failed in a row
 	)
 	lapse := func() {
 		if leading {
@@ -113,11 +114,18 @@ func (e *elector) run(ctx context.Context) {
 		call, cancel := context.WithTimeout(ctx, limit)
 		lease, err := e.store.AcquireLease(call, e.location, e.node, e.ttl)
 		cancel()
+		if err == nil && failing > 0 {
+			e.logger.Info("fleet: the lease's store answers again", "node", e.node, "location", e.location, "failed_requests", failing)
+			failing = 0
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			e.logger.Warn("fleet: asking for the lease failed", "node", e.node, "location", e.location, "error", err)
+			// Once per outage: a standby asks many times a second.
+			if failing++; failing == 1 {
+				e.logger.Warn("fleet: asking for the lease failed; asking again", "node", e.node, "location", e.location, "error", err)
+			}
 			if leading && !e.clock.Now().Before(trustUntil) {
 				lapse()
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/alertmanager"
+	"github.com/toolpulse/toolpulse/results/postgres"
 	"github.com/toolpulse/toolpulse/results/prometheus"
 	"github.com/toolpulse/toolpulse/results/slack"
 	"github.com/toolpulse/toolpulse/results/webhook"
@@ -50,6 +51,11 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		return nil, err
 	}
 	s.metricsHandler = prometheus.Handler(reg)
+	fleet, err := fleetOf(cfg, store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	s.daemon, err = runner.New(cfg, runner.Deps{
 		Store:       store,
 		Silences:    store,
@@ -57,6 +63,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		Observer:    s.metrics,
 		Logger:      logger,
 		GracePeriod: opts.grace,
+		Fleet:       fleet,
 	})
 	if err != nil {
 		store.Close()
@@ -67,6 +74,29 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	s.metrics.WatchPending(s.daemon.Pending)
 	return s, nil
 }
+
+// fleetOf is what makes the daemon one instance of a fleet (SPEC §12): a
+// Postgres store is shared, so its instances elect the one that runs the
+// probes, by the lease of their location (for now always
+// results.DefaultLocation) held for fleet.lease; each change of its role
+// is logged once, by the daemon. A SQLite store is one instance's: nil,
+// it leads alone.
+func fleetOf(cfg *checks.Config, store store) (*runner.Fleet, error) {
+	if cfg.Storage.Driver != checks.DriverPostgres {
+		return nil, nil
+	}
+	pg, ok := store.(*postgres.Store)
+	if !ok {
+		return nil, softwareError(fmt.Errorf("a %s store that keeps no fleet leases: %T", cfg.Storage.Driver, store))
+	}
+	return &runner.Fleet{Store: pgFleet{pg}, Location: results.DefaultLocation, TTL: cfg.Fleet.Lease, Version: results.ReadBuild().Version}, nil
+}
+
+// pgFleet is the Postgres store as a fleet's instance uses it: its fenced
+// outbox, a type of the store's own, is the daemon's Outbox.
+type pgFleet struct{ *postgres.Store }
+
+func (p pgFleet) FencedOutbox(f results.Fence) runner.Outbox { return p.Store.FencedOutbox(f) }
 
 // probeInfo is what toolpulse_probe_info says of cfg's probes.
 func probeInfo(cfg *checks.Config) []prometheus.ProbeInfo {
