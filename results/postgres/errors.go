@@ -16,9 +16,10 @@ import (
 // a lock timeout, the disk full, a read-only standby) is the same for
 // every write: the daemon holds its runs in memory and retries until the
 // fault clears. A refusal of one write (a constraint the record breaks, a
-// value out of range or too big, an operation id already stored) is about
-// that record: retrying it gives the same answer, and holding it would
-// stop every run queued behind it.
+// value out of range or too big, an operation id already stored, a fence
+// a newer epoch holds: results.ErrFenced) is about that record: retrying
+// it gives the same answer, and holding it would stop every run queued
+// behind it.
 //
 // An error Postgres does not classify, or one that is not Postgres's,
 // counts as a fault: wrongly holding a run costs a slot of a bounded

@@ -83,6 +83,20 @@ func TestHandover(t *testing.T) {
 	if after := contents(t, dsn); !slices.Equal(after, before) {
 		t.Errorf("a handover of a stored operation changed the store:\n got  %q\n want %q", after, before)
 	}
+
+	// In one batch with other runs, as a queue drained after an outage
+	// is: the stored one is skipped without costing the others anything.
+	commits, runs := postgres.Commits(s)
+	errs := recordBatch(t, s, []*results.RunRecord{handoverRun("op-3"), handoverRun("op-2"), failingRun("op-4")})
+	if !slices.Equal(errs, []error{nil, nil, nil}) {
+		t.Errorf("a batch of handovers, one stored already, and a run: %v, want every one nil", errs)
+	}
+	if c, r := postgres.Commits(s); c-commits != 1 || r-runs != 3 {
+		t.Errorf("the batch took %d commits for %d runs, want 1 for 3", c-commits, r-runs)
+	}
+	if n := count(t, dsn, `SELECT count(*) FROM results WHERE operation_id IN ('op-2', 'op-3', 'op-4') AND handover = (operation_id = 'op-3')`); n != 3 {
+		t.Errorf("%d of op-2 (a leader's), op-3 (a handover) and op-4 (a leader's) stored as such, want 3", n)
+	}
 }
 
 // TestRetryAfterLostCommit: a RecordRun retried after its COMMIT

@@ -12,6 +12,12 @@
 // Runs are recorded by a writer goroutine of the store's own that commits
 // the runs recorded at the same time together (group commit); every other
 // statement runs on the connection pool.
+//
+// For a fleet it also keeps each location's lease (AcquireLease), the
+// instances' heartbeats (Heartbeat, Fleet), and the fences: a write that
+// claims a lease's epoch (a fenced RunRecord, FencedOutbox's claims and
+// marks) is refused with results.ErrFenced once a newer epoch holds the
+// lease, and a takeover waits for such a write in flight to commit.
 package postgres
 
 import (
