@@ -81,6 +81,7 @@ func TestFailover(t *testing.T) {
 	_ = os.WriteFile(config, []byte(failoverYAML(t, config)), 0o644)
 
 	f := &fleet{t: t, pg: pg, config: config, dsn: dsn, began: time.Now()}
+	t.Cleanup(func() { f.keepLogs(seed) })
 	for i := range failoverNodes {
 		f.start(i)
 	}
@@ -164,6 +165,29 @@ func TestFailover(t *testing.T) {
 	t.Logf("%d processes in %v; %d runs logged as recorded, %d stored; %d Slack posts; %d failovers measured: slowest %v",
 		len(f.procs), time.Since(f.began).Round(time.Millisecond), len(h.runs),
 		pg.count(t, dsn, "SELECT count(*) FROM results"), len(slack.Messages()), len(f.takeovers), f.slowest())
+}
+
+// keepLogs writes every process's whole log to a file that outlives the
+// test, should it have failed: the failure shows only their tails.
+func (f *fleet) keepLogs(seed uint64) {
+	if !f.t.Failed() {
+		return
+	}
+	var b strings.Builder
+	seen := map[*fleetNode]bool{}
+	for _, p := range append(append([]*fleetNode{}, f.procs...), f.nodes...) {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fmt.Fprintf(&b, "=== %s, pid %d, started %.3fs\n%s", p.name, p.proc.Pid(), p.started.Sub(f.began).Seconds(), p.proc.Log.String())
+	}
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("toolpulse-failover-%d.log", seed))
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		f.t.Logf("keeping the logs: %v", err)
+		return
+	}
+	f.t.Logf("every process's log: %s", path)
 }
 
 // failoverConfig is the config of TestFailover before failoverYAML makes
@@ -433,8 +457,9 @@ func checkFailoverStore(t *testing.T, pg *testPostgres, dsn string, h *failoverH
 	t.Helper()
 	for _, check := range []struct{ name, query string }{
 		{"operation ids stored twice", "SELECT operation_id, count(*) FROM results GROUP BY operation_id HAVING count(*) > 1"},
-		{"runs stored twice under different operation ids (probe, started_at, count)",
-			"SELECT probe, started_at, count(*) FROM results GROUP BY probe, started_at HAVING count(*) > 1"},
+		{"runs stored twice under different operation ids (probe, started_at, each run's node, epoch and operation id)", `
+			SELECT probe, started_at, string_agg(node || ' epoch ' || epoch || CASE WHEN handover THEN ' handover ' ELSE ' ' END || operation_id, ', ')
+			FROM results GROUP BY probe, started_at HAVING count(*) > 1`},
 		{"results whose attempts are not all stored (operation_id, attempts, stored)", `
 			SELECT r.operation_id, r.attempts, count(a.number) FROM results r
 			LEFT JOIN attempts a ON a.operation_id = r.operation_id
