@@ -225,25 +225,44 @@ func TestPrometheusScrapesDaemon(t *testing.T) {
 // exposure of 2.0 or less; each hardening setting the README promises is
 // there, and SIGHUP is how it reloads.
 func TestSystemdUnit(t *testing.T) {
+	checkSystemdUnit(t, "toolpulse.service", "--db /var/lib/toolpulse/", "StateDirectory=toolpulse")
+}
+
+// TestSystemdFleetUnit: the same of examples/systemd/toolpulse-fleet.service,
+// a fleet node: no SQLite file (the config names the Postgres store), the
+// node named after its host, and restarts without a limit while the
+// database is away.
+func TestSystemdFleetUnit(t *testing.T) {
+	unit := checkSystemdUnit(t, "toolpulse-fleet.service", "Environment=TOOLPULSE_NODE=%H",
+		"EnvironmentFile=-/etc/toolpulse/env", "StartLimitIntervalSec=0")
+	if strings.Contains(unit, "--db") || strings.Contains(unit, "StateDirectory") {
+		t.Error("toolpulse-fleet.service keeps a SQLite file; a fleet node's history is in Postgres")
+	}
+}
+
+// checkSystemdUnit runs the checks of TestSystemdUnit on the unit of
+// examples/systemd named file, which must also contain each of wants, and
+// returns its text.
+func checkSystemdUnit(t *testing.T, file string, wants ...string) string {
+	t.Helper()
 	analyze := tool(t, "systemd-analyze", "systemd")
-	unit, err := os.ReadFile(filepath.Join("..", "..", "examples", "systemd", "toolpulse.service"))
+	unit, err := os.ReadFile(filepath.Join("..", "..", "examples", "systemd", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	for _, want := range append([]string{
 		"ExecStart=/usr/local/bin/toolpulse ", "ExecReload=/bin/kill -HUP $MAINPID",
-		"DynamicUser=yes", "StateDirectory=toolpulse", "ProtectSystem=strict", "ProtectHome=yes",
+		"DynamicUser=yes", "ProtectSystem=strict", "ProtectHome=yes",
 		"PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
 		"SystemCallFilter=@system-service", "CapabilityBoundingSet=\n", "RestartPreventExitStatus=78 64",
-		"--db /var/lib/toolpulse/",
-	} {
+	}, wants...) {
 		if !strings.Contains(string(unit), want) {
-			t.Errorf("toolpulse.service lacks %q", want)
+			t.Errorf("%s lacks %q", file, want)
 		}
 	}
 	// verify checks that ExecStart's binary exists: point it at a real one.
 	dir := t.TempDir()
-	path := filepath.Join(dir, "toolpulse.service")
+	path := filepath.Join(dir, file)
 	edited := strings.Replace(string(unit), "ExecStart=/usr/local/bin/toolpulse ", "ExecStart="+e2e.Binary(t)+" ", 1)
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
@@ -251,7 +270,8 @@ func TestSystemdUnit(t *testing.T) {
 	// verify exits 0 on an unknown key or a bad value, only warning: any
 	// output is a failure.
 	if out := runTool(t, dir, analyze, "verify", path); strings.TrimSpace(out) != "" {
-		t.Errorf("systemd-analyze verify:\n%s", out)
+		t.Errorf("systemd-analyze verify %s:\n%s", file, out)
 	}
 	runTool(t, dir, analyze, "security", "--offline=true", "--threshold=20", path)
+	return string(unit)
 }
