@@ -38,10 +38,22 @@ func lockFences(ctx context.Context, tx pgx.Tx, batch []*groupcommit.Request) (m
 	return lockLeases(ctx, tx, locations)
 }
 
+// fencedIdleTimeout is how long a transaction that holds a lease row's
+// share lock may sit idle between its statements before the server ends
+// it. Its statements follow each other at once, so an idle one means its
+// client is paused (SIGSTOP, a VM frozen) or cut off; without the limit
+// its lock would hold a standby's takeover for as long as the pause lasts.
+// Half the shortest fleet.lease: a takeover waits at most that long more.
+const fencedIdleTimeout = "1s"
+
 // lockLeases reads the epoch of each of locations' leases FOR SHARE in
 // tx, in location order (so that two transactions never wait for each
-// other's rows in opposite orders).
+// other's rows in opposite orders), and limits how long tx may then sit
+// idle (fencedIdleTimeout).
 func lockLeases(ctx context.Context, tx pgx.Tx, locations []string) (map[string]int64, error) {
+	if _, err := tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = '"+fencedIdleTimeout+"'"); err != nil {
+		return nil, fmt.Errorf("lock the leases: %w", err)
+	}
 	rows, err := tx.Query(ctx, `SELECT location, epoch FROM fleet WHERE location = ANY($1)
 ORDER BY location FOR SHARE`, locations)
 	if err != nil {

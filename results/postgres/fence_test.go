@@ -227,3 +227,47 @@ func TestBatchRefusesOnlyStaleFences(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedWriterDoesNotHoldTakeover: a writer paused while it holds its
+// lease row's share lock (SIGSTOP between two statements) is ended by the
+// server once it has idled fencedIdleTimeout in its transaction, so a
+// standby takes the lapsed lease after that, not after the pause; and the
+// paused write, refused with its session, is not stored.
+func TestPausedWriterDoesNotHoldTakeover(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := newStore(t)
+	l, err := s.AcquireLease(ctx, results.DefaultLocation, "a", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked, resume := make(chan struct{}), make(chan struct{})
+	postgres.OnFencesLocked(s, func() {
+		close(locked)
+		<-resume // paused, its transaction idle
+	})
+	written := make(chan error, 1)
+	go func() { written <- s.RecordRun(ctx, fenced("op-paused", l.Epoch)) }()
+	<-locked
+	time.Sleep(200 * time.Millisecond) // a's lease lapses
+	start := time.Now()
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	taken, err := s.AcquireLease(bounded, results.DefaultLocation, "b", time.Minute)
+	cancel()
+	waited := time.Since(start)
+	close(resume)
+	if err != nil {
+		t.Fatalf("the takeover waited %s for a paused writer: %v", waited.Round(time.Millisecond), err)
+	}
+	if taken.Holder != "b" {
+		t.Fatalf("takeover: %+v, want b", taken)
+	}
+	if waited > 5*time.Second {
+		t.Errorf("the takeover waited %s for a paused writer", waited.Round(time.Millisecond))
+	}
+	if err := <-written; err == nil {
+		t.Error("the paused write succeeded after its session was ended")
+	}
+	if n := count(t, dsn, `SELECT count(*) FROM results WHERE operation_id = 'op-paused'`); n != 0 {
+		t.Errorf("%d results of the paused write are stored", n)
+	}
+}
