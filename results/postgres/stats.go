@@ -207,16 +207,17 @@ ORDER BY p.n`
 // that side of the window open; the bounds are exact as in History. Drift
 // events count when their detected_at lies in the same window.
 //
-// Everything is read in one read transaction, from indexes: the probe
-// names (one index search each); then three statements sent at once,
-// each over every probe: the counters and durations in the window
-// (statsSums: the window's whole hours from probe_hours, its partial
-// first and last hour from ranges of the covering index
-// results_probe_started_covering), the last run and the start of the
-// current streak, however long (statsLatest), and the drift events. The
-// cost follows the window's hours and probes, not its runs or the stored
-// history, and the statements do not grow with the probes: two round
-// trips after BEGIN, whatever their number.
+// Everything is read from indexes in one snapshot: the probe names (one
+// index search each), then, for a part of the probes at a time
+// (statsParts), two statements over all of the part's probes at once: the
+// counters and durations in the window (statsSums: the window's whole
+// hours from probe_hours, its partial first and last hour from ranges of
+// the covering index results_probe_started_covering), and the last run
+// with the start of the current streak, however long (statsLatest); then
+// the drift events. A second transaction on another connection, importing
+// the first's snapshot, reads parts alongside. The cost follows the
+// window's hours and probes, not its runs or the stored history, and the
+// round trips follow the parts, not the probes.
 func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	st, err := s.stats(ctx, since, until)
 	if err != nil {
@@ -225,23 +226,28 @@ func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.Pr
 	return st, nil
 }
 
-func (s *Store) stats(ctx context.Context, since, until time.Time) (_ []results.ProbeStats, err error) {
+func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	tx, err := s.pool.BeginTx(ctx, snapshot)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// A helper reads some of the probes in a transaction of its own, on
+	// another connection, while this one reads the others (statsParts).
+	h := s.startStatsHelper(ctx)
+	defer h.stop()
 
-	lo, hi := minTime, maxTime
-	if !since.IsZero() {
-		lo = storedTime(since)
-	}
-	if !until.IsZero() {
-		hi = storedTime(until)
-	}
-
-	probes, err := readStrings(ctx, tx, probeNames)
-	if err != nil {
+	var (
+		b        pgx.Batch
+		probes   []string
+		exported string
+	)
+	b.Queue(probeNames).Query(func(rows pgx.Rows) error {
+		probes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	b.Queue("SELECT pg_export_snapshot()").QueryRow(func(row pgx.Row) error { return row.Scan(&exported) })
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
 	if len(probes) == 0 {
@@ -251,38 +257,34 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) (_ []results.
 	for i, probe := range probes {
 		all[i].Probe = probe
 	}
-	outcomes := make([]string, len(results.Outcomes))
-	for i, o := range results.Outcomes {
-		outcomes[i] = string(o)
+	work := newStatsWork(all, since, until)
+	if statsTestHook != nil {
+		statsTestHook(work, false)
+	}
+	h.start(work, exported)
+	if statsTestHook != nil {
+		statsTestHook(work, true)
+	}
+	if err := work.read(ctx, tx, false); err != nil {
+		return nil, err
 	}
 	var drifts where
 	drifts.window("detected_at", since, until)
-
-	var b pgx.Batch
-	b.Queue(statsSums, append([]any{probes}, splitWindow(since, until).args()...)...)
-	b.Queue(statsLatest, probes, lo, hi, outcomes, minTime)
-	b.Queue(fmt.Sprintf(statsDrifts, drifts.String()), drifts.args...)
-	br := tx.SendBatch(ctx, &b)
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	if err := summarize(br, all); err != nil {
-		return nil, err
-	}
-	last, err := latest(br, all)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := driftCounts(br)
+	rows, err := tx.Query(ctx, fmt.Sprintf(statsDrifts, drifts.String()), drifts.args...)
 	if err != nil {
 		return nil, fmt.Errorf("drifts: %w", err)
+	}
+	counts, err := driftCounts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("drifts: %w", err)
+	}
+	if err := h.wait(); err != nil {
+		return nil, err
 	}
 	var out []results.ProbeStats
 	for i, p := range all {
 		switch {
-		case p.Runs > 0 && !last[i]:
+		case p.Runs > 0 && !work.found[i]:
 			return nil, fmt.Errorf("%s: last run: %w", p.Probe, pgx.ErrNoRows)
 		case p.Runs > 0:
 			p.DriftEvents = counts[p.Probe]
@@ -295,11 +297,7 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) (_ []results.
 // summarize fills the counters and percentiles of each of ps, in the order
 // statsSums was given the probes, from its answer; they stay zero for a
 // probe without runs in the window.
-func summarize(br pgx.BatchResults, ps []results.ProbeStats) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
+func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
 	defer rows.Close()
 	hist := hourly.NewHistogram()
 	var (
@@ -365,14 +363,9 @@ func percentiles(p *results.ProbeStats, hist *hourly.Histogram, buckets []byte, 
 }
 
 // latest fills the last run and OutcomeSince of each of ps that has a
-// run in the window from statsLatest's answer, and says which do.
-func latest(br pgx.BatchResults, ps []results.ProbeStats) ([]bool, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
+// run in the window from statsLatest's answer, and marks it in found.
+func latest(rows pgx.Rows, ps []results.ProbeStats, found []bool) error {
 	defer rows.Close()
-	found := make([]bool, len(ps))
 	var (
 		n             int64
 		lastAt, since time.Time
@@ -381,10 +374,10 @@ func latest(br pgx.BatchResults, ps []results.ProbeStats) ([]bool, error) {
 	)
 	for rows.Next() {
 		if err := rows.Scan(&n, &lastAt, &outcome, &code, &since); err != nil {
-			return nil, fmt.Errorf("last run: %w", err)
+			return fmt.Errorf("last run: %w", err)
 		}
 		if n < 1 || n > int64(len(ps)) || found[n-1] {
-			return nil, fmt.Errorf("last run: probe number %d of %d", n, len(ps))
+			return fmt.Errorf("last run: probe number %d of %d", n, len(ps))
 		}
 		p := &ps[n-1]
 		found[n-1] = true
@@ -392,17 +385,13 @@ func latest(br pgx.BatchResults, ps []results.ProbeStats) ([]bool, error) {
 		p.LastStartedAt, p.OutcomeSince = lastAt.UTC(), since.UTC()
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("last run: %w", err)
+		return fmt.Errorf("last run: %w", err)
 	}
-	return found, nil
+	return nil
 }
 
 // driftCounts reads statsDrifts' answer: drift events per probe.
-func driftCounts(br pgx.BatchResults) (map[string]int, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
+func driftCounts(rows pgx.Rows) (map[string]int, error) {
 	defer rows.Close()
 	counts := map[string]int{}
 	for rows.Next() {

@@ -428,3 +428,76 @@ SELECT probe, operation_id, started_at, 'a', 'b', 'd' FROM results WHERE id % 5 
 		}
 	}
 }
+
+// TestStatsHelperSeesTheSnapshot: the probes Stats' second transaction
+// reads are read in the snapshot of the first, so runs committed between
+// the two transactions' starts count in neither.
+func TestStatsHelperSeesTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2026, 10, 26, 9, 0, 0, 0, time.UTC)
+	run := func(id, probe string, at time.Time, o results.Outcome) {
+		t.Helper()
+		r := results.Result{OperationID: id, Probe: probe, Kind: results.ProbeHTTP, StartedAt: at,
+			Duration: 10 * time.Millisecond, Outcome: o, Consumer: results.ConsumerRef{Name: "c", Version: "1", RuleHash: "h"}}
+		if o != results.Pass {
+			r.Error = &results.Error{Code: results.CodeTimeout, Message: "slow"}
+		}
+		if err := s.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every probe is a part of its own.
+	var probes []string
+	for i := range statsParts {
+		probe := fmt.Sprintf("p%d", i)
+		probes = append(probes, probe)
+		run(probe+"-1", probe, base, results.Pass)
+	}
+	want, err := s.Stats(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var helped int
+	statsTestHook = func(w *statsWork, started bool) {
+		if !started {
+			for i, probe := range probes {
+				run(probe+"-2", probe, base.Add(time.Duration(i+1)*time.Minute), results.Unavailable)
+			}
+			return
+		}
+		// Wait for the helper to claim a part.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			w.mu.Lock()
+			helped = w.helped
+			w.mu.Unlock()
+			if helped > 0 {
+				return
+			}
+		}
+	}
+	defer func() { statsTestHook = nil }()
+	got, err := s.Stats(ctx, time.Time{}, time.Time{})
+	statsTestHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if helped == 0 {
+		t.Fatal("the second transaction read no part")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Stats saw runs committed after it began:\n got  %+v\n want %+v", got, want)
+	}
+	after, err := s.Stats(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0].Runs != 2 || after[0].LastOutcome != results.Unavailable {
+		t.Errorf("after: %+v, want the second run counted", after[0])
+	}
+}
