@@ -39,10 +39,10 @@ SELECT probe FROM probes WHERE probe IS NOT NULL`
 // the server several times what printing them does, and Go parses their
 // text quickly.
 //
-// One statement for every probe: the per-probe reads are the same index
-// ranges the per-probe statements read, joined LATERAL to the probe
-// names, so that a thousand probes cost a thousand index searches inside
-// one statement, not thousands of statements.
+// One statement for many probes (a part of them, statsParts): the
+// per-probe reads are index ranges joined LATERAL to the probe names, so
+// that a thousand probes cost a thousand index searches inside a few
+// statements, not thousands of statements.
 const statsSums = `SELECT h.runs, h.pass, h.contract_error, h.unavailable, h.passed_after_retries, h.retries,
     h.buckets, e.runs, e.pass, e.contract_error, e.unavailable, e.passed_after_retries, e.retries,
     e.durations, e.signs
