@@ -26,11 +26,8 @@ func OperatorQueries() []Query {
 	drifts.add("detected_at < $?", maxTime)
 	return []Query{
 		{"stats: probe names", probeNames},
-		{"stats: one probe's counters, pipelined for every probe: the window's whole hours from probe_hours, its partial first and last hours from results", statsCounts},
-		{"stats: one probe's durations, pipelined for every probe", statsDurations},
-		{"stats: a probe's last run in the window, pipelined for every probe", statsLast},
-		{"stats: latest run with another outcome, pipelined, twice per probe", streakBreak},
-		{"stats: first run of the current streak, pipelined for every probe", streakStart},
+		{"stats: the counters and durations of a part of the probes (8 parts): the window's whole hours from probe_hours, its partial first and last hours from results, index ranges per probe", statsSums},
+		{"stats: the last run in the window, per probe of a part, and the start of its current streak, index searches per probe", statsLatest},
 		{"stats: drift events per probe in the window", fmt.Sprintf(statsDrifts, drifts.String())},
 		{"history: the page, one probe, limit 100", history},
 		{"history: the attempts of the page, one array parameter", attemptsOf},

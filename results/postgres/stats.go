@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,56 +24,66 @@ const probeNames = `WITH RECURSIVE probes (probe) AS (
 )
 SELECT probe FROM probes WHERE probe IS NOT NULL`
 
-// statsCounts sums up one probe's runs in a window, in one row: the UTC
-// hours of probe_hours in [$2, $3) (a range of its primary key), plus the
-// runs started in [$4, $5) and [$6, $7), less those started in [$8, $9)
-// and [$10, $11) (ranges of the covering index
-// results_probe_started_covering, each a branch of its own: with an OR
-// Postgres may read the time index for every probe's runs instead). See
-// statsWindow.
-const statsCounts = `SELECT sum(runs)::bigint, sum(pass)::bigint, sum(contract_error)::bigint,
-    sum(unavailable)::bigint, sum(passed_after_retries)::bigint, sum(retries)::bigint
-FROM (
-    SELECT runs, pass, contract_error, unavailable, passed_after_retries, retries
+// statsSums sums up the runs in a window of every probe of $1 (a text
+// array), one row per probe in the order of $1: the UTC hours of
+// probe_hours in [$2, $3) (a range of its primary key per probe), then
+// the runs started in [$4, $5) and [$6, $7), less those started in
+// [$8, $9) and [$10, $11) (ranges of the covering index
+// results_probe_started_covering per probe, each a branch of its own:
+// with an OR Postgres may read the time index for every probe's runs
+// instead). See statsWindow. A row holds the hours' counters and their
+// duration_buckets objects as text joined by commas, then the cut hours'
+// counters and the durations of their runs in milliseconds, each with the
+// sign it counts with. Go adds the two up and merges the durations into
+// the probe's histogram: expanding the objects in SQL (jsonb_each) costs
+// the server several times what printing them does, and Go parses their
+// text quickly.
+//
+// One statement for many probes (a part of them, statsParts): the
+// per-probe reads are index ranges joined LATERAL to the probe names, so
+// that a thousand probes cost a thousand index searches inside a few
+// statements, not thousands of statements.
+const statsSums = `SELECT h.runs, h.pass, h.contract_error, h.unavailable, h.passed_after_retries, h.retries,
+    h.buckets, e.runs, e.pass, e.contract_error, e.unavailable, e.passed_after_retries, e.retries,
+    e.durations, e.signs
+FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
+CROSS JOIN LATERAL (
+    SELECT sum(runs)::bigint AS runs, sum(pass)::bigint AS pass,
+        sum(contract_error)::bigint AS contract_error, sum(unavailable)::bigint AS unavailable,
+        sum(passed_after_retries)::bigint AS passed_after_retries, sum(retries)::bigint AS retries,
+        string_agg(duration_buckets::text, ',') AS buckets
     FROM probe_hours
-    WHERE probe = $1 AND hour >= $2 AND hour < $3
-    UNION ALL
-    SELECT sign, sign * (outcome = 'pass')::int, sign * (outcome = 'contract_error')::int,
-        sign * (outcome = 'unavailable')::int, sign * (outcome = 'pass' AND attempts > 1)::int,
-        sign * greatest(attempts - 1, 0)
+    WHERE probe = p.probe AND hour >= $2 AND hour < $3
+) h
+CROSS JOIN LATERAL (
+    SELECT sum(sign)::bigint AS runs, sum(sign * (outcome = 'pass')::int)::bigint AS pass,
+        sum(sign * (outcome = 'contract_error')::int)::bigint AS contract_error,
+        sum(sign * (outcome = 'unavailable')::int)::bigint AS unavailable,
+        sum(sign * (outcome = 'pass' AND attempts > 1)::int)::bigint AS passed_after_retries,
+        sum(sign * greatest(attempts - 1, 0))::bigint AS retries,
+        array_agg(duration_ms) AS durations, array_agg(sign) AS signs
     FROM (` + statsEdges + `) r
-) x`
+) e
+ORDER BY p.n`
 
-// statsEdges is the runs of the cut hours of statsCounts' window, each
-// with the sign it is counted with: +1 for the runs inside the window,
-// -1 for those of a whole hour of probe_hours that lie outside it.
+// statsEdges is the runs of the cut hours of statsSums' window of the
+// probe p.probe, each with the sign it is counted with: +1 for the runs
+// inside the window, -1 for those of a whole hour of probe_hours that lie
+// outside it.
 const statsEdges = `
-        SELECT 1 AS sign, outcome, attempts, duration_ms FROM results
-        WHERE probe = $1 AND started_at >= $4 AND started_at < $5
+        SELECT 1::bigint AS sign, outcome, attempts, duration_ms FROM results
+        WHERE probe = p.probe AND started_at >= $4 AND started_at < $5
         UNION ALL
         SELECT 1, outcome, attempts, duration_ms FROM results
-        WHERE probe = $1 AND started_at >= $6 AND started_at < $7
+        WHERE probe = p.probe AND started_at >= $6 AND started_at < $7
         UNION ALL
         SELECT -1, outcome, attempts, duration_ms FROM results
-        WHERE probe = $1 AND started_at >= $8 AND started_at < $9
+        WHERE probe = p.probe AND started_at >= $8 AND started_at < $9
         UNION ALL
         SELECT -1, outcome, attempts, duration_ms FROM results
-        WHERE probe = $1 AND started_at >= $10 AND started_at < $11`
+        WHERE probe = p.probe AND started_at >= $10 AND started_at < $11`
 
-// statsDurations is what statsCounts counts, as durations: the
-// duration buckets of the hours (false: a bucket and its runs) and the
-// durations of the runs of the cut hours (true: a duration in
-// milliseconds and its runs, negative for runs taken away). Go merges
-// them into one histogram per probe.
-const statsDurations = `SELECT b.key::bigint, b.value::bigint, false
-FROM probe_hours h CROSS JOIN LATERAL jsonb_each_text(h.duration_buckets) b
-WHERE h.probe = $1 AND h.hour >= $2 AND h.hour < $3
-UNION ALL
-SELECT duration_ms, sum(sign), true
-FROM (` + statsEdges + `) r
-GROUP BY duration_ms`
-
-// statsWindow is a window of Stats split for statsCounts: UTC hours
+// statsWindow is a window of Stats split for statsSums: UTC hours
 // [hourFrom, hourTo) read from probe_hours, plus the runs started in the
 // ranges add, less those started in the ranges sub, read from results. An
 // hour the window cuts is read either way, whichever reads fewer runs
@@ -142,8 +151,9 @@ func splitWindow(since, until time.Time) statsWindow {
 	return w
 }
 
-func (w statsWindow) args(probe string) []any {
-	return []any{probe, w.hourFrom, w.hourTo, w.add[0][0], w.add[0][1], w.add[1][0], w.add[1][1],
+// args are statsSums' parameters from $2 on.
+func (w statsWindow) args() []any {
+	return []any{w.hourFrom, w.hourTo, w.add[0][0], w.add[0][1], w.add[1][0], w.add[1][1],
 		w.sub[0][0], w.sub[0][1], w.sub[1][0], w.sub[1][1]}
 }
 
@@ -151,45 +161,63 @@ func (w statsWindow) args(probe string) []any {
 // window on detected_at, a range of the index on detected_at.
 const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 
-// statsLast is a probe's last run in the window, in the order history is
-// listed in: an index search.
-const statsLast = `SELECT started_at, outcome, code FROM results
-WHERE probe = $1 AND started_at >= $2 AND started_at < $3
-ORDER BY started_at DESC, id DESC
-LIMIT 1`
-
-// streakBreak is the probe's latest run with outcome $2 up to the last run
-// in the window, which started at $3: an index search on (probe, outcome,
-// started_at, id). A run with another outcome that started in the same
-// millisecond as the last run was recorded before it (else it would be
-// the last run), so it counts as before it.
-const streakBreak = `SELECT started_at, id FROM results
-WHERE probe = $1 AND outcome = $2 AND started_at <= $3
-ORDER BY started_at DESC, id DESC
-LIMIT 1`
-
-// streakStart is the probe's first run after the run ($2, $3); (minTime,
-// 0) stands for "before the first run".
-const streakStart = `SELECT started_at FROM results
-WHERE probe = $1 AND (started_at, id) > ($2, $3)
-ORDER BY started_at, id
-LIMIT 1`
+// statsLatest is, for every probe of $1 (a text array), its last run in
+// [$2, $3), in the order history is listed in, and the start of its
+// current streak, however long: the first run after the latest run with
+// another outcome (of those in $4, a text array of every outcome) up to
+// the last run. A probe without a run in the window has no row. Every
+// read is an index search per probe: the last run backwards on
+// results_probe_started_covering; the latest run of each other outcome on
+// results_probe_outcome_started (a run with another outcome that started
+// in the same millisecond as the last run was recorded before it, else it
+// would be the last run, so it counts as before it); and the first run
+// after the latest of those, forwards on results_probe_started_covering
+// from (started_at, id), or from the first run when there is none.
+const statsLatest = `SELECT p.n, l.started_at, l.outcome, l.code, s.started_at
+FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
+CROSS JOIN LATERAL (
+    SELECT started_at, outcome, code FROM results
+    WHERE probe = p.probe AND started_at >= $2 AND started_at < $3
+    ORDER BY started_at DESC, id DESC
+    LIMIT 1
+) l
+LEFT JOIN LATERAL (
+    SELECT b.started_at, b.id
+    FROM unnest($4::text[]) AS o (outcome)
+    CROSS JOIN LATERAL (
+        SELECT started_at, id FROM results
+        WHERE probe = p.probe AND outcome = o.outcome AND started_at <= l.started_at
+        ORDER BY started_at DESC, id DESC
+        LIMIT 1
+    ) b
+    WHERE o.outcome <> l.outcome
+    ORDER BY b.started_at DESC, b.id DESC
+    LIMIT 1
+) k ON true
+CROSS JOIN LATERAL (
+    SELECT started_at FROM results
+    WHERE probe = p.probe AND (started_at, id) > (coalesce(k.started_at, $5), coalesce(k.id, 0))
+    ORDER BY started_at, id
+    LIMIT 1
+) s
+ORDER BY p.n`
 
 // Stats returns, for every probe with runs started in [since, until), what
 // its runs there add up to, sorted by probe. A zero since or until leaves
 // that side of the window open; the bounds are exact as in History. Drift
 // events count when their detected_at lies in the same window.
 //
-// Everything is read in one read transaction, from indexes: the probe
-// names (one index search each); each probe's counters and durations in
-// the window (the window's whole hours from probe_hours, its partial
-// first and last hour from ranges of the covering index
-// results_probe_started_covering) and its last run; and the start of its
-// current streak, however long: the latest run of each other outcome
-// before the last run, then the first run after the latest of those. The
-// cost follows the window's hours and probes, not its runs or the stored
-// history. The per-probe queries are pipelined, every probe's at once, so
-// that the round trips do not grow with the probes: five in all.
+// Everything is read from indexes in one snapshot: the probe names (one
+// index search each), then, for a part of the probes at a time
+// (statsParts), two statements over all of the part's probes at once: the
+// counters and durations in the window (statsSums: the window's whole
+// hours from probe_hours, its partial first and last hour from ranges of
+// the covering index results_probe_started_covering), and the last run
+// with the start of the current streak, however long (statsLatest); then
+// the drift events. A second transaction on another connection, importing
+// the first's snapshot, reads parts alongside. The cost follows the
+// window's hours and probes, not its runs or the stored history, and the
+// round trips follow the parts, not the probes.
 func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
 	st, err := s.stats(ctx, since, until)
 	if err != nil {
@@ -204,125 +232,125 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// A helper reads some of the probes in a transaction of its own, on
+	// another connection, while this one reads the others (statsParts).
+	h := s.startStatsHelper(ctx)
+	defer h.stop()
 
-	lo, hi := minTime, maxTime
-	if !since.IsZero() {
-		lo = storedTime(since)
-	}
-	if !until.IsZero() {
-		hi = storedTime(until)
-	}
-
-	probes, err := readStrings(ctx, tx, probeNames)
-	if err != nil {
+	var (
+		b        pgx.Batch
+		probes   []string
+		exported string
+	)
+	b.Queue(probeNames).Query(func(rows pgx.Rows) error {
+		probes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	b.Queue("SELECT pg_export_snapshot()").QueryRow(func(row pgx.Row) error { return row.Scan(&exported) })
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
-	window := splitWindow(since, until)
+	if len(probes) == 0 {
+		return nil, nil
+	}
 	all := make([]results.ProbeStats, len(probes))
 	for i, probe := range probes {
 		all[i].Probe = probe
 	}
-	if err := summarize(ctx, tx, all, window, lo, hi); err != nil {
+	work := newStatsWork(all, since, until)
+	if statsTestHook != nil {
+		statsTestHook(work, false)
+	}
+	h.start(work, exported)
+	if statsTestHook != nil {
+		statsTestHook(work, true)
+	}
+	if err := work.read(ctx, tx, false); err != nil {
 		return nil, err
 	}
-	var out []results.ProbeStats
-	for _, p := range all {
-		if p.Runs > 0 {
-			out = append(out, p)
-		}
-	}
-	if err := streaks(ctx, tx, out); err != nil {
-		return nil, err
-	}
-
 	var drifts where
 	drifts.window("detected_at", since, until)
 	rows, err := tx.Query(ctx, fmt.Sprintf(statsDrifts, drifts.String()), drifts.args...)
 	if err != nil {
 		return nil, fmt.Errorf("drifts: %w", err)
 	}
-	defer rows.Close()
-	counts := map[string]int{}
-	for rows.Next() {
-		var probe string
-		var n int
-		if err := rows.Scan(&probe, &n); err != nil {
-			return nil, fmt.Errorf("drifts: %w", err)
-		}
-		counts[probe] = n
-	}
-	if err := rows.Err(); err != nil {
+	counts, err := driftCounts(rows)
+	if err != nil {
 		return nil, fmt.Errorf("drifts: %w", err)
 	}
-	for i := range out {
-		out[i].DriftEvents = counts[out[i].Probe]
+	if err := h.wait(); err != nil {
+		return nil, err
+	}
+	var out []results.ProbeStats
+	for i, p := range all {
+		switch {
+		case p.Runs > 0 && !work.found[i]:
+			return nil, fmt.Errorf("%s: last run: %w", p.Probe, pgx.ErrNoRows)
+		case p.Runs > 0:
+			p.DriftEvents = counts[p.Probe]
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }
 
-// summarize fills the counters, percentiles and last run of each of ps
-// from the probe's runs in the window, with every probe's queries sent at
-// once; they stay zero for a probe without runs there.
-func summarize(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats, w statsWindow, lo, hi time.Time) (err error) {
-	var b pgx.Batch
-	for i := range ps {
-		args := w.args(ps[i].Probe)
-		b.Queue(statsCounts, args...)
-		b.Queue(statsDurations, args...)
-		b.Queue(statsLast, ps[i].Probe, lo, hi)
-	}
-	br := tx.SendBatch(ctx, &b)
-	defer func() {
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	}()
+// summarize fills the counters and percentiles of each of ps, in the order
+// statsSums was given the probes, from its answer; they stay zero for a
+// probe without runs in the window.
+func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
+	defer rows.Close()
 	hist := hourly.NewHistogram()
-	for i := range ps {
+	var (
+		// Over no rows, sum() is NULL: zero.
+		hours, edges     [6]*int64
+		buckets          []byte
+		durations, signs []int64
+	)
+	i := 0
+	for rows.Next() {
+		if i == len(ps) {
+			return fmt.Errorf("sums: more rows than the %d probes", len(ps))
+		}
 		p := &ps[i]
-		if err := summarizeOne(br, p, hist); err != nil {
+		i++
+		// RawBytes-like: buckets is only parsed, never kept.
+		if err := rows.Scan(&hours[0], &hours[1], &hours[2], &hours[3], &hours[4], &hours[5], &buckets,
+			&edges[0], &edges[1], &edges[2], &edges[3], &edges[4], &edges[5], &durations, &signs); err != nil {
 			return fmt.Errorf("%s: %w", p.Probe, err)
 		}
+		var sums [6]int
+		for k := range sums {
+			sums[k] = int(num(hours[k]) + num(edges[k]))
+		}
+		p.Runs, p.Pass, p.ContractError, p.Unavailable, p.PassedAfterRetries, p.Retries =
+			sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]
+		if err := percentiles(p, hist, buckets, durations, signs); err != nil {
+			return fmt.Errorf("%s: %w", p.Probe, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(ps) {
+		return fmt.Errorf("sums: %d rows for %d probes", i, len(ps))
 	}
 	return nil
 }
 
-// summarizeOne reads the answers to one probe's queries of summarize.
-// hist is left empty.
-func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *hourly.Histogram) error {
-	// Over no rows, sum() is NULL: zero.
-	var runs, pass, contract, unavail, after, extra *int64
-	if err := br.QueryRow().Scan(&runs, &pass, &contract, &unavail, &after, &extra); err != nil {
-		return err
-	}
-	p.Runs, p.Pass, p.ContractError, p.Unavailable = int(num(runs)), int(num(pass)), int(num(contract)), int(num(unavail))
-	p.PassedAfterRetries, p.Retries = int(num(after)), int(num(extra))
-
+// percentiles sets p's percentiles from the duration_buckets objects of
+// its whole hours (their text, joined by commas) and the durations of the
+// runs of its cut hours, each counted with its sign (-1: a run taken away
+// from an hour). hist is left empty.
+func percentiles(p *results.ProbeStats, hist *hourly.Histogram, buckets []byte, durations, signs []int64) error {
 	defer hist.Reset()
-	rows, err := br.Query()
-	if err != nil {
-		return err
+	if len(signs) != len(durations) {
+		return fmt.Errorf("sums: %d durations, %d signs", len(durations), len(signs))
 	}
-	for rows.Next() {
-		var (
-			v, n     int64
-			duration bool
-		)
-		if err := rows.Scan(&v, &n, &duration); err != nil {
-			rows.Close()
-			return err
-		}
-		if duration {
-			v = hourly.Bucket(v) // n < 0: runs taken away from an hour
-		} else if v < 0 || hourly.Bucket(v) != v || n < 0 {
-			rows.Close()
-			return fmt.Errorf("probe_hours: %w: bucket %d with %d runs", errBuckets, v, n)
-		}
-		hist.Add(v, n)
+	if err := parseBucketsText(buckets, hist.Add); err != nil {
+		return fmt.Errorf("probe_hours: %w", err)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+	for i, ms := range durations {
+		hist.Add(hourly.Bucket(ms), signs[i])
 	}
 	if hist.Runs() != int64(p.Runs) {
 		return fmt.Errorf("probe_hours: %d runs in duration buckets, %d counted", hist.Runs(), p.Runs)
@@ -331,74 +359,50 @@ func summarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *hourly.Histo
 	p.P50 = time.Duration(pct[0]) * time.Millisecond
 	p.P95 = time.Duration(pct[1]) * time.Millisecond
 	p.P99 = time.Duration(pct[2]) * time.Millisecond
-
-	var (
-		lastAt  time.Time
-		outcome string
-		code    *string
-	)
-	err = br.QueryRow().Scan(&lastAt, &outcome, &code)
-	if errors.Is(err, pgx.ErrNoRows) && p.Runs == 0 {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("last run: %w", err)
-	}
-	p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
-	p.LastStartedAt = lastAt.UTC()
 	return nil
 }
 
-// streaks fills OutcomeSince of each of ps, whose last run is known: the
-// streak ends at the last run and starts right after the latest earlier
-// run with another outcome. Two rounds of pipelined queries: the latest
-// run of each other outcome, then the first run after the latest of those.
-func streaks(ctx context.Context, tx pgx.Tx, ps []results.ProbeStats) error {
-	type mark struct {
-		at time.Time
-		id int64
-	}
-	breaks := make([]mark, len(ps))
-	for i := range breaks {
-		breaks[i] = mark{at: minTime}
-	}
-	var b pgx.Batch
-	for i := range ps {
-		for _, o := range results.Outcomes {
-			if o == ps[i].LastOutcome {
-				continue
-			}
-			b.Queue(streakBreak, ps[i].Probe, string(o), ps[i].LastStartedAt).QueryRow(func(row pgx.Row) error {
-				var m mark
-				err := row.Scan(&m.at, &m.id)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				if err != nil {
-					return fmt.Errorf("%s: streak: %w", ps[i].Probe, err)
-				}
-				if m.at.After(breaks[i].at) || (m.at.Equal(breaks[i].at) && m.id > breaks[i].id) {
-					breaks[i] = m
-				}
-				return nil
-			})
+// latest fills the last run and OutcomeSince of each of ps that has a
+// run in the window from statsLatest's answer, and marks it in found.
+func latest(rows pgx.Rows, ps []results.ProbeStats, found []bool) error {
+	defer rows.Close()
+	var (
+		n             int64
+		lastAt, since time.Time
+		outcome       string
+		code          *string
+	)
+	for rows.Next() {
+		if err := rows.Scan(&n, &lastAt, &outcome, &code, &since); err != nil {
+			return fmt.Errorf("last run: %w", err)
 		}
+		if n < 1 || n > int64(len(ps)) || found[n-1] {
+			return fmt.Errorf("last run: probe number %d of %d", n, len(ps))
+		}
+		p := &ps[n-1]
+		found[n-1] = true
+		p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
+		p.LastStartedAt, p.OutcomeSince = lastAt.UTC(), since.UTC()
 	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return err
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("last run: %w", err)
 	}
-	b = pgx.Batch{}
-	for i := range ps {
-		b.Queue(streakStart, ps[i].Probe, breaks[i].at, breaks[i].id).QueryRow(func(row pgx.Row) error {
-			var start time.Time
-			if err := row.Scan(&start); err != nil {
-				return fmt.Errorf("%s: streak start: %w", ps[i].Probe, err)
-			}
-			ps[i].OutcomeSince = start.UTC()
-			return nil
-		})
+	return nil
+}
+
+// driftCounts reads statsDrifts' answer: drift events per probe.
+func driftCounts(rows pgx.Rows) (map[string]int, error) {
+	defer rows.Close()
+	counts := map[string]int{}
+	for rows.Next() {
+		var probe string
+		var n int
+		if err := rows.Scan(&probe, &n); err != nil {
+			return nil, err
+		}
+		counts[probe] = n
 	}
-	return tx.SendBatch(ctx, &b).Close()
+	return counts, rows.Err()
 }
 
 // readStrings returns the single text column of every row of query.
