@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,6 +232,61 @@ func TestDaemonConcurrencyLimit(t *testing.T) {
 	}
 	if _, peak := gauge.get(); peak != 2 {
 		h.Errorf("peak of requests at once %d, want 2", peak)
+	}
+}
+
+// TestDaemonSlotFreedBeforeCommit holds the recording of the first run
+// (a store whose commit waits) under max_concurrency 1: the slot is given
+// back once that run's answer is judged, so the other probe runs
+// meanwhile, while the first probe's next tick is skipped until its run is
+// recorded, keeping its runs in order.
+func TestDaemonSlotFreedBeforeCommit(t *testing.T) {
+	schedCheckLeaks(t)
+	provs := map[string]*schedProvider{"a": schedServe(t, nil, false), "b": schedServe(t, nil, false)}
+	h := schedNew(t, schedConfig(1, schedProbe(t, "a", provs["a"].URL, time.Minute), schedProbe(t, "b", provs["b"].URL, time.Minute)), nil)
+	commit := make(chan struct{})
+	var commitOnce sync.Once
+	release := func() { commitOnce.Do(func() { close(commit) }) }
+	t.Cleanup(release)
+	var mu sync.Mutex
+	first, held := "", 0 // the probe whose recording waits, and its records
+	h.store.setHook(func(rec *results.RunRecord) error {
+		mu.Lock()
+		if first == "" {
+			first = rec.Result.Probe
+		}
+		wait := rec.Result.Probe == first
+		if wait {
+			held++
+		}
+		mu.Unlock()
+		if wait {
+			<-commit
+		}
+		return nil
+	})
+	firstProbe := func() string { mu.Lock(); defer mu.Unlock(); return first }
+	h.run()
+
+	h.tick(2, minStartLead+schedSkew)
+	h.eventually("a run waiting for its commit", func() bool { return firstProbe() != "" })
+	held1, other := firstProbe(), "a"
+	if held1 == "a" {
+		other = "b"
+	}
+	h.eventually(other+"'s run recorded while "+held1+"'s commit waits", func() bool { return len(h.runs(other)) == 1 })
+	h.tick(2, time.Minute) // held1 is still being recorded: its tick is skipped
+	time.Sleep(200 * time.Millisecond)
+	if n := provs[held1].requests.Load(); n != 1 {
+		h.Fatalf("%s's provider saw %d requests while its first run was being recorded, want 1", held1, n)
+	}
+
+	release()
+	h.waitRuns(held1, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if held != 1 {
+		h.Errorf("%s recorded %d times, want 1", held1, held)
 	}
 }
 

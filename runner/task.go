@@ -57,11 +57,20 @@ func (d *Daemon) task(jobCtx context.Context, p *checks.Probe) {
 		d.logger.Debug("run dropped while waiting for a concurrency slot", "probe", p.Name)
 		return
 	}
-	defer d.limit.release()
+	// The slot bounds the probing, not the recording: it is given back
+	// once the answer is judged, before the store commits the run. The
+	// probe's claim (scheduleProbe) is held until the run is recorded, so
+	// its next run starts only after that, and its runs reach the store
+	// and the alert policy in order. With a store whose commit is a round
+	// trip (Postgres), holding the slot through it let 64 slots cap the
+	// runs per second at 64 ÷ the commit wait (BENCHMARKS.md).
+	var once sync.Once
+	release := func() { once.Do(d.limit.release) }
+	defer release()
 
 	ctx, done := d.runContext(hardCtx, jobCtx)
 	defer done()
-	d.runOnce(ctx, p)
+	d.runOnce(ctx, p, release)
 }
 
 // runContext returns the context of one run: it ends when hard does (the
@@ -92,10 +101,11 @@ func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, don
 	}
 }
 
-// runOnce runs p, records the result and reports it. A panic in any of it
-// (the Executor never panics, but the recorder and the store are other
-// code) becomes a recorded internal_error rather than a lost run.
-func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
+// runOnce runs p, calls judged once the answer is judged, records the
+// result and reports it. A panic in any of it (the Executor never panics,
+// but the recorder and the store are other code) becomes a recorded
+// internal_error rather than a lost run.
+func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe, judged func()) {
 	var r results.Result
 	taken := false // by Record: written or queued
 	defer func() {
@@ -109,6 +119,7 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe) {
 		}
 	}()
 	r = d.exec.Run(ctx, p)
+	judged()
 	r.Node = d.node
 	// A run cut short by shutdown is still recorded, as canceled: Record
 	// ignores ctx's end.

@@ -66,7 +66,14 @@ func (s *Store) writeBatch(ctx context.Context, batch []*groupcommit.Request, sa
 
 	ids := make([][]int64, len(batch))
 	errs := make([]error, len(batch))
-	recorded := 0
+	written := make([]bool, len(batch)) // claimed, not refused, and written or queued
+	// Without savepoints the runs' statements share one pipeline, sent
+	// once for the whole batch: one round trip for all of them rather
+	// than one per run, during which the writer would otherwise wait for
+	// the server between runs (BENCHMARKS.md). A run with drifts or a
+	// handover sends what is queued before it, for rows it reads back.
+	var p pipeline
+	queued := -1 // the last run queued: when it is alone in batch, p holds its statements
 	for i, r := range batch {
 		if !r.Claim() {
 			continue // its caller has gone: not written
@@ -74,6 +81,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []*groupcommit.Request, sa
 		if errs[i] = fenceError(r.Rec.Fence, epochs); errs[i] != nil {
 			continue // refused: nothing of it is written
 		}
+		written[i] = true
 		if savepoints {
 			var lost error
 			ids[i], errs[i], lost = recordInSavepoint(ctx, tx, r.Rec)
@@ -81,17 +89,29 @@ func (s *Store) writeBatch(ctx context.Context, batch []*groupcommit.Request, sa
 				failLost(ctx, tx, batch, i, errs[i], lost)
 				return true
 			}
-		} else {
-			// A run that fails here leaves its writes in the
-			// transaction. Alone in its batch (one run after another, as
-			// the runner's write queue records them), the rollback below
-			// undoes them; otherwise the batch is written again.
-			ids[i], errs[i] = writeRunSafely(ctx, tx, r.Rec)
-			if errs[i] != nil && len(batch) > 1 {
+			continue
+		}
+		// A run that fails here leaves its writes in the transaction.
+		// Alone in its batch (one run after another, as the runner's
+		// write queue records them), the rollback below undoes them;
+		// otherwise the batch is written again.
+		ids[i], errs[i] = queueRunSafely(ctx, tx, &p, r.Rec)
+		if errs[i] != nil && len(batch) > 1 {
+			return false
+		}
+		queued = i
+	}
+	if !savepoints && queued >= 0 && errs[queued] == nil {
+		if err := p.send(ctx, tx); err != nil {
+			if len(batch) > 1 {
 				return false
 			}
+			ids[queued], errs[queued] = nil, err
 		}
-		if errs[i] == nil {
+	}
+	recorded := 0
+	for i := range batch {
+		if written[i] && errs[i] == nil {
 			recorded++
 		}
 	}
@@ -177,4 +197,15 @@ func writeRunSafely(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) (ids
 		}
 	}()
 	return writeRun(ctx, tx, rec)
+}
+
+// queueRunSafely is queueRun with a panic turned into the run's error, as
+// writeRunSafely does.
+func queueRunSafely(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecord) (ids []int64, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ids, err = nil, refuse(fmt.Errorf("writing the run panicked: %v", v))
+		}
+	}()
+	return queueRun(ctx, tx, p, rec)
 }

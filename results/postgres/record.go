@@ -201,12 +201,33 @@ func (s *Store) record(ctx context.Context, rec *results.RunRecord) ([]int64, er
 // alerts name the drift rows the first returns), instead of one per
 // statement.
 func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, error) {
+	var p pipeline
+	ids, err := queueRun(ctx, tx, &p, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.send(ctx, tx); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// queueRun queues on p, after what p holds already, the statements that
+// write rec, and returns the slice its alert ids are read into once p is
+// sent. A handover, which reads whether its operation is stored, and a
+// run with drifts, whose alerts name the drift rows, first send p with
+// what it holds (and, for drifts, those rows) in tx; p is then left with
+// the rest. On an error p has been sent in part: the caller rolls tx back.
+func queueRun(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecord) ([]int64, error) {
 	if rec.Handover {
-		return nil, writeHandover(ctx, tx, rec)
+		if err := p.send(ctx, tx); err != nil {
+			return nil, err
+		}
+		*p = pipeline{}
+		return nil, queueHandover(ctx, tx, p, rec)
 	}
 	r := &rec.Result
-	var p pipeline
-	queueResultRows(&p, rec)
+	queueResultRows(p, rec)
 
 	// The drift rows by kind and step, for the shape_drift alerts to
 	// link to.
@@ -223,7 +244,7 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 		if err := p.send(ctx, tx); err != nil {
 			return nil, err
 		}
-		p = pipeline{}
+		*p = pipeline{}
 	}
 
 	if st := rec.AlertState; st != nil {
@@ -265,15 +286,13 @@ func writeRun(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) ([]int64, 
 			previous, modes, nullString(a.Receiver), labels,
 			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, rec.Fence.Epoch)
 	}
-	if err := p.send(ctx, tx); err != nil {
-		return nil, err
-	}
 	return ids, nil
 }
 
-// writeHandover writes what a handover keeps of rec (see RecordRun): its
-// result rows, unless the operation is stored already.
-func writeHandover(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) error {
+// queueHandover queues on p what a handover keeps of rec (see RecordRun):
+// its result rows, unless the operation is stored already, which it reads
+// in tx at once.
+func queueHandover(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecord) error {
 	var stored bool
 	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM results WHERE operation_id = $1)`,
 		rec.Result.OperationID).Scan(&stored)
@@ -283,9 +302,8 @@ func writeHandover(ctx context.Context, tx pgx.Tx, rec *results.RunRecord) error
 	if stored {
 		return nil
 	}
-	var p pipeline
-	queueResultRows(&p, rec)
-	return p.send(ctx, tx)
+	queueResultRows(p, rec)
+	return nil
 }
 
 // driftKey tells a run record's drifts apart: at most one per kind, and
