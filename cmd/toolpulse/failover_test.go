@@ -62,7 +62,9 @@ func TestFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hurts a three-node fleet for about a minute; skipped with -short")
 	}
+	cleanup := timeCleanup(t)
 	pg := startTestPostgres(t)
+	cleanup.mark(t, "the kept logs, the servers and the config")
 	seed := *failoverSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -82,6 +84,8 @@ func TestFailover(t *testing.T) {
 
 	f := &fleet{t: t, pg: pg, config: config, dsn: dsn, began: time.Now()}
 	t.Cleanup(func() { f.keepLogs(seed) })
+	cleanup.mark(t, "the instances")
+	defer cleanup.start()
 	for i := range failoverNodes {
 		f.start(i)
 	}
@@ -165,6 +169,52 @@ func TestFailover(t *testing.T) {
 	t.Logf("%d processes in %v; %d runs logged as recorded, %d stored; %d Slack posts; %d failovers measured: slowest %v",
 		len(f.procs), time.Since(f.began).Round(time.Millisecond), len(h.runs),
 		pg.count(t, dsn, "SELECT count(*) FROM results"), len(slack.Messages()), len(f.takeovers), f.slowest())
+}
+
+// cleanupSlow is how long a cleanup may take before it says where it went.
+var cleanupSlow = 5 * time.Second
+
+// cleanupTimer times a test's cleanup, which should take a second, and
+// logs each stage's time when the whole took more than five: defer start
+// in the test function, and call mark after registering the cleanups of a
+// stage (they run before the mark's).
+type cleanupTimer struct {
+	began, last time.Time
+	stages      []string
+}
+
+// timeCleanup returns t's cleanupTimer; the cleanups registered before it
+// are not timed, those registered after its last mark are "Postgres".
+func timeCleanup(t *testing.T) *cleanupTimer {
+	c := &cleanupTimer{}
+	t.Cleanup(func() {
+		if c.began.IsZero() {
+			return
+		}
+		c.stage("Postgres")
+		if took := time.Since(c.began); took > cleanupSlow {
+			t.Logf("the cleanup took %v: %s", took.Round(time.Millisecond), strings.Join(c.stages, ", "))
+		}
+	})
+	return c
+}
+
+func (c *cleanupTimer) start() { c.began, c.last = time.Now(), time.Now() }
+
+func (c *cleanupTimer) stage(name string) {
+	now := time.Now()
+	c.stages = append(c.stages, fmt.Sprintf("%s %v", name, now.Sub(c.last).Round(time.Millisecond)))
+	c.last = now
+}
+
+// mark ends the stage name: the cleanups registered since the mark
+// before.
+func (c *cleanupTimer) mark(t *testing.T, name string) {
+	t.Cleanup(func() {
+		if !c.began.IsZero() {
+			c.stage(name)
+		}
+	})
 }
 
 // keepLogs writes every process's whole log to a file that outlives the
