@@ -350,13 +350,13 @@ func (f *fleet) leader() int {
 	for i, r := range roles {
 		if r == "leader" {
 			if leader >= 0 {
-				f.t.Fatalf("two leaders: %s", f.describe(roles))
+				f.t.Fatalf("two leaders: %s\nevents:\n%s", f.describe(roles), strings.Join(f.events, "\n"))
 			}
 			leader = i
 		}
 	}
 	if leader < 0 {
-		f.t.Fatalf("no leader: %s", f.describe(roles))
+		f.t.Fatalf("no leader: %s\nevents:\n%s", f.describe(roles), strings.Join(f.events, "\n"))
 	}
 	return leader
 }
