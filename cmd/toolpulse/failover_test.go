@@ -834,16 +834,12 @@ func (pg *testPostgres) count(t *testing.T, dsn, sql string) int {
 // application names.
 func (pg *testPostgres) terminate(t *testing.T, pid int) int {
 	t.Helper()
-	ports := clientPorts(t, pid, pg.port)
-	if len(ports) == 0 {
+	ports := pg.clientPortList(t, pid)
+	if ports == "" {
 		return 0
 	}
-	list := make([]string, len(ports))
-	for i, p := range ports {
-		list[i] = strconv.Itoa(p)
-	}
 	n, _ := strconv.Atoi(pg.query(t, pg.dsn, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_port IN ("+
-		strings.Join(list, ",")+") AND client_addr = '127.0.0.1') t"))
+		ports+") AND client_addr = '127.0.0.1') t"))
 	return n
 }
 
@@ -851,16 +847,24 @@ func (pg *testPostgres) terminate(t *testing.T, pid int) int {
 // transaction, waiting for it.
 func (pg *testPostgres) openTransactions(t *testing.T, pid int) int {
 	t.Helper()
-	ports := clientPorts(t, pid, pg.port)
-	if len(ports) == 0 {
+	ports := pg.clientPortList(t, pid)
+	if ports == "" {
 		return 0
 	}
+	return pg.count(t, pg.dsn, "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND client_port IN ("+
+		ports+")")
+}
+
+// clientPortList is the local ports of process pid's connections to the
+// server, comma-separated for SQL's IN (...); "" when it has none.
+func (pg *testPostgres) clientPortList(t *testing.T, pid int) string {
+	t.Helper()
+	ports := clientPorts(t, pid, pg.port)
 	list := make([]string, len(ports))
 	for i, p := range ports {
 		list[i] = strconv.Itoa(p)
 	}
-	return pg.count(t, pg.dsn, "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND client_port IN ("+
-		strings.Join(list, ",")+")")
+	return strings.Join(list, ",")
 }
 
 // clientPorts returns the local ports of pid's TCP connections to

@@ -21,11 +21,11 @@ import (
 
 // run finds a store's fleet by this interface: Postgres has one, SQLite
 // none (its surface shows a fleet of one).
-var _ fleetStore = (*postgres.Store)(nil)
+var _ fleetReader = (*postgres.Store)(nil)
 
 func TestSQLiteHasNoFleet(t *testing.T) {
 	var s store = (*sqlite.Store)(nil)
-	if _, ok := s.(fleetStore); ok {
+	if _, ok := s.(fleetReader); ok {
 		t.Error("*sqlite.Store has a Fleet: the status page would show a Fleet section for a single instance")
 	}
 }

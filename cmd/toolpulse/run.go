@@ -84,7 +84,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	// The leader gauge starts as the daemon stands: a single instance
 	// leads from its start, a fleet node stands by until it is elected.
 	s.metrics.SetLeader(s.daemon.Role().Leading)
-	fleet, _ := s.store.(fleetStore) // nil for SQLite: no fleet
+	fleet, _ := s.store.(fleetReader) // nil for SQLite: no fleet
 	if fleet != nil {
 		s.metrics.WatchFleet(fleet.Fleet, cfg.Fleet.Lease)
 	}
@@ -114,8 +114,8 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	return nil
 }
 
-// fleetStore is a store that knows the fleet sharing it (Postgres).
-type fleetStore interface {
+// fleetReader is a store that knows the fleet sharing it (Postgres).
+type fleetReader interface {
 	Fleet(ctx context.Context) (results.Fleet, error)
 }
 
