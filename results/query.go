@@ -80,6 +80,12 @@ type ProbeStats struct {
 	LastOutcome   Outcome
 	LastCode      Code
 	LastStartedAt time.Time
+	// LastKind is the kind of probe that made the last run in the window
+	// (never ""), and LastMCP the tool and server it called, nil unless
+	// it is an MCP probe's: what the probe was then, which is what it is
+	// now when the window ends now.
+	LastKind ProbeKind
+	LastMCP  *MCPTarget
 	// OutcomeSince is when the probe's current streak of LastOutcome began:
 	// the start of the first run of the unbroken sequence of runs with that
 	// outcome that ends with the last run. It may lie before the window.

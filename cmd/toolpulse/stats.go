@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -21,7 +20,10 @@ type statsCmd struct {
 }
 
 // Run prints, per probe, what happened in the window: runs, outcome rates,
-// the runs that passed only after retries, latency percentiles and drift.
+// the runs that passed only after retries, latency percentiles and drift,
+// with the kind of probe (and MCP tool) of its last run in the window: the
+// kind it is now with the default window, the kind it was then for a
+// window that ends in the past.
 func (s *statsCmd) Run(e *env, root *cli) error {
 	now := time.Now()
 	since, err := present.ParseInstant(s.Since, now)
@@ -44,13 +46,9 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	if err != nil {
 		return softwareError(err)
 	}
-	latest, err := latestRuns(e.ctx, store)
-	if err != nil {
-		return softwareError(err)
-	}
 	rows := make([]statsRow, len(stats))
 	for i := range stats {
-		rows[i] = toStatsRow(&stats[i], latest[stats[i].Probe])
+		rows[i] = toStatsRow(&stats[i])
 	}
 	switch s.Format {
 	case "json":
@@ -58,7 +56,7 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	case "csv":
 		err = writeStatsCSV(e.stdout, rows)
 	default:
-		err = writeStatsTable(e.stdout, stats, latest, useColour(e))
+		err = writeStatsTable(e.stdout, stats, useColour(e))
 	}
 	if err != nil {
 		return softwareError(err)
@@ -91,21 +89,6 @@ type statsRow struct {
 	MCPServer          *string         `json:"mcp_server"`
 }
 
-// latestRuns returns every probe's latest run, by probe: stats shows a
-// probe as the kind it is now, with the tool and server it calls now,
-// even when the window holds runs of an earlier config.
-func latestRuns(ctx context.Context, store store) (map[string]*results.Result, error) {
-	runs, err := store.Latest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	latest := make(map[string]*results.Result, len(runs))
-	for i := range runs {
-		latest[runs[i].Probe] = &runs[i]
-	}
-	return latest, nil
-}
-
 func rate(n, of int) float64 {
 	if of == 0 {
 		return 0
@@ -113,9 +96,9 @@ func rate(n, of int) float64 {
 	return float64(n) / float64(of)
 }
 
-// toStatsRow is p as JSON and CSV show it, with the kind of latest, the
-// probe's latest run (nil reads as http).
-func toStatsRow(p *results.ProbeStats, latest *results.Result) statsRow {
+// toStatsRow is p as JSON and CSV show it, with the kind, tool and server
+// of the last run in the window.
+func toStatsRow(p *results.ProbeStats) statsRow {
 	row := statsRow{
 		Probe: p.Probe, Runs: p.Runs, Pass: p.Pass, ContractError: p.ContractError, Unavailable: p.Unavailable,
 		PassRate: rate(p.Pass, p.Runs), ContractErrorRate: rate(p.ContractError, p.Runs),
@@ -123,13 +106,10 @@ func toStatsRow(p *results.ProbeStats, latest *results.Result) statsRow {
 		P50MS: p.P50.Milliseconds(), P95MS: p.P95.Milliseconds(), P99MS: p.P99.Milliseconds(),
 		DriftEvents: p.DriftEvents, LastOutcome: p.LastOutcome, LastCode: optString(string(p.LastCode)),
 		LastStartedAt: results.FormatTime(p.LastStartedAt), OutcomeSince: results.FormatTime(p.OutcomeSince),
-		Kind: string(results.ProbeHTTP),
+		Kind: string(p.LastKind),
 	}
-	if latest != nil {
-		row.Kind = string(latest.EffectiveKind())
-		if latest.MCP != nil {
-			row.MCPTool, row.MCPServer = &latest.MCP.Tool, &latest.MCP.Server
-		}
+	if p.LastMCP != nil {
+		row.MCPTool, row.MCPServer = &p.LastMCP.Tool, &p.LastMCP.Server
 	}
 	return row
 }
@@ -170,9 +150,9 @@ func writeStatsCSV(w io.Writer, rows []statsRow) error {
 	return cw.Error()
 }
 
-// writeStatsTable prints stats with, when any probe's latest run (in
-// latest) is an MCP probe's, a TOOL column.
-func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]*results.Result, colour bool) error {
+// writeStatsTable prints stats with, when any probe's last run in the
+// window is an MCP probe's, a TOOL column.
+func writeStatsTable(w io.Writer, stats []results.ProbeStats, colour bool) error {
 	if len(stats) == 0 {
 		_, err := fmt.Fprintln(w, "no recorded runs in this window")
 		return err
@@ -180,7 +160,7 @@ func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]
 	pct := func(n, of int) string { return fmt.Sprintf("%.1f%%", 100*rate(n, of)) }
 	var withTool bool
 	for _, p := range stats {
-		if r := latest[p.Probe]; r != nil && r.MCP != nil {
+		if p.LastMCP != nil {
 			withTool = true
 		}
 	}
@@ -199,11 +179,7 @@ func writeStatsTable(w io.Writer, stats []results.ProbeStats, latest map[string]
 		}
 		fmt.Fprintf(tw, "%s\t", present.Printable(p.Probe))
 		if withTool {
-			var tool *results.MCPTarget
-			if r := latest[p.Probe]; r != nil {
-				tool = r.MCP
-			}
-			fmt.Fprintf(tw, "%s\t", mcpToolText(tool))
+			fmt.Fprintf(tw, "%s\t", mcpToolText(p.LastMCP))
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Runs,
 			pct(p.Pass, p.Runs), pct(p.ContractError, p.Runs), pct(p.Unavailable, p.Runs), p.PassedAfterRetries,

@@ -205,3 +205,72 @@ func statsEmpty(t *testing.T, impl Impl) {
 		t.Errorf("empty store: got %+v, %v", got, err)
 	}
 }
+
+// statsLastKind checks the kind of probe, and the MCP tool and server,
+// of each probe's last run in the window: a probe that changed kind shows
+// the kind of its last run, now when the window ends now, then when it
+// ends in the past.
+func statsLastKind(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	h := func(hours int) time.Time { return t0.Add(time.Duration(hours) * time.Hour) }
+	mcp := func(id, probe string, at time.Time, tool string) results.Result {
+		r := runAt(id, probe, at, results.Pass, "", 10, 1)
+		r.Kind = results.ProbeMCP
+		r.MCP = &results.MCPTarget{Tool: tool, Server: "http://127.0.0.1:3901/mcp"}
+		return r
+	}
+	steps := stepsRun("k-steps")
+	steps.StartedAt = h(-1)
+	record(t, s,
+		runAt("k1", "plain", h(-3), results.Pass, "", 10, 1),
+		// Was an HTTP probe, then calls a tool, then another.
+		runAt("k2", "became-mcp", h(-3), results.Pass, "", 10, 1),
+		mcp("k3", "became-mcp", h(-2), "get-weather"),
+		mcp("k4", "became-mcp", h(-1), "get-forecast"),
+		// Called a tool, now an HTTP probe.
+		mcp("k5", "left-mcp", h(-3), "get-weather"),
+		runAt("k6", "left-mcp", h(-1), results.Pass, "", 10, 1),
+		steps)
+
+	type kind struct {
+		kind results.ProbeKind
+		mcp  results.MCPTarget
+	}
+	weather := results.MCPTarget{Tool: "get-weather", Server: "http://127.0.0.1:3901/mcp"}
+	forecast := results.MCPTarget{Tool: "get-forecast", Server: weather.Server}
+	check := func(until time.Time, want map[string]kind) {
+		t.Helper()
+		got, err := s.Stats(ctx, h(-24), until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotM := map[string]kind{}
+		for _, p := range got {
+			k := kind{kind: p.LastKind}
+			if p.LastMCP != nil {
+				k.mcp = *p.LastMCP
+			}
+			gotM[p.Probe] = k
+		}
+		if !reflect.DeepEqual(gotM, want) {
+			t.Errorf("window until %v:\n got  %v\n want %v", until, gotM, want)
+		}
+	}
+	check(time.Time{}, map[string]kind{
+		"plain":           {kind: results.ProbeHTTP},
+		"became-mcp":      {results.ProbeMCP, forecast},
+		"left-mcp":        {kind: results.ProbeHTTP},
+		"refund_order_31": {kind: results.ProbeSteps},
+	})
+	check(h(-1), map[string]kind{
+		"plain":      {kind: results.ProbeHTTP},
+		"became-mcp": {results.ProbeMCP, weather},
+		"left-mcp":   {results.ProbeMCP, weather},
+	})
+	check(h(-2), map[string]kind{
+		"plain":      {kind: results.ProbeHTTP},
+		"became-mcp": {kind: results.ProbeHTTP},
+		"left-mcp":   {results.ProbeMCP, weather},
+	})
+}

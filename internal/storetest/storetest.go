@@ -152,6 +152,7 @@ var behaviours = []behaviour{
 	{"Stats/drift events", statsDriftEvents},
 	{"Stats/empty", statsEmpty},
 	{"Stats/window edges", statsWindowEdges},
+	{"Stats/last run's kind", statsLastKind},
 	// Silences.
 	{"Silences/lifecycle", silencesLifecycle},
 	// Retention.

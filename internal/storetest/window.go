@@ -87,7 +87,7 @@ func statsWindowEdges(t *testing.T, impl Impl) {
 			}
 			var (
 				in   []int
-				want = results.ProbeStats{Probe: "p"}
+				want = results.ProbeStats{Probe: "p", LastKind: results.ProbeHTTP}
 			)
 			for _, r := range runs {
 				if (tt.since.IsZero() || !r.at.Before(tt.since)) && (tt.until.IsZero() || r.at.Before(tt.until)) {

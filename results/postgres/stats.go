@@ -162,10 +162,11 @@ func (w statsWindow) args() []any {
 const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 
 // statsLatest is, for every probe of $1 (a text array), its last run in
-// [$2, $3), in the order history is listed in, and the start of its
-// current streak, however long: the first run after the latest run with
-// another outcome (of those in $4, a text array of every outcome) up to
-// the last run. A probe without a run in the window has no row. Every
+// [$2, $3), in the order history is listed in, with the kind of probe and
+// the MCP tool and server that made it (read from the table row, as its
+// code is), and the start of its current streak, however long: the first
+// run after the latest run with another outcome (of those in $4, a text
+// array of every outcome) up to the last run. A probe without a run in the window has no row. Every
 // read is an index search per probe: the last run backwards on
 // results_probe_started_covering; the latest run of each other outcome on
 // results_probe_outcome_started (a run with another outcome that started
@@ -173,10 +174,10 @@ const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 // would be the last run, so it counts as before it); and the first run
 // after the latest of those, forwards on results_probe_started_covering
 // from (started_at, id), or from the first run when there is none.
-const statsLatest = `SELECT p.n, l.started_at, l.outcome, l.code, s.started_at
+const statsLatest = `SELECT p.n, l.started_at, l.outcome, l.code, l.kind, l.mcp_tool, l.mcp_server, s.started_at
 FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
 CROSS JOIN LATERAL (
-    SELECT started_at, outcome, code FROM results
+    SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
     WHERE probe = p.probe AND started_at >= $2 AND started_at < $3
     ORDER BY started_at DESC, id DESC
     LIMIT 1
@@ -362,18 +363,19 @@ func percentiles(p *results.ProbeStats, hist *hourly.Histogram, buckets []byte, 
 	return nil
 }
 
-// latest fills the last run and OutcomeSince of each of ps that has a
-// run in the window from statsLatest's answer, and marks it in found.
+// latest fills the last run (its outcome, start and kind) and
+// OutcomeSince of each of ps that has a run in the window from
+// statsLatest's answer, and marks it in found.
 func latest(rows pgx.Rows, ps []results.ProbeStats, found []bool) error {
 	defer rows.Close()
 	var (
-		n             int64
-		lastAt, since time.Time
-		outcome       string
-		code          *string
+		n                  int64
+		lastAt, since      time.Time
+		outcome, kind      string
+		code, tool, server *string
 	)
 	for rows.Next() {
-		if err := rows.Scan(&n, &lastAt, &outcome, &code, &since); err != nil {
+		if err := rows.Scan(&n, &lastAt, &outcome, &code, &kind, &tool, &server, &since); err != nil {
 			return fmt.Errorf("last run: %w", err)
 		}
 		if n < 1 || n > int64(len(ps)) || found[n-1] {
@@ -383,6 +385,10 @@ func latest(rows pgx.Rows, ps []results.ProbeStats, found []bool) error {
 		found[n-1] = true
 		p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
 		p.LastStartedAt, p.OutcomeSince = lastAt.UTC(), since.UTC()
+		p.LastKind, p.LastMCP = results.ProbeKind(kind), nil
+		if tool != nil {
+			p.LastMCP = &results.MCPTarget{Tool: *tool, Server: str(server)}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("last run: %w", err)

@@ -72,8 +72,8 @@ FROM (` + refEdges + `) r
 GROUP BY duration_ms`
 
 // refLast is a probe's last run in the window, in the order history is
-// listed in: an index search.
-const refLast = `SELECT started_at, outcome, code FROM results
+// listed in, with its kind and MCP tool: an index search.
+const refLast = `SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
 WHERE probe = $1 AND started_at >= $2 AND started_at < $3
 ORDER BY started_at DESC, id DESC
 LIMIT 1`
@@ -230,11 +230,11 @@ func refSummarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *hourly.Hi
 	p.P99 = time.Duration(pct[2]) * time.Millisecond
 
 	var (
-		lastAt  time.Time
-		outcome string
-		code    *string
+		lastAt             time.Time
+		outcome, kind      string
+		code, tool, server *string
 	)
-	err = br.QueryRow().Scan(&lastAt, &outcome, &code)
+	err = br.QueryRow().Scan(&lastAt, &outcome, &code, &kind, &tool, &server)
 	if errors.Is(err, pgx.ErrNoRows) && p.Runs == 0 {
 		return nil
 	}
@@ -242,7 +242,10 @@ func refSummarizeOne(br pgx.BatchResults, p *results.ProbeStats, hist *hourly.Hi
 		return fmt.Errorf("last run: %w", err)
 	}
 	p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(str(code))
-	p.LastStartedAt = lastAt.UTC()
+	p.LastStartedAt, p.LastKind = lastAt.UTC(), results.ProbeKind(kind)
+	if tool != nil {
+		p.LastMCP = &results.MCPTarget{Tool: *tool, Server: str(server)}
+	}
 	return nil
 }
 

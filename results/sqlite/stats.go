@@ -99,8 +99,9 @@ func splitWindow(since, until time.Time) statsWindow {
 const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 
 // statsLast is a probe's last run in the window, in the order history is
-// listed in: an index search.
-const statsLast = `SELECT started_at, outcome, code FROM results
+// listed in, with the kind of probe and the MCP tool and server that made
+// it: an index search, then the table row (for its code).
+const statsLast = `SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
 WHERE probe = ? AND started_at >= ? AND started_at < ?
 ORDER BY started_at DESC, id DESC
 LIMIT 1`
@@ -131,10 +132,10 @@ LIMIT 1`
 // indexes only: the probe names (one index search each); the probe's
 // counters and durations in the window (statsProbe: the window's whole
 // hours from probe_hours, its partial first and last hour from ranges of
-// the covering index results_probe_started_covering); its last run; and
-// the start of its current streak, however long: the latest run of each
-// other outcome before the last run, then the first run after the latest
-// of those. The cost follows the window's hours and probes, not its runs
+// the covering index results_probe_started_covering); its last run, with
+// the kind of probe that made it (the run's table row); and the start of
+// its current streak, however long: the latest run of each other outcome
+// before the last run, then the first run after the latest of those. The cost follows the window's hours and probes, not its runs
 // or the stored history, and Go never holds more than one probe's
 // histogram.
 func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
@@ -316,14 +317,18 @@ func readStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 // last run in [lo, hi).
 func (st *statsStmts) lastAndStreak(ctx context.Context, p *results.ProbeStats, lo, hi string) error {
 	var (
-		lastAt, outcome string
-		code            sql.NullString
+		lastAt, outcome, kind    string
+		code, mcpTool, mcpServer sql.NullString
 	)
-	err := st.last.QueryRowContext(ctx, p.Probe, lo, hi).Scan(&lastAt, &outcome, &code)
+	err := st.last.QueryRowContext(ctx, p.Probe, lo, hi).Scan(&lastAt, &outcome, &code, &kind, &mcpTool, &mcpServer)
 	if err != nil {
 		return fmt.Errorf("last run: %w", err)
 	}
 	p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(code.String)
+	p.LastKind, p.LastMCP = results.ProbeKind(kind), nil
+	if mcpTool.Valid {
+		p.LastMCP = &results.MCPTarget{Tool: mcpTool.String, Server: mcpServer.String}
+	}
 	if p.LastStartedAt, err = parseTime(lastAt); err != nil {
 		return err
 	}
