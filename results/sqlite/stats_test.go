@@ -23,8 +23,8 @@ import (
 const handStats = `
 WITH w AS (SELECT * FROM results WHERE started_at >= ?1 AND started_at < ?2),
 last AS (
-    SELECT probe, started_at, id, outcome, code FROM (
-        SELECT probe, started_at, id, outcome, code,
+    SELECT probe, started_at, id, outcome, code, kind, mcp_tool, mcp_server FROM (
+        SELECT probe, started_at, id, outcome, code, kind, mcp_tool, mcp_server,
                row_number() OVER (PARTITION BY probe ORDER BY started_at DESC, id DESC) AS n
         FROM w)
     WHERE n = 1
@@ -59,7 +59,8 @@ SELECT a.probe, a.runs, a.pass, a.contract_error, a.unavailable, a.passed_after_
               SELECT 1 FROM results y
               WHERE y.probe = a.probe AND y.outcome <> l.outcome
                 AND (y.started_at, y.id) >= (x.started_at, x.id)
-                AND (y.started_at, y.id) <= (l.started_at, l.id))) AS outcome_since
+                AND (y.started_at, y.id) <= (l.started_at, l.id))) AS outcome_since,
+       l.kind, l.mcp_tool, l.mcp_server
 FROM agg a JOIN last l ON l.probe = a.probe
 ORDER BY a.probe`
 
@@ -83,10 +84,12 @@ func statsBySQL(t *testing.T, db *sql.DB, since, until time.Time) []results.Prob
 			p                              results.ProbeStats
 			p50, p95, p99                  int64
 			outcome, code, last, streakBeg string
+			kind                           string
+			tool, server                   sql.NullString
 		)
 		err := rows.Scan(&p.Probe, &p.Runs, &p.Pass, &p.ContractError, &p.Unavailable,
 			&p.PassedAfterRetries, &p.Retries, &p50, &p95, &p99, &p.DriftEvents,
-			&outcome, &code, &last, &streakBeg)
+			&outcome, &code, &last, &streakBeg, &kind, &tool, &server)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +97,10 @@ func statsBySQL(t *testing.T, db *sql.DB, since, until time.Time) []results.Prob
 		p.LastOutcome, p.LastCode = results.Outcome(outcome), results.Code(code)
 		p.LastStartedAt = parseStored(t, last)
 		p.OutcomeSince = parseStored(t, streakBeg)
+		p.LastKind = results.ProbeKind(kind)
+		if tool.Valid {
+			p.LastMCP = &results.MCPTarget{Tool: tool.String, Server: server.String}
+		}
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
