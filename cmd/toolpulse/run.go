@@ -94,6 +94,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		h := web.NewServer(web.Deps{
 			Logger: logger, Server: cfg.Server, Token: cfg.Server.Token, Healthy: s.healthy, Metrics: s.metricsHandler,
 			Store: s.store, Probes: func() []*checks.Probe { return state.Running().Probes },
+			Maintenance:  func() []results.MaintenanceWindow { return state.Running().Maintenance },
 			ConfigBanner: state.Banner, Role: s.webRole, Fleet: fleet, Lease: cfg.Fleet.Lease, Started: started,
 		})
 		go func() { served <- web.Serve(ctx, ln, h, logger) }()
