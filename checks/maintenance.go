@@ -240,3 +240,21 @@ func (l *loader) windowZone(x entry) *time.Location {
 	}
 	return loc
 }
+
+// MaintenanceAt returns the probes some maintenance window of c covers,
+// each true when one covering it is on at now: what
+// toolpulse_probe_in_maintenance shows. Probes no window covers are not
+// in it.
+func (c *Config) MaintenanceAt(now time.Time) map[string]bool {
+	if len(c.Maintenance) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, p := range c.Probes {
+		if !slices.ContainsFunc(c.Maintenance, func(w results.MaintenanceWindow) bool { return w.Matches(p.Name, p.Labels) }) {
+			continue
+		}
+		_, out[p.Name] = results.InMaintenance(c.Maintenance, now, p.Name, p.Labels)
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,5 +151,36 @@ func TestMaintenanceEnv(t *testing.T) {
 	w := cfg.Maintenance[0]
 	if w.Hour != 4 || w.Minute != 15 || w.Location.String() != "America/New_York" {
 		t.Errorf("window = %v, want 04:15 America/New_York", w)
+	}
+}
+
+// TestMaintenanceAt: the probes some window covers, each true while one
+// is on; the others are left out.
+func TestMaintenanceAt(t *testing.T) {
+	cfg, err := Load("testdata/maintenance/valid.yaml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// valid.yaml: search by its label on Sundays from 02:00 Berlin for 2h;
+	// billing on Saturdays and Sundays from 23:30 UTC for 1h30m, and
+	// daily from 00:00 UTC for 10m (named, with team payments).
+	tests := []struct {
+		at   string
+		want map[string]bool
+	}{
+		{"2026-12-06T00:50:00Z", map[string]bool{"search": false, "billing": true}},  // Saturday's 23:30 still on
+		{"2026-12-06T01:30:00Z", map[string]bool{"search": true, "billing": false}},  // Sunday 02:30 Berlin
+		{"2026-12-06T03:30:00Z", map[string]bool{"search": false, "billing": false}}, // both ended
+		{"2026-12-02T00:05:00Z", map[string]bool{"search": false, "billing": true}},  // the daily ten minutes
+	}
+	for _, tt := range tests {
+		at, _ := time.Parse(time.RFC3339, tt.at)
+		if got := cfg.MaintenanceAt(at); !maps.Equal(got, tt.want) {
+			t.Errorf("MaintenanceAt(%s) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+	cfg.Maintenance = nil
+	if got := cfg.MaintenanceAt(time.Now()); got != nil {
+		t.Errorf("without windows: %v, want nil", got)
 	}
 }

@@ -84,6 +84,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	// The leader gauge starts as the daemon stands: a single instance
 	// leads from its start, a fleet node stands by until it is elected.
 	s.metrics.SetLeader(s.daemon.Role().Leading)
+	s.metrics.WatchMaintenance(func(now time.Time) map[string]bool { return state.Running().MaintenanceAt(now) })
 	fleet, _ := s.store.(fleetReader) // nil for SQLite: no fleet
 	if fleet != nil {
 		s.metrics.WatchFleet(fleet.Fleet, cfg.Fleet.Lease)
