@@ -80,9 +80,9 @@ func (l *loader) maintenance(e entry, probes []*Probe) []results.MaintenanceWind
 			d.errorf(item, "%s: name the probes it covers with probes: [name, ...], labels: {team: search}, or both", path)
 			valid = false
 		}
-		for _, key := range []string{"start", "duration"} {
-			if _, has := present[key]; !has {
-				d.errorf(item, "%s: %s is required, such as %s", path, key, map[string]string{"start": `start: "02:00"`, "duration": "duration: 2h"}[key])
+		for _, req := range []struct{ key, example string }{{"start", `start: "02:00"`}, {"duration", "duration: 2h"}} {
+			if _, has := present[req.key]; !has {
+				d.errorf(item, "%s: %s is required, such as %s", path, req.key, req.example)
 				valid = false
 			}
 		}
@@ -249,12 +249,14 @@ func (c *Config) MaintenanceAt(now time.Time) map[string]bool {
 	if len(c.Maintenance) == 0 {
 		return nil
 	}
+	on := results.WindowsOn(c.Maintenance, now)
 	out := map[string]bool{}
 	for _, p := range c.Probes {
-		if !slices.ContainsFunc(c.Maintenance, func(w results.MaintenanceWindow) bool { return w.Matches(p.Name, p.Labels) }) {
-			continue
+		for i, w := range c.Maintenance {
+			if w.Matches(p.Name, p.Labels) {
+				out[p.Name] = out[p.Name] || !on[i].IsZero()
+			}
 		}
-		_, out[p.Name] = results.InMaintenance(c.Maintenance, now, p.Name, p.Labels)
 	}
 	return out
 }

@@ -188,3 +188,14 @@ func InMaintenance(windows []MaintenanceWindow, now time.Time, probe string, lab
 	}
 	return until, in
 }
+
+// WindowsOn returns, for each of windows in order, until when it is on at
+// now, or the zero time when it is off: what a page or a scrape that asks
+// about many probes computes once.
+func WindowsOn(windows []MaintenanceWindow, now time.Time) []time.Time {
+	out := make([]time.Time, len(windows))
+	for i, w := range windows {
+		out[i], _ = w.ActiveAt(now)
+	}
+	return out
+}

@@ -53,17 +53,15 @@ func maintenanceViews(windows []results.MaintenanceWindow, now time.Time) (all, 
 	return all, active
 }
 
-// maintenanceOf returns until when a window on at now covers p, for its
-// row; nil when none does. Of several, the one that ends last says.
-func maintenanceOf(windows []results.MaintenanceWindow, now time.Time, p *checks.Probe) *localClock {
+// maintenanceOf returns until when a window on covers p, for its row; nil
+// when none does. Of several, the one that ends last says. on is
+// results.WindowsOn of windows.
+func maintenanceOf(windows []results.MaintenanceWindow, on []time.Time, p *checks.Probe) *localClock {
 	var last time.Time
 	var loc *time.Location
-	for _, w := range windows {
-		if !w.Matches(p.Name, p.Labels) {
-			continue
-		}
-		if until, on := w.ActiveAt(now); on && until.After(last) {
-			last, loc = until, w.Location
+	for i, w := range windows {
+		if on[i].After(last) && w.Matches(p.Name, p.Labels) {
+			last, loc = on[i], w.Location
 		}
 	}
 	if last.IsZero() {

@@ -106,6 +106,7 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 		byProbe[latest[i].Probe] = &latest[i]
 	}
 	windows := sp.deps.windows()
+	on := results.WindowsOn(windows, now)
 	ov := &overview{Total: len(probes), Failing: failingOnly}
 	ov.Windows, _ = maintenanceViews(windows, now)
 	counts := map[string]int{}
@@ -144,7 +145,7 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 		}
 		r := newRow(now, p, byProbe[p.Name], runs[p.Name], drift)
 		r.Alert = newAlertView(now, alerts[p.Name])
-		r.Maintenance = maintenanceOf(windows, now, p)
+		r.Maintenance = maintenanceOf(windows, on, p)
 		ov.Rows = append(ov.Rows, r)
 	}
 	slices.SortStableFunc(ov.Rows, func(a, b row) int {
