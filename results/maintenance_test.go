@@ -157,3 +157,54 @@ func TestMaintenanceWindowString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// TestMaintenanceStartAgainstTheClock checks the start of a window on
+// every day around each change of the clocks of zones with the usual and
+// the unusual changes (a 30-minute one, one at midnight, a skipped day)
+// against a reading of the wall clock minute by minute: a window starts
+// at the first instant whose wall clock shows its date and time or later.
+func TestMaintenanceStartAgainstTheClock(t *testing.T) {
+	zones := map[string]int{
+		"Europe/Berlin": 2026, "America/New_York": 2026, "Australia/Lord_Howe": 2026,
+		"America/Santiago": 2026, "Pacific/Apia": 2011,
+	}
+	times := [][2]int{{0, 0}, {0, 30}, {1, 59}, {2, 0}, {2, 30}, {3, 0}, {23, 30}}
+	for name, year := range zones {
+		loc := mustZone(t, name)
+		var dates []time.Time // the local dates of a change, and the days either side
+		for d := time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() == year; d = d.AddDate(0, 0, 1) {
+			_, before := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc).Add(-time.Hour).Zone()
+			_, after := time.Date(d.Year(), d.Month(), d.Day(), 23, 59, 0, 0, loc).Add(time.Hour).Zone()
+			if before != after {
+				dates = append(dates, d.AddDate(0, 0, -1), d, d.AddDate(0, 0, 1))
+			}
+		}
+		if len(dates) == 0 {
+			t.Fatalf("%s: no change of the clocks found in %d", name, year)
+		}
+		for _, date := range dates {
+			for _, hm := range times {
+				w := MaintenanceWindow{Hour: hm[0], Minute: hm[1], Duration: time.Hour, Location: loc}
+				got := w.startOn(date.Date())
+				want := firstShowing(date, hm[0], hm[1], loc)
+				if !got.Equal(want) {
+					t.Errorf("%s %s %02d:%02d: starts at %s, want %s (the first minute the clock shows it or later)",
+						name, date.Format("2006-01-02"), hm[0], hm[1], got.In(loc).Format(time.RFC3339), want.In(loc).Format(time.RFC3339))
+				}
+			}
+		}
+	}
+}
+
+// firstShowing is the first instant, minute by minute, whose wall clock
+// in loc reads date at hour:minute or later.
+func firstShowing(date time.Time, hour, minute int, loc *time.Location) time.Time {
+	want := time.Date(date.Year(), date.Month(), date.Day(), hour, minute, 0, 0, time.UTC)
+	for u := want.Add(-30 * time.Hour); ; u = u.Add(time.Minute) {
+		l := u.In(loc)
+		wall := time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+		if !wall.Before(want) {
+			return u
+		}
+	}
+}
