@@ -35,6 +35,9 @@ type Config struct {
 	Consumers map[string]*consumers.Consumer
 	// Probes are in file order.
 	Probes []*Probe
+	// Maintenance are the recurring windows that mute probes' alerts, in
+	// file order; each covers at least one probe.
+	Maintenance []results.MaintenanceWindow
 }
 
 // Storage is where results are kept and for how long.

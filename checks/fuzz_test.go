@@ -13,6 +13,7 @@ import (
 // testdata/ so that its consumer and CA file references resolve.
 func FuzzParse(f *testing.F) {
 	addFileSeeds(f, "testdata/*.yaml", "../checks.yaml")
+	addFileSeeds(f, "testdata/maintenance/*.yaml")
 	env := mapEnv(map[string]string{"TP_TOKEN": "t0ken-value", "SEARCH_TOKEN": "s3arch", "SLACK_BOT_TOKEN": "xoxb-1"})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data, "testdata", env)

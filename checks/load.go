@@ -23,7 +23,7 @@ import (
 const maxConfigBytes = 16 << 20
 
 var (
-	topKeys    = []string{"version", "storage", "fleet", "server", "max_concurrency", "defaults", "notify", "consumers", "probes"}
+	topKeys    = []string{"version", "storage", "fleet", "server", "max_concurrency", "defaults", "notify", "consumers", "probes", "maintenance"}
 	storageKey = []string{"driver", "path", "dsn", "retention"}
 	fleetKeys  = []string{"node", "lease"}
 	serverKeys = []string{"listen", "token", "public_url"}
@@ -192,6 +192,9 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 				cfg.Probes = append(cfg.Probes, p)
 			}
 		}
+	}
+	if e, ok := sections["maintenance"]; ok {
+		cfg.Maintenance = l.maintenance(e, cfg.Probes)
 	}
 	return cfg
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -285,8 +286,9 @@ func Schema() ([]byte, error) {
 			"send_resolved":         boolSchema(),
 			"update_on_code_change": boolSchema(),
 		}),
-		"consumers": map[string]any{"type": "array", "items": consumer},
-		"probes":    map[string]any{"type": "array", "items": probe},
+		"consumers":   map[string]any{"type": "array", "items": consumer},
+		"probes":      map[string]any{"type": "array", "items": probe},
+		"maintenance": map[string]any{"type": "array", "items": maintenanceSchema(&b), "description": "recurring windows that mute the alerts of the probes they cover; resolves are never muted"},
 	})
 	if b.err != nil {
 		return nil, b.err
@@ -388,3 +390,45 @@ func withDoc(s map[string]any, d string) map[string]any {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// maintenanceSchema is one maintenance window. Which probes exist and
+// what their labels are, only Load knows.
+func maintenanceSchema(b *schemaBuilder) map[string]any {
+	var names []string
+	for _, d := range weekdays {
+		name := d.String()
+		names = append(names, anyCase(name[:3])+"("+anyCase(name[3:])+")?")
+	}
+	w := b.object("maintenance window", maintenanceKeys, []string{"start", "duration"}, map[string]any{
+		"probes": map[string]any{"type": "array", "minItems": 1, "uniqueItems": true, "items": nonEmptyString(),
+			"description": "the probes it covers, by name; with labels, a probe must be named and carry them"},
+		"labels": map[string]any{
+			"type":                 "object",
+			"minProperties":        1,
+			"propertyNames":        map[string]any{"pattern": labelName.String(), "not": map[string]any{"anyOf": labelNameExclusions()}},
+			"additionalProperties": scalarString(),
+			"description":          "the labels a probe must carry, every one of them",
+		},
+		"every": map[string]any{"type": "array", "uniqueItems": true,
+			"items":       map[string]any{"type": "string", "pattern": `^\s*(` + strings.Join(names, "|") + `)\s*$|` + envRef},
+			"description": "the weekdays it starts on (Mon to Sun); empty or left out: every day"},
+		"start": map[string]any{"type": "string", "pattern": `^\s*` + strings.Trim(clockTime.String(), "^$") + `\s*$|` + envRef,
+			"description": "the time of day it starts, HH:MM in its time zone; a start the clocks skip is taken at the jump"},
+		"duration": withDoc(durationSchema("how long it lasts, in elapsed time", true), "more than 0, less than a week"),
+		"timezone": withDoc(nonEmptyString(), "an IANA time zone such as Europe/Berlin; default UTC"),
+	})
+	w["anyOf"] = []any{
+		map[string]any{"required": []string{"probes"}},
+		map[string]any{"required": []string{"labels"}},
+	}
+	return w
+}
+
+// anyCase is a pattern matching s in any case.
+func anyCase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteString("[" + strings.ToUpper(string(r)) + strings.ToLower(string(r)) + "]")
+	}
+	return b.String()
+}

@@ -54,7 +54,12 @@ func (m Matchers) String() string {
 // Matches reports whether the silence's matchers cover a probe with this
 // name and these labels, whatever the time.
 func (s Silence) Matches(probe string, labels map[string]string) bool {
-	m := s.Matchers
+	return s.Matchers.Matches(probe, labels)
+}
+
+// Matches reports whether m covers a probe with this name and these
+// labels.
+func (m Matchers) Matches(probe string, labels map[string]string) bool {
 	if m.Empty() {
 		return false
 	}

@@ -227,7 +227,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
-		Silences: deps.Silences, Fenced: d.refused,
+		Silences: deps.Silences, Maintenance: cfg.Maintenance, Fenced: d.refused,
 	})
 	if d.fleet != nil {
 		// Until elected, an instance of a fleet decides nothing.

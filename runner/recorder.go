@@ -41,6 +41,9 @@ type RecorderOptions struct {
 	Redact func(string) string
 	// Silences are read at most every SilenceRefresh; nil: none.
 	Silences Silences
+	// Maintenance are the config's recurring windows: while one covering
+	// a probe is on, its alerts are muted as by a silence.
+	Maintenance []results.MaintenanceWindow
 	// Fenced is told, without blocking, that the store refused a write
 	// claiming f (results.ErrFenced): a newer leader holds the lease. The
 	// run was written again as a handover. nil: nobody is told.
@@ -73,11 +76,12 @@ type Recorder struct {
 	queue       *writeQueue
 	redact      func(string) string
 
-	mu      sync.RWMutex // guards notify, labels, targets, deliver and states
+	mu      sync.RWMutex // guards notify, labels, targets, deliver, windows and states
 	notify  checks.Notify
 	labels  map[string]map[string]string // by probe: routes and silences match them
 	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
+	windows []results.MaintenanceWindow // the config's maintenance windows
 	states  map[string]results.AlertState
 
 	locksMu sync.Mutex
@@ -133,6 +137,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		labels:   opts.Labels,
 		targets:  opts.Targets,
 		deliver:  opts.Deliver,
+		windows:  opts.Maintenance,
 		observer: observerOr(opts.Observer),
 		states:   map[string]results.AlertState{},
 		locks:    map[string]*sync.Mutex{},
@@ -247,13 +252,15 @@ func (rc *Recorder) writeHandover(ctx context.Context, r *results.Result) error 
 	return nil
 }
 
-// SetConfig applies a reload: cfg's notify section, labels and calls.
-// deliver is false when no receiver is configured. Alert states are kept.
+// SetConfig applies a reload: cfg's notify section, labels, calls and
+// maintenance windows. deliver is false when no receiver is configured.
+// Alert states are kept.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	labels, targets := ProbeLabels(cfg), probeTargets(cfg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
+	rc.windows = cfg.Maintenance
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -313,9 +320,10 @@ func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, err
 	defer rc.lockProbe(r.Probe)()
 	var run recording
 	rc.begin(&run, r, term.fence)
-	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced?
+	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced, or in maintenance?
 	rc.judgeDrift(ctx, &run)                     // drift.go: how its answers and tool definition drifted
 	decideAlerts(&run)                           // alerting.go: its next alert state and the run's alerts
+	creditMaintenance(&run)                      // silence.go: which skips a maintenance window made
 	rc.addressAlerts(&run)                       // addressing.go: who each alert goes to
 	if err := rc.commit(ctx, &run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
@@ -342,6 +350,10 @@ type recording struct {
 	known  bool               // state was kept, in memory or in the store
 
 	silenced bool
+	// windows are the maintenance windows of the config; maintenance: one
+	// covering the probe is on (and silenced is set), and no silence is.
+	windows     []results.MaintenanceWindow
+	maintenance bool
 	// answers are the run's judged answers, the probe's own first; drifts
 	// its drift events.
 	answers []judgedAnswer
@@ -364,7 +376,8 @@ type recording struct {
 func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence) {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
-	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe], fence: fence}
+	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe], fence: fence,
+		windows: rc.windows}
 	run.route = rc.notify.Route(run.labels)
 	run.state, run.known = rc.states[r.Probe]
 	run.to = addressing{told: run.state.Receivers}

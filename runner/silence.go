@@ -13,19 +13,42 @@ import (
 // within this long.
 const SilenceRefresh = 5 * time.Second
 
-// checkSilence is the silence stage: whether an active silence covers the
-// run's probe. When the silences cannot be read, the last ones read stand
+// maintenanceError is the last error of an alert a maintenance window,
+// and no silence, kept back.
+const maintenanceError = "maintenance"
+
+// checkSilence is the silence stage: whether an active silence or a
+// maintenance window that is on covers the run's probe; either mutes its
+// alerts alike. When the silences cannot be read, the last ones read stand
 // (none before the first read); the failure is logged and counted.
 func (rc *Recorder) checkSilence(ctx context.Context, run *recording) {
-	if rc.silences == nil {
+	if rc.silences != nil {
+		list, err := rc.silences.get(ctx, run.now)
+		if err != nil {
+			rc.logger.Error("reading silences failed; using the last ones read", "error", err)
+			rc.observer.StoreError("silences")
+		}
+		run.silenced = results.Silenced(list, run.now, run.probe, run.labels)
+	}
+	if run.silenced {
 		return
 	}
-	list, err := rc.silences.get(ctx, run.now)
-	if err != nil {
-		rc.logger.Error("reading silences failed; using the last ones read", "error", err)
-		rc.observer.StoreError("silences")
+	_, run.maintenance = results.InMaintenance(run.windows, run.now, run.probe, run.labels)
+	run.silenced = run.maintenance
+}
+
+// creditMaintenance names a maintenance window, not a silence, as the
+// reason the run's alerts were skipped, for whoever reads the alerts'
+// history.
+func creditMaintenance(run *recording) {
+	if !run.maintenance {
+		return
 	}
-	run.silenced = results.Silenced(list, run.now, run.probe, run.labels)
+	for i := range run.alerts {
+		if a := &run.alerts[i]; a.State == results.DeliverySkipped && a.LastError == silencedError {
+			a.LastError = maintenanceError
+		}
+	}
 }
 
 // silenceCache holds the silences last read, for SilenceRefresh.

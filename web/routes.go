@@ -27,6 +27,7 @@ func addRoutes(mux *http.ServeMux, deps Deps) {
 	mux.Handle("GET /api/v1/drifts", requireToken(deps.Token, handleDrifts(deps.Store, deps.Probes)))
 	mux.Handle("GET /api/v1/fleet", requireToken(deps.Token, handleFleet(deps)))
 	mux.Handle("GET /api/v1/silences", requireToken(deps.Token, handleSilences(deps.Store, deps.nowFunc())))
+	mux.Handle("GET /api/v1/maintenance", requireToken(deps.Token, handleMaintenance(deps.windows, deps.nowFunc())))
 	// MCP: POST only (the endpoint is stateless); the guard lets POST
 	// through to this path alone.
 	mux.Handle("POST "+mcpPath, requireToken(deps.Token,

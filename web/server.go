@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // Deps is what the read-only HTTP surface needs.
@@ -27,7 +28,10 @@ type Deps struct {
 	Metrics http.Handler
 	Store   Store
 	Probes  func() []*checks.Probe // the probes of the running config
-	Now     func() time.Time       // nil: time.Now
+	// Maintenance returns the running config's maintenance windows; nil:
+	// none.
+	Maintenance func() []results.MaintenanceWindow
+	Now         func() time.Time // nil: time.Now
 	// ConfigBanner says how the config file on disk stands against the
 	// running config, for the status page; nil or "": nothing to say.
 	ConfigBanner func() string
@@ -52,6 +56,14 @@ func (deps Deps) lease() time.Duration {
 		return checks.DefaultLease
 	}
 	return deps.Lease
+}
+
+// windows returns the running config's maintenance windows.
+func (deps Deps) windows() []results.MaintenanceWindow {
+	if deps.Maintenance == nil {
+		return nil
+	}
+	return deps.Maintenance()
 }
 
 // nowFunc returns deps.Now, or time.Now when it is nil.

@@ -95,8 +95,10 @@ type page struct {
 	// config; "" when it is.
 	ConfigBanner string
 	// Silences are the silences muting alerts now, so that a quiet
-	// channel is not mistaken for a healthy one.
-	Silences []silenceView
+	// channel is not mistaken for a healthy one; Maintenance the
+	// maintenance windows on now, for the same reason.
+	Silences    []silenceView
+	Maintenance []maintenanceView
 }
 
 // silenceView is an active silence as the pages show it.
@@ -142,6 +144,7 @@ func (sp *statusPages) newPage(r *http.Request, now time.Time, title string) (pa
 				Ends: results.FormatTime(s.EndsAt), Reason: s.Reason})
 		}
 	}
+	_, pg.Maintenance = maintenanceViews(sp.deps.windows(), now)
 	return pg, err
 }
 

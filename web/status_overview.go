@@ -32,6 +32,9 @@ type row struct {
 	Spark    sparkline
 	Drift    *driftView
 	Alert    *alertView // nil: never alerted and not firing
+	// Maintenance is when the maintenance window the probe is in ends;
+	// nil when it is in none.
+	Maintenance *localClock
 	// MCP is an MCP probe's tool and server, as every surface names them
 	// (results.MCPServer); nil for an HTTP probe.
 	MCP *results.MCPTarget
@@ -82,6 +85,9 @@ type overview struct {
 	Failing bool // only probes whose latest run did not pass are listed
 	Rows    []row
 	Fleet   *fleetView // nil without a fleet store
+	// Windows are the running config's maintenance windows, each with its
+	// next start.
+	Windows []maintenanceView
 }
 
 type stateCount struct {
@@ -99,7 +105,10 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 	for i := range latest {
 		byProbe[latest[i].Probe] = &latest[i]
 	}
+	windows := sp.deps.windows()
+	on := results.WindowsOn(windows, now)
 	ov := &overview{Total: len(probes), Failing: failingOnly}
+	ov.Windows, _ = maintenanceViews(windows, now)
 	counts := map[string]int{}
 	var shown []*checks.Probe
 	var names []string
@@ -136,6 +145,7 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 		}
 		r := newRow(now, p, byProbe[p.Name], runs[p.Name], drift)
 		r.Alert = newAlertView(now, alerts[p.Name])
+		r.Maintenance = maintenanceOf(windows, on, p)
 		ov.Rows = append(ov.Rows, r)
 	}
 	slices.SortStableFunc(ov.Rows, func(a, b row) int {

@@ -187,6 +187,8 @@ func (sp *statusPages) probe(ctx context.Context, now time.Time, name string) (*
 		return nil, err
 	}
 	pv.Row.Alert = newAlertView(now, alerts[name])
+	windows := sp.deps.windows()
+	pv.Row.Maintenance = maintenanceOf(windows, results.WindowsOn(windows, now), cfg)
 	for i := range recent {
 		pv.Runs = append(pv.Runs, newRunView(now, &recent[i]))
 		pv.HasSteps = pv.HasSteps || recent[i].EffectiveKind() == results.ProbeSteps

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,6 +131,19 @@ func TestOneShotCommandsUseTheEngineOnly(t *testing.T) {
 				t.Errorf("%s imports %s; it takes %s/runner/prober only", file, imp, module)
 			}
 		}
+	}
+}
+
+// TestBinaryCarriesTimeZones: the binary embeds the time zone database,
+// so that a maintenance window's timezone loads on a host without one
+// (the scratch image) as it did where the config was validated.
+func TestBinaryCarriesTimeZones(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "time/tzdata") {
+		t.Error("cmd/toolpulse does not import time/tzdata")
 	}
 }
 

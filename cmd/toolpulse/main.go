@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The time zone database: maintenance windows name IANA zones, and a
+	// host (or the scratch image) may have no /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 func main() {

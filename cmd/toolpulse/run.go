@@ -84,6 +84,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 	// The leader gauge starts as the daemon stands: a single instance
 	// leads from its start, a fleet node stands by until it is elected.
 	s.metrics.SetLeader(s.daemon.Role().Leading)
+	s.metrics.WatchMaintenance(func(now time.Time) map[string]bool { return state.Running().MaintenanceAt(now) })
 	fleet, _ := s.store.(fleetReader) // nil for SQLite: no fleet
 	if fleet != nil {
 		s.metrics.WatchFleet(fleet.Fleet, cfg.Fleet.Lease)
@@ -94,6 +95,7 @@ func (c *runCmd) Run(e *env, root *cli) (err error) {
 		h := web.NewServer(web.Deps{
 			Logger: logger, Server: cfg.Server, Token: cfg.Server.Token, Healthy: s.healthy, Metrics: s.metricsHandler,
 			Store: s.store, Probes: func() []*checks.Probe { return state.Running().Probes },
+			Maintenance:  func() []results.MaintenanceWindow { return state.Running().Maintenance },
 			ConfigBanner: state.Banner, Role: s.webRole, Fleet: fleet, Lease: cfg.Fleet.Lease, Started: started,
 		})
 		go func() { served <- web.Serve(ctx, ln, h, logger) }()

@@ -20,7 +20,7 @@ import (
 // reads silences from the database, so they need no reload.
 type silenceCmd struct {
 	Add    silenceAddCmd    `cmd:"" help:"Mute the alerts of probes (by name or label) for a while; prints the silence's id."`
-	List   silenceListCmd   `cmd:"" help:"List the silences not yet ended: active ones and those planned (--all: also the ended and expired)."`
+	List   silenceListCmd   `cmd:"" help:"List the silences not yet ended: active ones and those planned (--all: also the ended and expired); the table adds the config's maintenance windows."`
 	Expire silenceExpireCmd `cmd:"" help:"End a silence now."`
 }
 
@@ -106,14 +106,16 @@ type silenceListCmd struct {
 	Format string `enum:"table,json" default:"table" help:"Output: table or json (one object per line)."`
 }
 
-// Run prints the silences.
+// Run prints the silences; the table adds the config's maintenance
+// windows, which mute alerts too (the JSON lines stay silences only).
 func (l *silenceListCmd) Run(e *env, root *cli) error {
-	store, _, err := openStoreForReading(e.ctx, root, e)
+	store, cfg, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	silences, err := store.Silences(e.ctx, time.Now(), l.All)
+	now := time.Now()
+	silences, err := store.Silences(e.ctx, now, l.All)
 	if err != nil {
 		return softwareError(err)
 	}
@@ -121,6 +123,9 @@ func (l *silenceListCmd) Run(e *env, root *cli) error {
 		err = writeSilencesJSON(e.stdout, silences)
 	} else {
 		err = writeSilencesTable(e.stdout, silences)
+		if err == nil && cfg != nil && len(cfg.Maintenance) > 0 {
+			err = writeMaintenanceTable(e.stdout, cfg.Maintenance, now)
+		}
 	}
 	if err != nil {
 		return softwareError(err)
@@ -178,6 +183,25 @@ func writeSilencesTable(w io.Writer, silences []results.Silence) error {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.ID, present.Printable(s.Matchers.String()), results.FormatTime(s.StartsAt),
 			results.FormatTime(s.EndsAt), expired, present.OneLine(present.Printable(s.Reason), present.MaxMessageRunes))
+	}
+	return tw.Flush()
+}
+
+// writeMaintenanceTable lists the config's maintenance windows after the
+// silences: whether each is on at now, until when, or when it next starts.
+func writeMaintenanceTable(w io.Writer, windows []results.MaintenanceWindow, now time.Time) error {
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MAINTENANCE\tMATCHES\tSCHEDULE\tNOW")
+	for _, mw := range windows {
+		state := "off, next from "
+		at, _ := mw.NextAfter(now)
+		if until, on := mw.ActiveAt(now); on {
+			state, at = "on until ", until
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\n", mw.Name, present.Printable(mw.Matchers.String()), mw.String(), state, results.FormatTime(at))
 	}
 	return tw.Flush()
 }

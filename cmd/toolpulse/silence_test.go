@@ -263,3 +263,37 @@ func TestAPISilences(t *testing.T) {
 		}
 	}
 }
+
+// TestSilenceListMaintenance: the table of silence list adds the config's
+// maintenance windows, each on or off with its next instant; the JSON
+// lines stay silences only.
+func TestSilenceListMaintenance(t *testing.T) {
+	h := newSilenceRun(t)
+	cfg := testConfig + `maintenance:
+  - probes: [tracker]
+    start: "00:00"
+    duration: 24h
+  - probes: [search]
+    every: [Sun]
+    start: "02:00"
+    duration: 1m
+    timezone: Europe/Berlin
+`
+	if err := os.WriteFile(filepath.Join(h.dir, "checks.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := h.run("silence", "list")
+	if code != exitOK {
+		t.Fatalf("silence list: exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"no silences", "MAINTENANCE", "maintenance[0]", "probe=tracker", "every day 00:00 UTC for 24h", "on until ",
+		"maintenance[1]", "probe=search", "Sun 02:00 Europe/Berlin for 1m", "off, next from "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("silence list: no %q in\n%s", want, out)
+		}
+	}
+	code, out, _ = h.run("silence", "list", "--format", "json")
+	if code != exitOK || strings.TrimSpace(out) != "" {
+		t.Errorf("silence list --format json: exit %d, %q; want no lines: windows are not silences", code, out)
+	}
+}

@@ -118,6 +118,8 @@ type Metrics struct {
 	known     map[string]bool   // guarded by mu; nil until SetProbes
 	info      *infoCollector
 	fleet     *fleetCollector
+	// maintenance exposes toolpulse_probe_in_maintenance.
+	maintenance *maintenanceCollector
 }
 
 // New creates the toolpulse metrics and registers them on reg. It fails
@@ -160,6 +162,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		probes:    map[string]*probe{},
 		info:      newInfoCollector(),
 		fleet:     newFleetCollector(),
+
+		maintenance: newMaintenanceCollector(),
 	}
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
@@ -185,7 +189,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending,
+		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending, m.maintenance,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
