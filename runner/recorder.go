@@ -75,6 +75,7 @@ type Recorder struct {
 
 	mu      sync.RWMutex // guards notify, labels, targets, deliver and states
 	notify  checks.Notify
+	groups  map[string]checks.Grouping   // groupings(notify)
 	labels  map[string]map[string]string // by probe: routes and silences match them
 	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
@@ -130,6 +131,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		logger:   opts.Logger,
 		wake:     opts.Wake,
 		notify:   notify,
+		groups:   groupings(notify),
 		labels:   opts.Labels,
 		targets:  opts.Targets,
 		deliver:  opts.Deliver,
@@ -254,6 +256,7 @@ func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
+	rc.groups = groupings(cfg.Notify)
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -371,6 +374,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 	if rc.deliver {
 		run.to.current = run.route.Receivers()
 		run.to.configured = rc.notify.AllReceivers()
+		run.to.groups = rc.groups
 	}
 	if run.state.Firing && run.to.told == nil {
 		// A state kept by a release that did not remember receivers: the
