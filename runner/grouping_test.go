@@ -246,3 +246,47 @@ func TestDeliverGroupRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadAppliesGrouping: a reload that sets group_by gives the alerts
+// recorded after it their group key, and the deliverer the route's timing;
+// one that removes it makes alerts go alone again.
+func TestReloadAppliesGrouping(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	labels := map[string]map[string]string{"search": {"provider": "search"}}
+	plain := routedNotify()
+	grouped := routedNotify()
+	grouped.Grouping = testGrouping
+	rc := NewRecorder(store, plain, RecorderOptions{Clock: clock, Deliver: true, Labels: labels})
+	set := &receiverSet{}
+	set.setGroups(plain)
+
+	keys := func(code string) []string {
+		t.Helper()
+		clock.Advance(time.Minute)
+		var out []string
+		for _, a := range process(t, rc, pipelineRun(t, "search", clock.Now(), "", results.Code(code))) {
+			out = append(out, a.GroupKey)
+		}
+		return out
+	}
+	if got := keys("timeout"); !slices.Equal(got, []string{""}) {
+		t.Errorf("before the reload: group keys %q, want none", got)
+	}
+	if g := set.grouping("default/slack"); g.Enabled() {
+		t.Errorf("before the reload: the receiver groups as %+v", g)
+	}
+	rc.SetConfig(&checks.Config{Notify: grouped, Probes: []*checks.Probe{{Name: "search", Labels: labels["search"]}}}, true)
+	set.setGroups(grouped)
+	if got := keys(""); !slices.Equal(got, []string{`default/slack{provider="search"}`}) {
+		t.Errorf("after the reload: group keys %q, want the search group", got)
+	}
+	if g := set.grouping("default/slack"); g.GroupWait != testGrouping.GroupWait || !g.Enabled() {
+		t.Errorf("after the reload: the receiver groups as %+v, want %+v", g, testGrouping)
+	}
+	rc.SetConfig(&checks.Config{Notify: plain, Probes: []*checks.Probe{{Name: "search", Labels: labels["search"]}}}, true)
+	set.setGroups(plain)
+	if got := keys("timeout"); !slices.Equal(got, []string{""}) {
+		t.Errorf("after grouping was removed: group keys %q, want none", got)
+	}
+}
