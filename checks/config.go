@@ -91,6 +91,8 @@ type Notify struct {
 	// UpdateOnCodeChange sends an update when a firing alert's code
 	// changes within the same outcome; a change of outcome always does.
 	UpdateOnCodeChange bool
+	// Grouping gathers alerts into messages (notify.group_by).
+	Grouping Grouping
 	// Routes send the alerts of matching probes elsewhere, in file order;
 	// see Route.
 	Routes []Route

@@ -27,7 +27,7 @@ var (
 	storageKey = []string{"driver", "path", "dsn", "retention"}
 	fleetKeys  = []string{"node", "lease"}
 	serverKeys = []string{"listen", "token", "public_url"}
-	notifyKeys = []string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
+	notifyKeys = append([]string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, groupingKeys...)
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
 	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
 )
@@ -130,6 +130,7 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 			RepeatInterval:     DefaultRepeatInterval,
 			SendResolved:       DefaultSendResolved,
 			UpdateOnCodeChange: DefaultUpdateOnCodeChange,
+			Grouping:           Grouping{GroupWait: DefaultGroupWait, GroupInterval: DefaultGroupInterval},
 		},
 		Consumers: l.consumers,
 	}

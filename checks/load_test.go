@@ -202,6 +202,14 @@ var invalidConfigs = []struct {
 	{rule: "public-url", want: []string{
 		"testdata/invalid-public-url.yaml:3:15: server.public_url: expected an absolute http:// or https:// URL such as https://toolpulse.example.com: no scheme",
 	}},
+	{rule: "group", want: []string{
+		"testdata/invalid-group.yaml:3:24: notify.group_by[1]: provider is listed twice",
+		`testdata/invalid-group.yaml:3:34: notify.group_by[2]: "probe" is reserved (probe, outcome, code); group by the probes' own labels, such as provider`,
+		`testdata/invalid-group.yaml:3:41: notify.group_by[3]: "team-name" is not a valid label name; expected letters, digits and _, not starting with a digit or __`,
+		"testdata/invalid-group.yaml:4:15: notify.group_wait: must not be negative (0 sends a group's first message at once), got -1s",
+		"testdata/invalid-group.yaml:5:19: notify.group_interval: must be positive, got 0s",
+		"testdata/invalid-group.yaml:9:23: notify.routes[0].group_interval: must be positive, got 0s",
+	}},
 	{rule: "repeat-interval", want: []string{
 		"testdata/invalid-repeat-interval.yaml:3:20: notify.repeat_interval: must be positive, got 0s",
 	}},
@@ -219,7 +227,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-routes.yaml:8:15: notify.routes[3].match: "team-name" is not a valid label name; expected letters, digits and _, not starting with a digit or __`,
 		"testdata/invalid-routes.yaml:9:27: notify.routes[3].alertmanager.url: expected an absolute http:// or https:// URL: no scheme",
 		"testdata/invalid-routes.yaml:10:26: notify.routes[3].failure_threshold: must be at least 1 (consecutive non-pass runs before the first alert), got 0",
-		`testdata/invalid-routes.yaml:11:7: notify.routes[3]: unknown key "colour"; expected one of match, slack, alertmanager, webhook, on, failure_threshold, repeat_interval, send_resolved, update_on_code_change`,
+		`testdata/invalid-routes.yaml:11:7: notify.routes[3]: unknown key "colour"; expected one of match, slack, alertmanager, webhook, on, failure_threshold, repeat_interval, send_resolved, update_on_code_change, group_by, group_wait, group_interval`,
 		"testdata/invalid-routes.yaml:13:16: notify.routes[4].webhook: secret is required: the key that signs every body",
 		"testdata/invalid-routes.yaml:14:14: notify.routes[4].slack: expected webhook_url, or token with channel; a route's receiver cannot be empty",
 		"testdata/invalid-routes.yaml:16:21: notify.routes[5].alertmanager: url is required, such as http://127.0.0.1:9093",
@@ -382,6 +390,7 @@ func TestLoadValidFull(t *testing.T) {
 		FailureThreshold: 3,
 		RepeatInterval:   30 * time.Minute,
 		SendResolved:     false,
+		Grouping:         Grouping{GroupWait: DefaultGroupWait, GroupInterval: DefaultGroupInterval},
 	}
 	if !reflect.DeepEqual(cfg.Notify, wantNotify) {
 		t.Errorf("Notify = %+v, want %+v", cfg.Notify, wantNotify)
@@ -556,6 +565,7 @@ probes:
 			RepeatInterval:     time.Hour,
 			SendResolved:       true,
 			UpdateOnCodeChange: true,
+			Grouping:           Grouping{GroupWait: 30 * time.Second, GroupInterval: 5 * time.Minute},
 		},
 	}
 	got := *cfg

@@ -9,7 +9,7 @@ import (
 var (
 	receiverKeys     = []string{"slack", "alertmanager", "webhook"}
 	policyKeys       = []string{"on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
-	routeKeys        = append(append([]string{"match"}, receiverKeys...), policyKeys...)
+	routeKeys        = append(append(append([]string{"match"}, receiverKeys...), policyKeys...), groupingKeys...)
 	alertmanagerKeys = []string{"url"}
 	webhookKeys      = []string{"url", "secret"}
 )
@@ -170,7 +170,7 @@ func (l *loader) policyKey(x entry, n *Notify) bool {
 	case "update_on_code_change":
 		n.UpdateOnCodeChange, _ = d.boolean(x.value, x.path)
 	default:
-		return false
+		return l.groupingKey(x, &n.Grouping)
 	}
 	return true
 }
@@ -188,6 +188,7 @@ func (l *loader) routes(e entry, top Notify) []Route {
 		path := index(e.path, i)
 		r := Route{Name: strings.TrimPrefix(path, "notify."), Notify: top}
 		r.Notify.On = slices.Clone(top.On)
+		r.Notify.Grouping.GroupBy = slices.Clone(top.Grouping.GroupBy)
 		present, ok := d.object(item, path, routeKeys, func(x entry) {
 			if l.policyKey(x, &r.Notify) {
 				return

@@ -19,7 +19,8 @@ func TestLoadRoutes(t *testing.T) {
 	}
 	// The top-level policy, written after routes, is what routes start from.
 	top := Notify{On: DefaultNotifyOn, FailureThreshold: 2, RepeatInterval: 2 * time.Hour,
-		SendResolved: true, UpdateOnCodeChange: true}
+		SendResolved: true, UpdateOnCodeChange: true,
+		Grouping: Grouping{GroupWait: DefaultGroupWait, GroupInterval: DefaultGroupInterval}}
 
 	tests := []struct {
 		probe     string

@@ -98,7 +98,11 @@ type Alert struct {
 	// "default/slack" or "routes[0]/webhook": a route with several
 	// receivers makes one alert for each. "" when it has none (a skipped
 	// alert, or one recorded before receivers had keys).
-	Receiver    string
+	Receiver string
+	// GroupKey names the group the alert is delivered with (see
+	// GroupKey): its receiver and the values of its route's group_by
+	// labels. "" when it goes alone, as every alert does without group_by.
+	GroupKey    string
 	CreatedAt   time.Time
 	OperationID string
 	Outcome     Outcome

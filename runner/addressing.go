@@ -29,6 +29,9 @@ type addressing struct {
 	current    []string        // the probe's route's; none when alerts are only recorded
 	told       []string        // those an alert of the firing streak went to
 	configured map[string]bool // every receiver of the config
+	// groups are the groupings of the receivers whose routes group their
+	// alerts (see groupings); an alert to one of them gets its group key.
+	groups map[string]checks.Grouping
 }
 
 // address gives each alert the probe's labels and makes one copy of it
@@ -70,6 +73,7 @@ func address(alerts []results.Alert, to addressing, labels map[string]string, no
 			} else if a.Kind == results.AlertFiring {
 				continue // told already
 			}
+			b.GroupKey = groupKey(b.Kind, key, to.groups, labels)
 			copies = append(copies, b)
 		}
 		if len(copies) == 0 {

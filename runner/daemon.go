@@ -217,6 +217,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		return nil, fmt.Errorf("runner: New: %w", err)
 	}
 	d.sender.set(senders)
+	d.sender.setGroups(cfg.Notify)
 	for _, p := range cfg.Probes {
 		d.probes[p.Name] = p
 	}
@@ -224,6 +225,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	delivery := deps.Delivery
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = newDeliverer(deps.Store, d.sender, delivery)
+	d.deliv.grouping = d.sender.grouping
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,

@@ -437,6 +437,13 @@ func (s *schedSender) Send(_ context.Context, a results.Alert) (bool, time.Durat
 	return false, 0, nil
 }
 
+func (s *schedSender) SendGroup(_ context.Context, g results.AlertGroup) (bool, time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, g.Alerts...)
+	return false, 0, nil
+}
+
 func (s *schedSender) alerts() []results.Alert {
 	s.mu.Lock()
 	defer s.mu.Unlock()

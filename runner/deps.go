@@ -43,6 +43,12 @@ type Outbox interface {
 	MarkAlertRetry(ctx context.Context, id int64, tries int, next time.Time, lastErr string) error
 	// MarkAlertFailed records that an alert will not be delivered.
 	MarkAlertFailed(ctx context.Context, id int64, tries int, lastErr string) error
+	// PendingGroup returns the pending alerts whose GroupKey is key,
+	// oldest first, due or not, and when an alert of the group was last
+	// delivered (zero: never). A fenced outbox claims them all for its
+	// epoch, waiting for rows another transaction holds, so that a group is
+	// never split between two claims.
+	PendingGroup(ctx context.Context, key string) (results.AlertGroup, error)
 }
 
 // FleetStore is what an instance of a fleet needs of a store that keeps
@@ -67,12 +73,15 @@ type Silences interface {
 	Silences(ctx context.Context, now time.Time, includeExpired bool) ([]results.Silence, error)
 }
 
-// Sender delivers one alert to its receiver (Slack, Alertmanager, a
-// webhook). retry says whether a failure is worth another attempt;
-// retryAfter, when positive, is the receiver's wish (Retry-After). err
-// must not contain secrets.
+// Sender delivers one alert, or one group of alerts, to its receiver
+// (Slack, Alertmanager, a webhook) as one message. retry says whether a
+// failure is worth another attempt; retryAfter, when positive, is the
+// receiver's wish (Retry-After). err must not contain secrets.
 type Sender interface {
 	Send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error)
+	// SendGroup sends g's alerts, all to one receiver, in one message
+	// (notify.group_by); it succeeds or fails for all of them.
+	SendGroup(ctx context.Context, g results.AlertGroup) (retry bool, retryAfter time.Duration, err error)
 }
 
 // Observer is told what the daemon does, for metrics (results/prometheus).

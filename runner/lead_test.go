@@ -223,6 +223,13 @@ func (o *fencedOutbox) MarkAlertFailed(ctx context.Context, id int64, tries int,
 	return o.v.faultStore.MarkAlertFailed(ctx, id, tries, lastErr)
 }
 
+func (o *fencedOutbox) PendingGroup(ctx context.Context, key string) (results.AlertGroup, error) {
+	if err := o.check(); err != nil {
+		return results.AlertGroup{}, err
+	}
+	return o.v.faultStore.PendingGroup(ctx, key)
+}
+
 var _ FleetStore = (*fleetView)(nil)
 var _ Store = (*fleetView)(nil)
 

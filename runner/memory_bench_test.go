@@ -291,6 +291,9 @@ func (memNullStore) MarkAlertRetry(context.Context, int64, int, time.Time, strin
 	return nil
 }
 func (memNullStore) MarkAlertFailed(context.Context, int64, int, string) error { return nil }
+func (memNullStore) PendingGroup(_ context.Context, key string) (results.AlertGroup, error) {
+	return results.AlertGroup{Key: key}, nil
+}
 
 // What the memory work must not break: a run owns the body it read, and
 // the schedule, which keeps nothing per probe between runs, still never

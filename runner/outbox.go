@@ -10,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/runner/prober"
 )
@@ -101,6 +102,10 @@ type deliverer struct {
 	// fenced is called when the outbox refused an operation because a
 	// newer leader holds the lease (results.ErrFenced); see use.
 	fenced func()
+
+	// grouping returns the grouping of a receiver's route now; the zero
+	// Grouping (a group's alerts due at once) for one that does not group.
+	grouping func(receiver string) checks.Grouping
 }
 
 // use makes the deliverer drain o from its next Run on, telling fenced
@@ -140,6 +145,7 @@ func newDeliverer(store Outbox, sender Sender, opts delivererOptions) *deliverer
 		unmarked:    map[int64]time.Time{},
 		pausedUntil: map[string]time.Time{},
 		fenced:      func() {},
+		grouping:    func(string) checks.Grouping { return checks.Grouping{} },
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -268,6 +274,12 @@ func (d *deliverer) pass(ctx context.Context) (storeOK bool) {
 			}
 			tried[a.ID] = true
 			fresh++
+			if a.GroupKey != "" {
+				if !d.deliverGroup(ctx, a.GroupKey, tried) {
+					return false
+				}
+				continue
+			}
 			if d.now().Before(d.pausedUntil[a.Receiver]) {
 				// Its receiver asked to wait; the others need not.
 				continue
@@ -333,6 +345,11 @@ func (d *deliverer) deliver(ctx context.Context, a results.Alert) bool {
 // and turns a panic in it into a failure that is not retried: one bad
 // alert must not take down the daemon or block the outbox forever.
 func (d *deliverer) send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
+	return d.guard(ctx, func(sctx context.Context) (bool, time.Duration, error) { return d.sender.Send(sctx, a) })
+}
+
+// guard runs one call of the Sender, send or sendGroup, as send says.
+func (d *deliverer) guard(ctx context.Context, call func(context.Context) (bool, time.Duration, error)) (retry bool, retryAfter time.Duration, err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.sendTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -352,7 +369,7 @@ func (d *deliverer) send(ctx context.Context, a results.Alert) (retry bool, retr
 			retry, retryAfter, err = false, 0, fmt.Errorf("sender panicked: %v", v)
 		}
 	}()
-	return d.sender.Send(sctx, a)
+	return call(sctx)
 }
 
 // backoff returns the wait before the retry that follows try number tries

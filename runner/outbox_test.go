@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,9 @@ type fakeSender struct {
 	block   bool
 	release chan struct{}
 	ctxErrs []error // the context's error when a blocked Send returned
+
+	groups     []results.AlertGroup
+	groupReply func(n int, g results.AlertGroup) (bool, time.Duration, error)
 }
 
 func (s *fakeSender) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
@@ -59,6 +63,24 @@ func (s *fakeSender) Send(ctx context.Context, a results.Alert) (bool, time.Dura
 		return reply(n, a)
 	}
 	return false, 0, nil
+}
+
+// SendGroup records g, and answers with groupReply (nil: success).
+func (s *fakeSender) SendGroup(_ context.Context, g results.AlertGroup) (bool, time.Duration, error) {
+	s.mu.Lock()
+	s.groups = append(s.groups, g)
+	n, reply := len(s.groups), s.groupReply
+	s.mu.Unlock()
+	if reply != nil {
+		return reply(n, g)
+	}
+	return false, 0, nil
+}
+
+func (s *fakeSender) sentGroups() []results.AlertGroup {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.groups)
 }
 
 func (s *fakeSender) callCount() int {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -26,7 +27,8 @@ type Looper interface {
 type receiverSet struct {
 	mu      sync.RWMutex
 	senders Senders
-	ctx     context.Context // the loops' parent; nil until start, and after stop
+	groups  map[string]checks.Grouping // by receiver key; see groupings
+	ctx     context.Context            // the loops' parent; nil until start, and after stop
 	cancel  context.CancelFunc
 	loops   sync.WaitGroup
 }
@@ -42,6 +44,22 @@ func (s *receiverSet) set(senders Senders) {
 	if s.ctx != nil {
 		s.startLoops()
 	}
+}
+
+// setGroups replaces the receivers' groupings, those of n's routes.
+func (s *receiverSet) setGroups(n checks.Notify) {
+	groups := groupings(n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups = groups
+}
+
+// grouping returns the grouping of receiver's route; the zero Grouping
+// when it does not group.
+func (s *receiverSet) grouping(receiver string) checks.Grouping {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.groups[receiver]
 }
 
 // start runs the receivers' loops until stop; parent's values are kept.
@@ -83,14 +101,36 @@ func (s *receiverSet) stopLoops() {
 // alert whose receiver is not configured (a reload removed it) is refused
 // for good: the deliverer records it as failed, with the reason.
 func (s *receiverSet) Send(ctx context.Context, a results.Alert) (bool, time.Duration, error) {
-	s.mu.RLock()
-	sender := s.senders[a.Receiver]
-	s.mu.RUnlock()
-	if sender == nil {
-		if a.Receiver == "" {
-			return false, 0, fmt.Errorf("the alert names no receiver")
-		}
-		return false, 0, fmt.Errorf("receiver %s is not configured any more (a reload removed it)", a.Receiver)
+	sender, err := s.receiver(a.Receiver)
+	if err != nil {
+		return false, 0, err
 	}
 	return sender.Send(ctx, a)
+}
+
+// SendGroup implements Sender as Send does, for the receiver of g's
+// alerts.
+func (s *receiverSet) SendGroup(ctx context.Context, g results.AlertGroup) (bool, time.Duration, error) {
+	if len(g.Alerts) == 0 {
+		return false, 0, fmt.Errorf("group %s has no alert", g.Key)
+	}
+	sender, err := s.receiver(g.Alerts[0].Receiver)
+	if err != nil {
+		return false, 0, err
+	}
+	return sender.SendGroup(ctx, g)
+}
+
+// receiver returns the Sender of key, or why there is none.
+func (s *receiverSet) receiver(key string) (Sender, error) {
+	s.mu.RLock()
+	sender := s.senders[key]
+	s.mu.RUnlock()
+	if sender == nil {
+		if key == "" {
+			return nil, fmt.Errorf("the alert names no receiver")
+		}
+		return nil, fmt.Errorf("receiver %s is not configured any more (a reload removed it)", key)
+	}
+	return sender, nil
 }

@@ -78,6 +78,7 @@ type Recorder struct {
 
 	mu      sync.RWMutex // guards notify, labels, targets, deliver, windows and states
 	notify  checks.Notify
+	groups  map[string]checks.Grouping   // groupings(notify)
 	labels  map[string]map[string]string // by probe: routes and silences match them
 	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
@@ -134,6 +135,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		logger:   opts.Logger,
 		wake:     opts.Wake,
 		notify:   notify,
+		groups:   groupings(notify),
 		labels:   opts.Labels,
 		targets:  opts.Targets,
 		deliver:  opts.Deliver,
@@ -261,6 +263,7 @@ func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
 	rc.windows = cfg.Maintenance
+	rc.groups = groupings(cfg.Notify)
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -384,6 +387,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 	if rc.deliver {
 		run.to.current = run.route.Receivers()
 		run.to.configured = rc.notify.AllReceivers()
+		run.to.groups = rc.groups
 	}
 	if run.state.Firing && run.to.told == nil {
 		// A state kept by a release that did not remember receivers: the

@@ -50,6 +50,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 
 	d.observer.SetReceivers(slices.Sorted(maps.Keys(senders)))
 	d.sender.set(senders)
+	d.sender.setGroups(cfg.Notify)
 	d.exec.SetRedactor(cfg.Redactor())
 	d.limit.resize(cfg.MaxConcurrency)
 	d.rec.SetConfig(cfg, len(senders) > 0)

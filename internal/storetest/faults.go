@@ -26,9 +26,13 @@ func calls(s Store) map[string]func(ctx context.Context) error {
 			return s.MarkAlertRetry(ctx, 1, 1, t0.Add(time.Hour), "x")
 		},
 		"MarkAlertFailed": func(ctx context.Context) error { return s.MarkAlertFailed(ctx, 1, 1, "x") },
-		"Result":          func(ctx context.Context) error { _, err := s.Result(ctx, "op-1"); return err },
-		"History":         func(ctx context.Context) error { _, err := s.History(ctx, results.HistoryQuery{}); return err },
-		"Latest":          func(ctx context.Context) error { _, err := s.Latest(ctx); return err },
+		"PendingGroup": func(ctx context.Context) error {
+			_, err := s.PendingGroup(ctx, `default/slack{provider="search"}`)
+			return err
+		},
+		"Result":  func(ctx context.Context) error { _, err := s.Result(ctx, "op-1"); return err },
+		"History": func(ctx context.Context) error { _, err := s.History(ctx, results.HistoryQuery{}); return err },
+		"Latest":  func(ctx context.Context) error { _, err := s.Latest(ctx); return err },
 		"Drifts": func(ctx context.Context) error {
 			_, err := s.Drifts(ctx, "", time.Time{}, 0)
 			return err

@@ -131,6 +131,7 @@ var behaviours = []behaviour{
 	{"Outbox/receiver and labels read back", outboxReceivers},
 	{"Outbox/what each receiver was last told is firing", outboxFiring},
 	{"Outbox/target, body excerpt and resolving read back", outboxContext},
+	{"Outbox/a group's pending alerts and last delivery", outboxGroups},
 	// Drift.
 	{"ShapeProfile/saved with the run", profileSavedWithRun},
 	{"ShapeProfile/reset", profileReset},

@@ -218,39 +218,80 @@ func (n *Notifier) unlock() { <-n.posting }
 // 408, 5xx, timeouts, connection errors); retryAfter is Alertmanager's
 // own wish when it gave one. err never contains the URL's credentials.
 func (n *Notifier) Send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
+	return n.sendAll(ctx, []results.Alert{a})
+}
+
+// SendGroup posts the alerts of g (notify.group_by) in one request, each
+// as Send would post it alone, in order, and changes the active alerts as
+// Send does once the request succeeded; it answers as Send does.
+// Alertmanager groups the alerts by its own route again: one request
+// rather than one per alert is what toolpulse's grouping gives it.
+func (n *Notifier) SendGroup(ctx context.Context, g results.AlertGroup) (retry bool, retryAfter time.Duration, err error) {
+	return n.sendAll(ctx, g.Alerts)
+}
+
+// sendAll posts alerts in one request and takes their effect on the
+// active alerts when it succeeded. Nothing to post (a resolve of a probe
+// with no active alert here) is a success.
+func (n *Notifier) sendAll(ctx context.Context, alerts []results.Alert) (retry bool, retryAfter time.Duration, err error) {
 	if err := n.lock(ctx); err != nil {
 		return true, 0, n.fail(err, "canceled while waiting for another post")
 	}
 	defer n.unlock()
 	now := n.now()
-	switch a.Kind {
-	case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
-		// An update is the same failure in another mode: its labels
-		// (outcome, code) differ, so the old label set is ended with it.
-		p := n.postable(a)
-		batch := []postable{p}
-		if prev, ok := n.active[a.Probe]; ok && !sameLabels(prev.Labels, p.Labels) {
-			batch = append(batch, prev.ending(now))
+	// next is the active alert of each probe the alerts touch once they
+	// are posted, nil for one they end; a later alert of the same probe
+	// builds on an earlier one's.
+	next := map[string]*postable{}
+	active := func(probe string) (postable, bool) {
+		if p, ok := next[probe]; ok {
+			if p == nil {
+				return postable{}, false
+			}
+			return *p, true
 		}
-		if retry, retryAfter, err = n.post(ctx, batch, now); err == nil {
-			n.active[a.Probe] = p
-		}
-		return retry, retryAfter, err
-	case results.AlertResolved:
-		prev, ok := n.active[a.Probe]
-		if !ok {
-			return false, 0, nil
-		}
-		if retry, retryAfter, err = n.post(ctx, []postable{prev.ending(now)}, now); err == nil {
-			delete(n.active, a.Probe)
-		}
-		return retry, retryAfter, err
-	case results.AlertDrift:
-		p := n.postable(a)
-		p.EndsAt = now.Add(n.driftTTL)
-		return n.post(ctx, []postable{p}, now)
+		p, ok := n.active[probe]
+		return p, ok
 	}
-	return false, 0, n.fail(nil, "unknown alert kind %q", a.Kind)
+	var batch []postable
+	for _, a := range alerts {
+		switch a.Kind {
+		case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+			// An update is the same failure in another mode: its labels
+			// (outcome, code) differ, so the old label set is ended with it.
+			p := n.postable(a)
+			batch = append(batch, p)
+			if prev, ok := active(a.Probe); ok && !sameLabels(prev.Labels, p.Labels) {
+				batch = append(batch, prev.ending(now))
+			}
+			next[a.Probe] = &p
+		case results.AlertResolved:
+			if prev, ok := active(a.Probe); ok {
+				batch = append(batch, prev.ending(now))
+				next[a.Probe] = nil
+			}
+		case results.AlertDrift:
+			p := n.postable(a)
+			p.EndsAt = now.Add(n.driftTTL)
+			batch = append(batch, p)
+		default:
+			return false, 0, n.fail(nil, "unknown alert kind %q", a.Kind)
+		}
+	}
+	if len(batch) == 0 {
+		return false, 0, nil
+	}
+	if retry, retryAfter, err = n.post(ctx, batch, now); err != nil {
+		return retry, retryAfter, err
+	}
+	for probe, p := range next {
+		if p == nil {
+			delete(n.active, probe)
+		} else {
+			n.active[probe] = *p
+		}
+	}
+	return false, 0, nil
 }
 
 // Run re-posts the active alerts every RepostInterval until ctx ends, then

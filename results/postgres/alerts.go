@@ -65,7 +65,7 @@ func (s *Store) alertStates(ctx context.Context) (map[string]results.AlertState,
 const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
-    a.previous_mode::text, a.modes::text, a.receiver, a.labels::text, a.target, a.response_excerpt, a.resolving,
+    a.previous_mode::text, a.modes::text, a.receiver, a.labels::text, a.target, a.response_excerpt, a.resolving, a.group_key,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -217,12 +217,12 @@ func scanAlert(rows pgx.Rows) (results.Alert, error) {
 		dKind, dBefore, dAfter            *string
 		dStep                             *string
 		previous, modes, receiver, labels *string
-		target, excerpt                   *string
+		target, excerpt, groupKey         *string
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
-		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving,
+		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving, &groupKey,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -242,7 +242,7 @@ func scanAlert(rows pgx.Rows) (results.Alert, error) {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	a.Receiver = str(receiver)
-	a.Target, a.ResponseExcerpt = str(target), str(excerpt)
+	a.Target, a.ResponseExcerpt, a.GroupKey = str(target), str(excerpt), str(groupKey)
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
@@ -343,4 +343,61 @@ func markAlert(ctx context.Context, q executor, id int64, what, query string, ar
 		return fmt.Errorf("postgres: mark alert %d %s: %w", id, what, ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// pendingGroup lists a group's pending alerts, oldest first, through
+// alerts_by_group; claimGroup does so under a fence, locking their rows
+// (waiting for a DueAlerts in flight, whose claim is brief) and claiming
+// them all for epoch $2, so that a group is never split between two
+// claims.
+const (
+	pendingGroup = `SELECT ` + alertColumns + `
+` + alertFrom + `
+WHERE a.group_key = $1 AND a.state = 'pending'
+ORDER BY a.created_at, a.id`
+
+	claimGroup = `WITH members AS (
+    SELECT id FROM alerts
+    WHERE group_key = $1 AND state = 'pending'
+    ORDER BY created_at, id
+    FOR UPDATE
+), claimed AS (
+    UPDATE alerts SET claimed_epoch = coalesce(nullif($2::bigint, 0), alerts.claimed_epoch)
+    FROM members WHERE alerts.id = members.id
+    RETURNING alerts.*
+)
+SELECT ` + alertColumns + `
+FROM claimed a LEFT JOIN drifts d ON d.id = a.drift_id
+ORDER BY a.created_at, a.id`
+
+	groupDelivered = `SELECT max(delivered_at) FROM alerts WHERE group_key = $1 AND state = 'delivered'`
+)
+
+// PendingGroup returns the pending alerts whose group key is key, oldest
+// first, due or not, each whole as DueAlerts returns it, and when the
+// group's newest delivered alert was delivered (zero when none was, or
+// retention pruned it). An unknown key has no alerts.
+func (s *Store) PendingGroup(ctx context.Context, key string) (results.AlertGroup, error) {
+	g, err := s.pendingGroup(ctx, s.pool, pendingGroup, key)
+	if err != nil {
+		return g, fmt.Errorf("postgres: pending group %s: %w", key, ctxErr(ctx, err))
+	}
+	return g, nil
+}
+
+func (s *Store) pendingGroup(ctx context.Context, q querier, query, key string, args ...any) (results.AlertGroup, error) {
+	g := results.AlertGroup{Key: key}
+	if key == "" {
+		return g, errors.New("empty group key")
+	}
+	var err error
+	if g.Alerts, err = s.queryAlerts(ctx, q, query, append([]any{key}, args...)...); err != nil {
+		return g, err
+	}
+	var at *time.Time
+	if err := q.QueryRow(ctx, groupDelivered, key).Scan(&at); err != nil {
+		return g, err
+	}
+	g.LastDelivered = fromNull(at)
+	return g, nil
 }

@@ -89,6 +89,24 @@ func (o *Outbox) NextAlertDue(ctx context.Context) (time.Time, bool, error) {
 	return o.s.NextAlertDue(ctx)
 }
 
+// PendingGroup is Store.PendingGroup under o's fence: it claims the
+// group's pending alerts for the fence's epoch, all of them in one
+// transaction that holds their rows FOR UPDATE, waiting for rows another
+// transaction holds rather than skipping them, so that a group is never
+// split between two claims.
+func (o *Outbox) PendingGroup(ctx context.Context, key string) (results.AlertGroup, error) {
+	var g results.AlertGroup
+	err := o.s.fenced(ctx, o.fence, func(tx pgx.Tx) error {
+		var err error
+		g, err = o.s.pendingGroup(ctx, tx, claimGroup, key, o.fence.Epoch)
+		return err
+	})
+	if err != nil {
+		return results.AlertGroup{Key: key}, fmt.Errorf("postgres: pending group %s: %w", key, ctxErr(ctx, err))
+	}
+	return g, nil
+}
+
 // MarkAlertDelivered is Store.MarkAlertDelivered under o's fence.
 func (o *Outbox) MarkAlertDelivered(ctx context.Context, id int64, at time.Time) error {
 	return o.mark(ctx, id, "delivered", func(tx pgx.Tx) error {

@@ -80,8 +80,8 @@ const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving, epoch
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27)
+    target, response_excerpt, resolving, epoch, group_key
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27, $28)
 RETURNING id`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
@@ -284,7 +284,7 @@ func queueRun(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecor
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, rec.Fence.Epoch)
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, rec.Fence.Epoch, nullString(a.GroupKey))
 	}
 	return ids, nil
 }

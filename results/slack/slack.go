@@ -170,7 +170,33 @@ func (n *Notifier) redactAlert(a results.Alert) results.Alert {
 // webhook URL or the token. Send does not retry by itself: the outbox owns
 // the schedule, so that Slack being slow never delays a probe.
 func (n *Notifier) Send(ctx context.Context, a results.Alert) (retry bool, retryAfter time.Duration, err error) {
-	m := n.Render(a)
+	return n.post(ctx, n.Render(a))
+}
+
+// SendGroup posts g to Slack once, as one message (RenderGroup), and
+// answers as Send does.
+func (n *Notifier) SendGroup(ctx context.Context, g results.AlertGroup) (retry bool, retryAfter time.Duration, err error) {
+	return n.post(ctx, n.RenderGroup(g))
+}
+
+// RenderGroup returns exactly what SendGroup posts for g, scrubbed and
+// linked as Render's.
+func (n *Notifier) RenderGroup(g results.AlertGroup) Message {
+	alerts := make([]results.Alert, len(g.Alerts))
+	for i, a := range g.Alerts {
+		alerts[i] = n.redactAlert(a)
+	}
+	g.Alerts = alerts
+	labels := make(map[string]string, len(g.Labels))
+	for k, v := range g.Labels {
+		labels[k] = n.redact(v)
+	}
+	g.Labels = labels
+	return renderGroup(g, n.baseURL)
+}
+
+// post posts m once; see Send.
+func (n *Notifier) post(ctx context.Context, m Message) (retry bool, retryAfter time.Duration, err error) {
 	// A per-call copy of the client whose transport remembers the answer:
 	// slack-go drops the status of some failures and every reason Slack
 	// gives in a webhook's body ("invalid_payload", "channel_is_archived").

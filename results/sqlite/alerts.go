@@ -64,7 +64,7 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.outcome, a.code, a.message,
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
-    a.previous_mode, a.modes, a.receiver, a.labels, a.target, a.response_excerpt, a.resolving,
+    a.previous_mode, a.modes, a.receiver, a.labels, a.target, a.response_excerpt, a.resolving, a.group_key,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -200,12 +200,12 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		dKind, dBefore, dAfter                sql.NullString
 		dStep                                 sql.NullString
 		previous, modes, receiver, labels     sql.NullString
-		target, excerpt                       sql.NullString
+		target, excerpt, groupKey             sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
-		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving,
+		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving, &groupKey,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -225,7 +225,7 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	a.Receiver = receiver.String
-	a.Target, a.ResponseExcerpt = target.String, excerpt.String
+	a.Target, a.ResponseExcerpt, a.GroupKey = target.String, excerpt.String, groupKey.String
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
@@ -329,4 +329,42 @@ func (s *Store) markAlert(ctx context.Context, id int64, what, query string, arg
 		return fmt.Errorf("sqlite: mark alert %d %s: %w", id, what, err)
 	}
 	return nil
+}
+
+// pendingGroup lists a group's pending alerts, oldest first, through
+// alerts_by_group.
+const pendingGroup = `SELECT ` + alertColumns + `
+` + alertFrom + `
+WHERE a.group_key = ? AND a.state = 'pending'
+ORDER BY a.created_at, a.id`
+
+// groupDelivered is when a group's newest delivered alert was delivered.
+const groupDelivered = `SELECT delivered_at FROM alerts
+WHERE group_key = ? AND state = 'delivered'
+ORDER BY id DESC LIMIT 1`
+
+// PendingGroup returns the pending alerts whose group key is key, oldest
+// first, due or not, each whole as DueAlerts returns it, and when the
+// group's newest delivered alert was delivered (zero when none was, or
+// retention pruned it). An unknown key has no alerts.
+func (s *Store) PendingGroup(ctx context.Context, key string) (results.AlertGroup, error) {
+	g := results.AlertGroup{Key: key}
+	if key == "" {
+		return g, errors.New("sqlite: pending group: empty group key")
+	}
+	var err error
+	if g.Alerts, err = s.queryAlerts(ctx, pendingGroup, key); err != nil {
+		return g, fmt.Errorf("sqlite: pending group %s: %w", key, err)
+	}
+	var at sql.NullString
+	switch err := s.reader.QueryRowContext(ctx, groupDelivered, key).Scan(&at); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return g, fmt.Errorf("sqlite: pending group %s: %w", key, err)
+	default:
+		if g.LastDelivered, err = parseNullTime(at); err != nil {
+			return g, fmt.Errorf("sqlite: pending group %s: %w", key, err)
+		}
+	}
+	return g, nil
 }

@@ -79,8 +79,8 @@ const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    target, response_excerpt, resolving, group_key
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
 func (s *Store) Record(ctx context.Context, r results.Result) error {
@@ -246,7 +246,7 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
 			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving)
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, nullString(a.GroupKey))
 		if err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -102,16 +100,7 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 
 // Body returns the exact bytes Send posts (and signs) for a.
 func (n *Notifier) Body(a results.Alert) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	// A receiver may show the message in a web page; that is its job to
-	// escape, and \u003c in the body would only make the JSON harder to
-	// read in its logs.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(n.Payload(a)); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return encode(n.Payload(a))
 }
 
 // redact scrubs s of the configured secrets and the destination's own.
