@@ -45,6 +45,9 @@ type RecorderOptions struct {
 	// claiming f (results.ErrFenced): a newer leader holds the lease. The
 	// run was written again as a handover. nil: nobody is told.
 	Fenced func(f results.Fence)
+	// FleetWide are the probes that run from more than one location, by
+	// name: no location decides their alerts (see locations.go).
+	FleetWide map[string]bool
 }
 
 // Recorder owns what happens to a finished run. A run is recorded once
@@ -78,7 +81,9 @@ type Recorder struct {
 	labels  map[string]map[string]string // by probe: routes and silences match them
 	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
-	states  map[string]results.AlertState
+	// fleetWide: the probes whose alerts no location decides.
+	fleetWide map[string]bool
+	states    map[string]results.AlertState
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
@@ -138,6 +143,8 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		locks:    map[string]*sync.Mutex{},
 		fenced:   opts.Fenced,
 		loaded:   true,
+
+		fleetWide: opts.FleetWide,
 	}
 	if rc.fenced == nil {
 		rc.fenced = func(results.Fence) {}
@@ -250,10 +257,11 @@ func (rc *Recorder) writeHandover(ctx context.Context, r *results.Result) error 
 // SetConfig applies a reload: cfg's notify section, labels and calls.
 // deliver is false when no receiver is configured. Alert states are kept.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
-	labels, targets := ProbeLabels(cfg), probeTargets(cfg)
+	labels, targets, wide := ProbeLabels(cfg), probeTargets(cfg), fleetWide(cfg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
+	rc.fleetWide = wide
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -313,9 +321,13 @@ func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, err
 	defer rc.lockProbe(r.Probe)()
 	var run recording
 	rc.begin(&run, r, term.fence)
-	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced?
-	rc.judgeDrift(ctx, &run)                     // drift.go: how its answers and tool definition drifted
-	decideAlerts(&run)                           // alerting.go: its next alert state and the run's alerts
+	rc.checkSilence(ctx, &run) // silence.go: is the probe silenced?
+	rc.judgeDrift(ctx, &run)   // drift.go: how its answers and tool definition drifted
+	if run.fleetWide {
+		keepForDecider(&run) // locations.go: no location decides its alerts
+	} else {
+		decideAlerts(&run) // alerting.go: its next alert state and the run's alerts
+	}
 	rc.addressAlerts(&run)                       // addressing.go: who each alert goes to
 	if err := rc.commit(ctx, &run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
@@ -340,6 +352,9 @@ type recording struct {
 	to     addressing
 	state  results.AlertState // the probe's alert state before the run
 	known  bool               // state was kept, in memory or in the store
+	// fleetWide: the probe runs from several locations, and its alerts
+	// are decided fleet-wide, not here (locations.go).
+	fleetWide bool
 
 	silenced bool
 	// answers are the run's judged answers, the probe's own first; drifts
@@ -367,6 +382,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe], fence: fence}
 	run.route = rc.notify.Route(run.labels)
 	run.state, run.known = rc.states[r.Probe]
+	run.fleetWide = rc.fleetWide[r.Probe]
 	run.to = addressing{told: run.state.Receivers}
 	if rc.deliver {
 		run.to.current = run.route.Receivers()
