@@ -107,6 +107,10 @@ type probeLocations struct {
 	alertPath string
 }
 
+// ValidLocation reports whether s is a location's name: 1 to
+// MaxLocationLength lower-case letters, digits and '-'.
+func ValidLocation(s string) bool { return len(s) <= MaxLocationLength && locationName.MatchString(s) }
+
 // location decodes one location name, reporting a bad one at n.
 func (d *decoder) location(n ast.Node, path string) (string, bool) {
 	v, ok := d.str(n, path)
