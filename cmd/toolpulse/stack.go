@@ -46,7 +46,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	}
 	s := &stack{logger: logger, store: store}
 	reg := prometheus.NewRegistry()
-	if s.metrics, err = prometheus.New(reg); err != nil {
+	if s.metrics, err = prometheus.NewAt(reg, cfg.Fleet.Location); err != nil {
 		store.Close()
 		return nil, err
 	}
