@@ -3,11 +3,13 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +90,62 @@ func TestHealthzIdle(t *testing.T) {
 	status, body := f.get(t, "/healthz")
 	if want := `{"status":"ok","role":"leader","node":"c","location":"ap-south","epoch":3,"idle":true}`; status != 200 || body != want+"\n" {
 		t.Errorf("GET /healthz = %d %s, want 200 %s", status, body, want)
+	}
+}
+
+// TestStatusPageLocations: a probe of several locations shows each
+// location's last outcome and code side by side, a location without a run
+// as no data; a probe of one location shows none.
+func TestStatusPageLocations(t *testing.T) {
+	ctx := context.Background()
+	store := emptyStore(t)
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for i, r := range []results.Result{
+		{Probe: "search", Location: "eu-west", Outcome: results.Unavailable, Error: &results.Error{Code: results.CodeTimeout, Message: "no answer"}},
+		{Probe: "search", Location: "us-east", Outcome: results.Pass},
+		{Probe: "search", Location: "eu-west", Outcome: results.Pass},
+		{Probe: "search", Location: "eu-west", Outcome: results.Unavailable, Error: &results.Error{Code: results.CodeTimeout, Message: "no answer"}},
+		{Probe: "billing", Location: "eu-west", Outcome: results.Pass},
+	} {
+		r.OperationID, r.Kind, r.Duration = fmt.Sprintf("op-%d", i), results.ProbeHTTP, time.Millisecond
+		r.StartedAt = start.Add(time.Duration(i) * time.Minute)
+		if err := store.RecordRun(ctx, &results.RunRecord{Result: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probes := []*checks.Probe{
+		{Name: "search", Locations: []string{"eu-west", "us-east", "ap-south"}},
+		{Name: "billing", Locations: []string{"eu-west"}},
+	}
+	srv := httptest.NewServer(NewServer(Deps{
+		Logger:  slog.New(slog.DiscardHandler),
+		Healthy: func(context.Context) error { return nil },
+		Metrics: http.NotFoundHandler(),
+		Store:   store,
+		Probes:  func() []*checks.Probe { return probes },
+		Now:     func() time.Time { return start.Add(time.Hour) },
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	page := string(body)
+	for _, want := range []string{
+		`<li data-location="eu-west" data-state="unavailable">`,
+		`<li data-location="us-east" data-state="pass">`,
+		`<li data-location="ap-south" data-state="none">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page has no %s", want)
+		}
+	}
+	if i := strings.Index(page, `data-location="eu-west" data-state="unavailable"`); i < 0 || !strings.Contains(page[i:i+400], "<code>timeout</code>") {
+		t.Errorf("eu-west's cell does not show its code")
+	}
+	if n := strings.Count(page, `<ul class="locations">`); n != 1 {
+		t.Errorf("%d lists of locations, want one: billing runs from one location", n)
 	}
 }
