@@ -70,6 +70,10 @@ type Fleet struct {
 	// Lease is fleet.lease: how long leadership outlives its holder's
 	// last renewal. At least MinLease.
 	Lease time.Duration
+	// Location is fleet.location: where this instance runs, whose lease
+	// it claims and whose probes its leader runs (SPEC §13);
+	// results.DefaultLocation when the config names none.
+	Location string
 }
 
 // Server is the read-only HTTP surface.
@@ -132,6 +136,11 @@ type Probe struct {
 	// TLS is the client TLS configuration built at load (CA file read and
 	// parsed); nil means Go's defaults.
 	TLS *tls.Config
+	// Locations are where the probe runs from, never empty: its
+	// locations:, or the default locations/locations.go's rule gives it.
+	Locations []string
+	// AlertWhen is alert_when: see AlertLocations.
+	AlertWhen AlertWhen
 }
 
 // Request is the known fixture a probe sends.

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,9 +112,12 @@ func (t tuning) over(o tuning) tuning {
 }
 
 var (
-	tuningKeys  = []string{"interval", "jitter", "timeout", "max_body_bytes", "retries", "expect"}
-	retriesKeys = []string{"max_attempts", "base_delay", "max_delay", "budget"}
-	expectKeys  = []string{"status", "min_results"}
+	tuningKeys = []string{"interval", "jitter", "timeout", "max_body_bytes", "retries", "expect"}
+	// defaultsKeys are those of defaults:, tuningKeys and the probes'
+	// default locations (locations.go).
+	defaultsKeys = append(slices.Clone(tuningKeys), "locations")
+	retriesKeys  = []string{"max_attempts", "base_delay", "max_delay", "budget"}
+	expectKeys   = []string{"status", "min_results"}
 )
 
 // tuningKey decodes one of tuningKeys into t, validating the value on its

@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/toolpulse/toolpulse/consumers"
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // maxConfigBytes bounds checks.yaml; a config is a few kilobytes.
@@ -25,7 +26,7 @@ const maxConfigBytes = 16 << 20
 var (
 	topKeys    = []string{"version", "storage", "fleet", "server", "max_concurrency", "defaults", "notify", "consumers", "probes", "maintenance"}
 	storageKey = []string{"driver", "path", "dsn", "retention"}
-	fleetKeys  = []string{"node", "lease"}
+	fleetKeys  = []string{"node", "lease", "location"}
 	serverKeys = []string{"listen", "token", "public_url"}
 	notifyKeys = append([]string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, groupingKeys...)
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
@@ -110,6 +111,9 @@ type loader struct {
 	scope      *scope // what the probe being decoded may name in templates and rules
 	// urlSecrets are the secrets of the probe being decoded's URLs.
 	urlSecrets []Secret
+	// probeLocs are the probes' locations as written, resolved once all
+	// are read (resolveLocations).
+	probeLocs []probeLocations
 }
 
 func (l *loader) load(filename string, data []byte, lookupEnv func(string) (string, bool)) *Config {
@@ -121,7 +125,7 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 	cfg := &Config{
 		Path:           l.abs(filepath.Base(filename)),
 		Storage:        Storage{Driver: DefaultStorageDriver, Path: l.abs(DefaultStoragePath), Retention: DefaultRetention},
-		Fleet:          Fleet{Lease: DefaultLease},
+		Fleet:          Fleet{Lease: DefaultLease, Location: results.DefaultLocation},
 		Server:         Server{Listen: DefaultListen},
 		MaxConcurrency: DefaultMaxConcurrency,
 		Notify: Notify{
@@ -170,9 +174,16 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 		}
 	}
 	defaults := builtinTuning()
+	var defaultLocations []string // nil: defaults.locations not written
 	if e, ok := sections["defaults"]; ok {
 		var t tuning
-		d.object(e.value, e.path, tuningKeys, func(x entry) { d.tuningKey(x, fromDefaults, &t) })
+		d.object(e.value, e.path, defaultsKeys, func(x entry) {
+			if x.key == "locations" {
+				defaultLocations, _ = d.locationList(x)
+				return
+			}
+			d.tuningKey(x, fromDefaults, &t)
+		})
 		defaults = fitJitter(defaults.over(t))
 		d.check(defaults)
 	}
@@ -194,6 +205,7 @@ func (l *loader) load(filename string, data []byte, lookupEnv func(string) (stri
 			}
 		}
 	}
+	l.resolveLocations(l.probeLocs, defaultLocations)
 	if e, ok := sections["maintenance"]; ok {
 		cfg.Maintenance = l.maintenance(e, cfg.Probes)
 	}

@@ -103,7 +103,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
 		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
-		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when`,
 	}},
 	{rule: "max-attempts", want: []string{
 		"testdata/invalid-max-attempts.yaml:3:27: defaults.retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 0",
@@ -284,7 +284,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
 	}},
 	{rule: "unknown-key", want: []string{
-		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls`,
+		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when`,
 	}},
 	{rule: "unset-env", want: []string{
 		"testdata/invalid-unset-env.yaml:3:10: server.token: environment variable TOOLPULSE_TOKEN is not set; set it, or give a default with ${TOOLPULSE_TOKEN:-default}",
@@ -375,7 +375,7 @@ func TestLoadValidFull(t *testing.T) {
 	if got, want := cfg.Storage, (Storage{Driver: "sqlite", Path: filepath.Join(dir, "data/results.db"), Retention: 0}); got != want {
 		t.Errorf("Storage = %+v, want %+v", got, want)
 	}
-	if got, want := cfg.Fleet, (Fleet{Node: "web-1", Lease: 30 * time.Second}); got != want {
+	if got, want := cfg.Fleet, (Fleet{Node: "web-1", Lease: 30 * time.Second, Location: results.DefaultLocation}); got != want {
 		t.Errorf("Fleet = %+v, want %+v", got, want)
 	}
 	if got, want := cfg.Server, (Server{Listen: "0.0.0.0:9400", Token: "server-token-0123"}); got != want {
@@ -465,6 +465,7 @@ func TestLoadValidFull(t *testing.T) {
 			Jitter: 0,
 			// defaults:
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 			Labels:       map[string]string{"team": "search", "tier": "1"},
 		},
 		{
@@ -478,6 +479,7 @@ func TestLoadValidFull(t *testing.T) {
 			Interval:     2 * time.Minute,
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 		},
 		{
 			Name: "plain-get",
@@ -490,6 +492,7 @@ func TestLoadValidFull(t *testing.T) {
 			Interval:     2 * time.Minute,
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 		},
 	}
 	if len(cfg.Probes) != len(wantProbes) {
@@ -556,7 +559,7 @@ probes:
 		Path:           filepath.Join(abs, "checks.yaml"),
 		Version:        1,
 		Storage:        Storage{Driver: "sqlite", Path: filepath.Join(abs, "toolpulse.db"), Retention: 720 * time.Hour},
-		Fleet:          Fleet{Node: hostPID(t), Lease: 10 * time.Second},
+		Fleet:          Fleet{Node: hostPID(t), Lease: 10 * time.Second, Location: results.DefaultLocation},
 		Server:         Server{Listen: "127.0.0.1:9321"},
 		MaxConcurrency: 64,
 		Notify: Notify{
@@ -587,6 +590,7 @@ probes:
 		Interval:     time.Minute,
 		Jitter:       5 * time.Second,
 		MaxBodyBytes: 1048576,
+		Locations:    []string{results.DefaultLocation},
 	}
 	if len(cfg.Probes) != 1 {
 		t.Fatalf("got %d probes", len(cfg.Probes))

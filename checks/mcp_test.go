@@ -44,6 +44,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Interval:     30 * time.Second,
 			Jitter:       3 * time.Second,
 			MaxBodyBytes: 65536,
+			Locations:    []string{results.DefaultLocation},
 			Labels:       map[string]string{"team": "weather"},
 		},
 		{
@@ -57,6 +58,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 		},
 		{
 			Name: "null_arguments",
@@ -69,6 +71,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 		},
 		{
 			Name: "http_items",
@@ -81,6 +84,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Interval:     DefaultInterval,
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
+			Locations:    []string{results.DefaultLocation},
 		},
 	}
 	if len(cfg.Probes) != len(want) {

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls")...)
+	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
 	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
 	tlsKeys     = []string{"ca_file", "insecure"}
@@ -54,8 +54,9 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	l.scope = newScope()
 	l.urlSecrets = nil
 	defer func() { p.URLSecrets = l.urlSecrets }()
+	pl := probeLocations{probe: p, path: path}
 	present, ok := d.object(item, path, probeKeys, func(e entry) {
-		if d.tuningKey(e, fromProbe, &own) {
+		if d.tuningKey(e, fromProbe, &own) || l.probeLocationKey(e, p, &pl) {
 			return
 		}
 		switch e.key {
@@ -86,6 +87,7 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	if !ok {
 		return nil
 	}
+	l.probeLocs = append(l.probeLocs, pl)
 	if _, ok := present["name"]; !ok {
 		d.errorf(item, "%s: name is required", path)
 	}

@@ -114,7 +114,13 @@ func Schema() ([]byte, error) {
 	consumer["then"] = map[string]any{"not": map[string]any{"anyOf": inline}}
 	consumer["else"] = map[string]any{"required": []string{"name", "select"}}
 
+	locationList := map[string]any{"type": "array", "minItems": 1, "uniqueItems": true, "items": locationSchema(false),
+		"description": "where the probe runs from; default: every location the probes name, or the single location default"}
 	probeProps := map[string]any{
+		"locations": locationList,
+		"alert_when": b.object("alert_when", alertWhenKeys, nil, map[string]any{
+			"locations": withDoc(integer(1), "locations that must be failing before the probe alerts, at most the probe's locations; default: all of one or two, a majority of three or more"),
+		}),
 		"name": map[string]any{"type": "string", "pattern": probeName.String()},
 		"request": b.object("request", requestKeys, []string{"url"}, map[string]any{
 			"method":           map[string]any{"enum": methods},
@@ -267,7 +273,8 @@ func Schema() ([]byte, error) {
 		"fleet": b.object("fleet", fleetKeys, nil, map[string]any{
 			"node": map[string]any{"type": []string{"string", "null"}, "pattern": `^[^\s\x00-\x1f\x7f-\x9f]*$`, "maxLength": MaxNodeLength,
 				"description": "this instance's name, unique in the fleet; default: the host name and the process id"},
-			"lease": withDoc(durationSchema("leadership lapses this long after its holder stops renewing it", true), "at least 2s; default 10s"),
+			"lease":    withDoc(durationSchema("leadership lapses this long after its holder stops renewing it", true), "at least 2s; default 10s"),
+			"location": withDoc(locationSchema(true), "where this instance runs: it claims this location's lease and its leader runs the probes that run from it; default: default"),
 		}),
 		"server": b.object("server", serverKeys, nil, map[string]any{
 			"listen": withDoc(str(), "host:port of the status page, API and /metrics; \"\" disables it"),
@@ -276,7 +283,7 @@ func Schema() ([]byte, error) {
 				"description": "absolute http(s) URL of the status page, for links in alerts"},
 		}),
 		"max_concurrency": withDoc(integer(1), "runs in flight at once, across all probes"),
-		"defaults":        b.object("defaults", tuningKeys, nil, tuning),
+		"defaults":        b.object("defaults", defaultsKeys, nil, withLocations(tuning, locationList)),
 		"notify": b.object("notify", notifyKeys, nil, withGrouping(map[string]any{
 			"slack":                 slackReceiver("slack"),
 			"routes":                map[string]any{"type": "array", "items": route, "description": "the first route whose match a probe's labels meet takes its alerts"},
@@ -431,4 +438,25 @@ func anyCase(s string) string {
 		b.WriteString("[" + strings.ToUpper(string(r)) + strings.ToLower(string(r)) + "]")
 	}
 	return b.String()
+}
+
+// locationSchema is a location's name (checks/locations.go); empty, null
+// or a ${VAR} too where the default may be asked for.
+func locationSchema(orDefault bool) map[string]any {
+	name := map[string]any{"type": "string", "pattern": locationName.String(), "maxLength": MaxLocationLength}
+	if !orDefault {
+		return name
+	}
+	return map[string]any{"anyOf": []any{name, map[string]any{"const": ""}, map[string]any{"type": "null"},
+		map[string]any{"type": "string", "pattern": envRef}}}
+}
+
+// withLocations is defaults:'s properties: the tuning keys and locations.
+func withLocations(tuning, locations map[string]any) map[string]any {
+	out := make(map[string]any, len(tuning)+1)
+	for k, v := range tuning {
+		out[k] = v
+	}
+	out["locations"] = locations
+	return out
 }

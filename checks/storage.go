@@ -193,6 +193,8 @@ func (l *loader) fleet(e entry, f *Fleet) {
 				d.errorf(x.value, "%s: must be at least %s, got %s", x.path, fmtDuration(MinLease), fmtDuration(v))
 			}
 			f.Lease = v
+		case "location":
+			l.fleetLocation(x, f)
 		}
 	})
 }

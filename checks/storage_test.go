@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolpulse/toolpulse/results"
 )
 
 // hostPID is the fleet.node a config without one gets in this process.
@@ -35,7 +37,7 @@ func TestLoadStoragePostgres(t *testing.T) {
 	if got, want := cfg.Storage, (Storage{Driver: DriverPostgres, DSN: dsn, Retention: 48 * time.Hour}); got != want {
 		t.Errorf("Storage = %+v (dsn %q), want %+v", got, got.DSN.Reveal(), want)
 	}
-	if got, want := cfg.Fleet, (Fleet{Node: hostPID(t), Lease: 2 * time.Second}); got != want {
+	if got, want := cfg.Fleet, (Fleet{Node: hostPID(t), Lease: 2 * time.Second, Location: results.DefaultLocation}); got != want {
 		t.Errorf("Fleet = %+v, want %+v: an empty node is the default", got, want)
 	}
 	secrets := cfg.Secrets()

@@ -29,6 +29,9 @@ type Envelope struct {
 	// Node is the instance that ran the operation (Result.Node); absent
 	// when none is recorded.
 	Node string `json:"node,omitempty"`
+	// Location is where the operation ran from (Result.RanFrom, SPEC
+	// §13): "default" for a single instance that names none.
+	Location string `json:"location"`
 }
 
 // EnvelopeStep is one step of a steps probe's run as the envelope shows
@@ -92,7 +95,7 @@ func (r *Result) Envelope() Envelope {
 		}
 		env.Shape = &EnvelopeShape{Fingerprint: r.Shape.Fingerprint, Baseline: r.Shape.Baseline, Drift: drift}
 	}
-	env.Step, env.Node = r.Step, r.Node
+	env.Step, env.Node, env.Location = r.Step, r.Node, r.RanFrom()
 	for _, st := range r.Steps {
 		es := EnvelopeStep{Name: st.Name, Outcome: st.Outcome, DurationMS: st.Duration.Milliseconds(),
 			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped}

@@ -9,6 +9,24 @@ import (
 // and of every run recorded before locations existed.
 const DefaultLocation = "default"
 
+// LocationOrDefault is location named, as a store keeps it:
+// DefaultLocation for "" (see Result.Location).
+func LocationOrDefault(location string) string {
+	if location == "" {
+		return DefaultLocation
+	}
+	return location
+}
+
+// ResultLocation is a stored location as Result.Location holds it: ""
+// for DefaultLocation.
+func ResultLocation(stored string) string {
+	if stored == DefaultLocation {
+		return ""
+	}
+	return stored
+}
+
 // A Lease is who leads a location's instances (SPEC §12): the node that
 // holds it, the fencing epoch it holds it under, and when it lapses unless
 // renewed. A new holder always gets a higher epoch than any before, so a

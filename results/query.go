@@ -30,7 +30,10 @@ type HistoryQuery struct {
 	Outcomes []Outcome   // any of these outcomes; empty: all
 	Codes    []Code      // any of these codes; empty: all (a pass has no code)
 	Kinds    []ProbeKind // results of any of these kinds of probe; empty: all
-	Limit    int         // at most this many; 0 or less: DefaultLimit
+	// Locations: results run from any of these locations (SPEC §13);
+	// empty: all.
+	Locations []string
+	Limit     int // at most this many; 0 or less: DefaultLimit
 }
 
 // RecentRun is one run as a status page draws it: when it started, how it

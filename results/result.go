@@ -162,7 +162,17 @@ type Result struct {
 	// operation (SPEC §12); "" for a run no daemon recorded (toolpulse
 	// check) and for rows stored before nodes were.
 	Node string
+	// Location is the location the run ran from: its daemon's
+	// fleet.location (SPEC §13). "" stands for DefaultLocation, the
+	// location of a single instance, of a run no daemon recorded and of
+	// every run stored before locations were: a store keeps "" as
+	// DefaultLocation and reads DefaultLocation back as "", so that a
+	// result of today's single instance is what it was. RanFrom names it.
+	Location string
 }
+
+// RanFrom is the location r ran from, named: DefaultLocation for "".
+func (r *Result) RanFrom() string { return LocationOrDefault(r.Location) }
 
 // ToolDefinition is the watched part of an MCP tool's tools/list entry
 // (results/tooldef): its fingerprint and its canonical JSON, what

@@ -181,7 +181,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		probes:   make(map[string]*checks.Probe, len(cfg.Probes)),
 	}
 	d.drainWait = drainTimeout
-	d.location = results.DefaultLocation
+	d.location = results.LocationOrDefault(cfg.Fleet.Location)
 	if f := deps.Fleet; f != nil {
 		if f.Store == nil {
 			return nil, errors.New("runner: New: a fleet needs its FleetStore")
@@ -218,7 +218,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	}
 	d.sender.set(senders)
 	d.sender.setGroups(cfg.Notify)
-	for _, p := range cfg.Probes {
+	for _, p := range localProbes(cfg, d.location) {
 		d.probes[p.Name] = p
 	}
 	d.exec = prober.NewExecutor(prober.Options{Logger: d.logger, Redactor: d.redactor})
@@ -229,21 +229,23 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
 		WriteQueue: deps.WriteQueue, Clock: d.clock, Rand: d.rand, Redact: d.redact,
-		Silences: deps.Silences, Maintenance: cfg.Maintenance, Fenced: d.refused,
+		Silences: deps.Silences, Maintenance: cfg.Maintenance, Fenced: d.refused, FleetWide: fleetWide(cfg),
 	})
 	if d.fleet != nil {
 		// Until elected, an instance of a fleet decides nothing.
 		d.rec.standBy()
 	}
-	d.observer.SetProbes(probeNames(cfg))
+	d.observer.SetProbes(d.probeNames(cfg))
 	d.observer.SetReceivers(slices.Sorted(maps.Keys(senders)))
 	return d, nil
 }
 
-// probeNames are the names of cfg's probes, in config order.
-func probeNames(cfg *checks.Config) []string {
-	names := make([]string, len(cfg.Probes))
-	for i, p := range cfg.Probes {
+// probeNames are the names of cfg's probes that run from d's location,
+// in config order.
+func (d *Daemon) probeNames(cfg *checks.Config) []string {
+	local := localProbes(cfg, d.location)
+	names := make([]string, len(local))
+	for i, p := range local {
 		names[i] = p.Name
 	}
 	return names
@@ -291,6 +293,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.started = d.clock.Now()
 	probes := d.scheduledInOrder()
 	d.mu.Unlock()
+	d.sayWhere(d.cfg, len(probes))
 
 	// The queue's writer outlives the drain: the runs in flight may queue
 	// results up to its end. Then one last attempt, see closeQueue.
@@ -469,18 +472,24 @@ type Role struct {
 	// write queue, and delivers nothing. Not Leading.
 	Lapsed bool
 	Epoch  int64 // the lease's epoch while Leading or Lapsed; 0 for a single instance
+	// Idle: no probe of the config runs from its Location, so it runs
+	// nothing, leading or not (SPEC §13).
+	Idle bool
 }
 
 // Role returns what the instance is now. A daemon without a fleet leads
 // alone, from its start.
 func (d *Daemon) Role() Role {
+	d.mu.Lock()
+	idle := d.idleLocked()
+	d.mu.Unlock()
 	if d.fleet == nil {
-		return Role{Node: d.node, Location: d.location, Leading: true}
+		return Role{Node: d.node, Location: d.location, Leading: true, Idle: idle}
 	}
 	d.roleMu.Lock()
 	h := d.have
 	d.roleMu.Unlock()
-	return Role{Node: d.node, Location: d.location, Leading: h.kind == leading, Lapsed: h.kind == lapsed, Epoch: h.epoch}
+	return Role{Node: d.node, Location: d.location, Leading: h.kind == leading, Lapsed: h.kind == lapsed, Epoch: h.epoch, Idle: idle}
 }
 
 // redact scrubs the config's secrets from s: a panic value may quote a

@@ -31,6 +31,7 @@ func (d *Daemon) recordInternalError(ctx context.Context, p *checks.Probe, r *re
 		HTTPStatus:  r.HTTPStatus,
 		Consumer:    r.Consumer,
 		Node:        d.node,
+		Location:    d.storedLocation(),
 	}
 	if ir.OperationID == "" {
 		ir.OperationID = uuid.NewString()

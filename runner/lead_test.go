@@ -188,18 +188,57 @@ func (o *fencedOutbox) check() error {
 	return nil
 }
 
+// DueAlerts and NextAlertDue see only the alerts of runs from the fence's
+// location, as results/postgres's fenced outbox does.
 func (o *fencedOutbox) DueAlerts(ctx context.Context, now time.Time, limit int) ([]results.Alert, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	return o.v.faultStore.DueAlerts(ctx, now, limit)
+	due, err := o.v.faultStore.DueAlerts(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []results.Alert
+	for _, a := range due {
+		if o.ofLocation(ctx, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 func (o *fencedOutbox) NextAlertDue(ctx context.Context) (time.Time, bool, error) {
 	if err := o.check(); err != nil {
 		return time.Time{}, false, err
 	}
-	return o.v.faultStore.NextAlertDue(ctx)
+	if _, ok, err := o.v.faultStore.NextAlertDue(ctx); err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	due, err := o.DueAlerts(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 1000)
+	if err != nil || len(due) == 0 {
+		return time.Time{}, false, err
+	}
+	var next time.Time
+	for _, a := range due {
+		at := a.NextAttemptAt
+		if at.IsZero() {
+			at = a.CreatedAt
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next, true, nil
+}
+
+// ofLocation reports whether a is an alert of a run from o's location;
+// an alert without a stored run goes with the default location.
+func (o *fencedOutbox) ofLocation(ctx context.Context, a results.Alert) bool {
+	r, err := o.v.faultStore.Result(ctx, a.OperationID)
+	if err != nil {
+		return o.f.Location == results.DefaultLocation
+	}
+	return r.RanFrom() == o.f.Location
 }
 
 func (o *fencedOutbox) MarkAlertDelivered(ctx context.Context, id int64, at time.Time) error {

@@ -48,6 +48,9 @@ type RecorderOptions struct {
 	// claiming f (results.ErrFenced): a newer leader holds the lease. The
 	// run was written again as a handover. nil: nobody is told.
 	Fenced func(f results.Fence)
+	// FleetWide are the probes that run from more than one location, by
+	// name: no location decides their alerts (see locations.go).
+	FleetWide map[string]bool
 }
 
 // Recorder owns what happens to a finished run. A run is recorded once
@@ -83,7 +86,9 @@ type Recorder struct {
 	targets map[string]probeTarget       // by probe: what its alerts say it called
 	deliver bool
 	windows []results.MaintenanceWindow // the config's maintenance windows
-	states  map[string]results.AlertState
+	// fleetWide: the probes whose alerts no location decides.
+	fleetWide map[string]bool
+	states    map[string]results.AlertState
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
@@ -145,6 +150,8 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		locks:    map[string]*sync.Mutex{},
 		fenced:   opts.Fenced,
 		loaded:   true,
+
+		fleetWide: opts.FleetWide,
 	}
 	if rc.fenced == nil {
 		rc.fenced = func(results.Fence) {}
@@ -258,12 +265,13 @@ func (rc *Recorder) writeHandover(ctx context.Context, r *results.Result) error 
 // maintenance windows. deliver is false when no receiver is configured.
 // Alert states are kept.
 func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
-	labels, targets := ProbeLabels(cfg), probeTargets(cfg)
+	labels, targets, wide := ProbeLabels(cfg), probeTargets(cfg), fleetWide(cfg)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
 	rc.windows = cfg.Maintenance
 	rc.groups = groupings(cfg.Notify)
+	rc.fleetWide = wide
 }
 
 // ProbeLabels returns the labels of cfg's probes by probe name, as
@@ -323,10 +331,14 @@ func (rc *Recorder) write(ctx context.Context, r *results.Result) (Decision, err
 	defer rc.lockProbe(r.Probe)()
 	var run recording
 	rc.begin(&run, r, term.fence)
-	rc.checkSilence(ctx, &run)                   // silence.go: is the probe silenced, or in maintenance?
-	rc.judgeDrift(ctx, &run)                     // drift.go: how its answers and tool definition drifted
-	decideAlerts(&run)                           // alerting.go: its next alert state and the run's alerts
-	creditMaintenance(&run)                      // silence.go: which skips a maintenance window made
+	rc.checkSilence(ctx, &run) // silence.go: is the probe silenced, or in maintenance?
+	rc.judgeDrift(ctx, &run)   // drift.go: how its answers and tool definition drifted
+	if run.fleetWide {
+		keepForDecider(&run) // locations.go: no location decides its alerts
+	} else {
+		decideAlerts(&run)      // alerting.go: its next alert state and the run's alerts
+		creditMaintenance(&run) // silence.go: which skips a maintenance window made
+	}
 	rc.addressAlerts(&run)                       // addressing.go: who each alert goes to
 	if err := rc.commit(ctx, &run); err != nil { // commit.go: one store transaction
 		return Decision{}, err
@@ -351,6 +363,9 @@ type recording struct {
 	to     addressing
 	state  results.AlertState // the probe's alert state before the run
 	known  bool               // state was kept, in memory or in the store
+	// fleetWide: the probe runs from several locations, and its alerts
+	// are decided fleet-wide, not here (locations.go).
+	fleetWide bool
 
 	silenced bool
 	// windows are the maintenance windows of the config; maintenance: one
@@ -383,6 +398,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 		windows: rc.windows}
 	run.route = rc.notify.Route(run.labels)
 	run.state, run.known = rc.states[r.Probe]
+	run.fleetWide = rc.fleetWide[r.Probe]
 	run.to = addressing{told: run.state.Receivers}
 	if rc.deliver {
 		run.to.current = run.route.Receivers()

@@ -56,12 +56,15 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	d.rec.SetConfig(cfg, len(senders) > 0)
 	// Before the schedule changes, so that the first runs of added probes
 	// count.
-	d.observer.SetProbes(probeNames(cfg))
+	d.observer.SetProbes(d.probeNames(cfg))
 
-	next := make(map[string]*checks.Probe, len(cfg.Probes))
+	// Only the probes that run from the instance's location are its to
+	// schedule; one whose locations no longer include it is removed.
+	local := localProbes(cfg, d.location)
+	next := make(map[string]*checks.Probe, len(local))
 	var added, changed, removed []string
 	var errs []error
-	for _, p := range cfg.Probes {
+	for _, p := range local {
 		prev, ok := old[p.Name]
 		if ok && prev.Same(p) {
 			next[p.Name] = prev
@@ -106,5 +109,6 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	}
 	d.logger.Info("schedule reloaded", "added", added, "changed", changed, "removed", removed,
 		"unchanged", len(next)-len(added)-len(changed), "max_concurrency", d.maxConcurrency())
+	d.sayWhere(cfg, len(next))
 	return errors.Join(errs...)
 }

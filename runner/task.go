@@ -120,7 +120,7 @@ func (d *Daemon) runOnce(ctx context.Context, p *checks.Probe, judged func()) {
 	}()
 	r = d.exec.Run(ctx, p)
 	judged()
-	r.Node = d.node
+	r.Node, r.Location = d.node, d.storedLocation()
 	// A run cut short by shutdown is still recorded, as canceled: Record
 	// ignores ctx's end.
 	dec, err := d.rec.Record(ctx, &r)

@@ -94,14 +94,18 @@ func handleProbes(store Store, probes func() []*checks.Probe) http.Handler {
 func handleProbeResults(store Store, probes func() []*checks.Probe) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		if !onlyParams(w, r, "since", "limit") {
+		if !onlyParams(w, r, "since", "limit", "location") {
 			return
 		}
 		q, ok := pageQuery(w, r)
 		if !ok {
 			return
 		}
-		rows, err := store.History(r.Context(), results.HistoryQuery{Probes: []string{name}, Since: q.since, Limit: q.limit})
+		locations, ok := locationParams(w, r)
+		if !ok {
+			return
+		}
+		rows, err := store.History(r.Context(), results.HistoryQuery{Probes: []string{name}, Since: q.since, Limit: q.limit, Locations: locations})
 		if err != nil {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading results failed")
 			return

@@ -18,6 +18,9 @@ type Role struct {
 	Location string // the location whose lease it claims
 	Leading  bool   // it schedules probes and delivers alerts
 	Epoch    int64  // the lease's epoch while Leading; 0 for a single instance
+	// Idle: no probe runs from Location, so the instance runs nothing
+	// (SPEC §13).
+	Idle bool
 }
 
 // Name is "leader" or "standby".
@@ -49,10 +52,13 @@ type roleJSON struct {
 	Node     string `json:"node"`
 	Location string `json:"location"`
 	Epoch    int64  `json:"epoch"` // 0 on a standby and on a single instance
+	// Idle is true when no probe runs from the instance's location: it
+	// runs nothing, leading or not. Left out otherwise.
+	Idle bool `json:"idle,omitempty"`
 }
 
 func toRoleJSON(r Role) roleJSON {
-	return roleJSON{Role: r.Name(), Node: r.Node, Location: r.Location, Epoch: r.Epoch}
+	return roleJSON{Role: r.Name(), Node: r.Node, Location: r.Location, Epoch: r.Epoch, Idle: r.Idle}
 }
 
 // fleetNodeJSON is one instance as /api/v1/fleet shows it.

@@ -38,6 +38,9 @@ type row struct {
 	// MCP is an MCP probe's tool and server, as every surface names them
 	// (results.MCPServer); nil for an HTTP probe.
 	MCP *results.MCPTarget
+	// Locations are each location's last run, side by side, for a probe
+	// that runs from more than one (locations.go); nil otherwise.
+	Locations []locationCell
 }
 
 func newRow(now time.Time, p *checks.Probe, latest *results.Result, runs []results.RecentRun, drift *results.Drift) row {
@@ -146,6 +149,9 @@ func (sp *statusPages) overview(ctx context.Context, now time.Time, failingOnly 
 		r := newRow(now, p, byProbe[p.Name], runs[p.Name], drift)
 		r.Alert = newAlertView(now, alerts[p.Name])
 		r.Maintenance = maintenanceOf(windows, on, p)
+		if r.Locations, err = sp.locationCells(ctx, now, p); err != nil {
+			return nil, err
+		}
 		ov.Rows = append(ov.Rows, r)
 	}
 	slices.SortStableFunc(ov.Rows, func(a, b row) int {

@@ -64,7 +64,7 @@ func TestReadPostgresSmoke(t *testing.T) {
 	}
 	// The indexes dropped for the copy are all back.
 	if got := pgtest.Exec(t, dsn, "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'results'"); got !=
-		"results_operation_id_key results_pkey results_probe_outcome_started results_probe_started_covering results_shape results_started results_tool" {
+		"results_operation_id_key results_pkey results_probe_location_started results_probe_outcome_started results_probe_started_covering results_shape results_started results_tool" {
 		t.Errorf("the indexes of results: %s", got)
 	}
 

@@ -90,7 +90,7 @@ func TestAPI(t *testing.T) {
 	// A filter an endpoint does not have is refused by name, never ignored.
 	for path, want := range map[string]string{
 		"/api/v1/probes?outcome=pass":                       `unknown query parameter "outcome"; /api/v1/probes takes no query parameters`,
-		"/api/v1/probes/search_strict/results?outcome=pass": `unknown query parameter "outcome"; /api/v1/probes/search_strict/results takes since, limit`,
+		"/api/v1/probes/search_strict/results?outcome=pass": `unknown query parameter "outcome"; /api/v1/probes/search_strict/results takes since, limit, location`,
 		"/api/v1/drifts?limit=5&until=1h&code=x":            `unknown query parameters "code", "until"; /api/v1/drifts takes probe, since, limit`,
 	} {
 		apiErr = apiError{}

@@ -24,6 +24,7 @@ type historyCmd struct {
 	Outcome  []string `placeholder:"O" help:"Only this outcome: pass, contract_error or unavailable (repeatable)."`
 	Code     []string `placeholder:"CODE" help:"Only this code (repeatable)."`
 	Kind     []string `placeholder:"KIND" help:"Only probes of this kind: http, mcp or steps (repeatable)."`
+	Location []string `placeholder:"L" help:"Only runs from this location, its fleet.location (repeatable)."`
 	Limit    int      `default:"50" help:"At most this many runs, newest first."`
 	Format   string   `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
 	Attempts bool     `help:"Show every attempt of the listed runs."`
@@ -56,6 +57,12 @@ func (h *historyCmd) Run(e *env, root *cli) error {
 			return usageError("--kind: %v", err)
 		}
 		q.Kinds = append(q.Kinds, kind)
+	}
+	for _, l := range h.Location {
+		if !checks.ValidLocation(l) {
+			return usageError("--location: %q is not a location name (lower-case letters, digits and -)", l)
+		}
+		q.Locations = append(q.Locations, l)
 	}
 	store, cfg, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
@@ -164,7 +171,10 @@ type historyRow struct {
 	ToolFingerprint  *string         `json:"tool_fingerprint"`
 	// Step is a steps probe's deciding step: null when every step
 	// passed, and for a single probe.
-	Step        *string          `json:"step"`
+	Step *string `json:"step"`
+	// Location is where the run ran from (SPEC §13): default for a
+	// single instance that names none.
+	Location    string           `json:"location"`
 	AttemptList []attemptRowJSON `json:"attempt_list,omitempty"`
 	// Steps are a steps probe's run_steps rows; absent for a single probe.
 	Steps []stepRowJSON `json:"steps,omitempty"`
@@ -224,7 +234,7 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 		DurationMS: r.Duration.Milliseconds(), Outcome: r.Outcome, Attempts: r.AttemptCount(),
 		HTTPStatus: optInt(r.HTTPStatus), SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount,
 		Consumer: r.Consumer.Name, ConsumerVersion: r.Consumer.Version, RuleHash: r.Consumer.RuleHash,
-		Kind: string(r.EffectiveKind()), Step: optString(r.Step),
+		Kind: string(r.EffectiveKind()), Step: optString(r.Step), Location: r.RanFrom(),
 	}
 	for _, st := range r.Steps {
 		sr := stepRowJSON{Step: st.Name, Outcome: st.Outcome, StartedAt: results.FormatTime(st.StartedAt),
@@ -281,7 +291,7 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
 	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift",
-	"kind", "mcp_tool", "mcp_server", "step"}
+	"kind", "mcp_tool", "mcp_server", "step", "location"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -307,7 +317,7 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
 			deref(r.ShapeFingerprint), csvCell(r.Consumer), csvCell(r.ConsumerVersion), csvCell(r.RuleHash), deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift), csvCell(r.Kind), deref(r.MCPTool), deref(r.MCPServer), deref(r.Step)}); err != nil {
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), csvCell(r.Kind), deref(r.MCPTool), deref(r.MCPServer), deref(r.Step), csvCell(r.Location)}); err != nil {
 			return err
 		}
 	}
@@ -349,12 +359,25 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	if withStep {
 		stepHeader = "STEP\t"
 	}
+	// A LOCATION column only when the runs listed come from more than one
+	// location: a single instance's history reads as it always did.
+	withLocation := slices.ContainsFunc(rows, func(r results.Result) bool { return r.Location != rows[0].Location })
+	location := func(r *results.Result) string {
+		if !withLocation {
+			return ""
+		}
+		return r.RanFrom() + "\t"
+	}
+	locationHeader, locationGap := "", ""
+	if withLocation {
+		locationHeader, locationGap = "LOCATION\t", "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", toolHeader, stepHeader, paint("OUTCOME", "", colour))
+	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", locationHeader, toolHeader, stepHeader, paint("OUTCOME", "", colour))
 	for i := range rows {
 		r := &rows[i]
 		code, message := present.CodeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), present.Printable(r.Probe), tool(r), step(r.Step),
+		fmt.Fprintf(tw, "%s\t%s\t%s%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), present.Printable(r.Probe), location(r), tool(r), step(r.Step),
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), present.FormatLatency(r.Duration),
 			present.StatusText(r.HTTPStatus), message)
 		if withAttempts {
@@ -364,7 +387,7 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + present.FormatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  %s\t\t%s%s\t%s\t\t%s\t%s\t%s\n", present.Printable(attemptLabel(a)), toolGap, step(a.Step), acode, present.FormatLatency(a.Duration),
+				fmt.Fprintf(tw, "  %s\t\t%s%s%s\t%s\t\t%s\t%s\t%s\n", present.Printable(attemptLabel(a)), locationGap, toolGap, step(a.Step), acode, present.FormatLatency(a.Duration),
 					present.StatusText(a.HTTPStatus), detail)
 			}
 		}

@@ -62,7 +62,7 @@ func (c *configState) Refused(err error) {
 }
 
 // restartOnly lists the settings that only a restart applies (the
-// listener, its token, the store and the node's name) in which next differs from started.
+// listener, its token, the store, the node's name and location) in which next differs from started.
 // It compares against the values the daemon started with, not the last
 // reload, so that putting a setting back to its running value is quiet.
 func restartOnly(started, next *checks.Config) []string {
@@ -87,6 +87,10 @@ func restartOnly(started, next *checks.Config) []string {
 	}
 	if next.Fleet.Node != started.Fleet.Node {
 		keys = append(keys, "fleet.node")
+	}
+	if next.Fleet.Location != started.Fleet.Location {
+		// The elector claims the lease of the location it started with.
+		keys = append(keys, "fleet.location")
 	}
 	return keys
 }

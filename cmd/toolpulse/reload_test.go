@@ -41,6 +41,7 @@ func TestRestartOnly(t *testing.T) {
 		}, []string{"storage.driver", "storage.path", "storage.dsn"}},
 		{"dsn", func(c *checks.Config) { c.Storage.DSN = "postgres://other/db" }, []string{"storage.dsn"}},
 		{"node", func(c *checks.Config) { c.Fleet.Node = "web-2" }, []string{"fleet.node"}},
+		{"location", func(c *checks.Config) { c.Fleet.Location = "eu-west" }, []string{"fleet.location"}},
 		{"all", func(c *checks.Config) {
 			c.Server = checks.Server{Listen: ":1", Token: "t"}
 			c.Storage = checks.Storage{Path: "/x", Retention: 0}

@@ -124,7 +124,7 @@ type fleetReader interface {
 // webRole is the daemon's role as the HTTP surface shows it.
 func (s *stack) webRole() web.Role {
 	r := s.daemon.Role()
-	return web.Role{Node: r.Node, Location: r.Location, Leading: r.Leading, Epoch: r.Epoch}
+	return web.Role{Node: r.Node, Location: r.Location, Leading: r.Leading, Epoch: r.Epoch, Idle: r.Idle}
 }
 
 // reloadOnHangup calls reload on every SIGHUP until ctx ends.

@@ -46,7 +46,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 	}
 	s := &stack{logger: logger, store: store}
 	reg := prometheus.NewRegistry()
-	if s.metrics, err = prometheus.New(reg); err != nil {
+	if s.metrics, err = prometheus.NewAt(reg, cfg.Fleet.Location); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -77,8 +77,8 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 
 // fleetOf is what makes the daemon one instance of a fleet (SPEC §12): a
 // Postgres store is shared, so its instances elect the one that runs the
-// probes, by the lease of their location (for now always
-// results.DefaultLocation) held for fleet.lease; each change of its role
+// probes of their location, by the lease of their location (fleet.location)
+// held for fleet.lease; each change of its role
 // is logged once, by the daemon. A SQLite store is one instance's: nil,
 // it leads alone.
 func fleetOf(cfg *checks.Config, store store) (*runner.Fleet, error) {
@@ -89,7 +89,7 @@ func fleetOf(cfg *checks.Config, store store) (*runner.Fleet, error) {
 	if !ok {
 		return nil, softwareError(fmt.Errorf("a %s store that keeps no fleet leases: %T", cfg.Storage.Driver, store))
 	}
-	return &runner.Fleet{Store: pgFleet{pg}, Location: results.DefaultLocation, TTL: cfg.Fleet.Lease, Version: results.ReadBuild().Version}, nil
+	return &runner.Fleet{Store: pgFleet{pg}, Location: cfg.Fleet.Location, TTL: cfg.Fleet.Lease, Version: results.ReadBuild().Version}, nil
 }
 
 // pgFleet is the Postgres store as a fleet's instance uses it: its fenced

@@ -116,6 +116,7 @@ var behaviours = []behaviour{
 	{"RecordRun/a steps probe's run, its steps and their shapes", recordStepsRun},
 	{"RecordRun/each step's drift, and a reset of the probe resets its steps", recordStepDrift},
 	{"RecordRun/the node that ran it reads back", recordNode},
+	{"RecordRun/the location it ran from reads back, and History filters by it", recordLocation},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},

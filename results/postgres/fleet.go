@@ -39,10 +39,12 @@ func (s *Store) FencedOutbox(f results.Fence) *Outbox {
 
 // claimDue claims up to $2 pending alerts due by $1, oldest first,
 // skipping rows another transaction holds, for epoch $3 (0: no epoch, the
-// claim is left as it was), and returns them whole.
-const claimDue = `WITH due AS (
+// claim is left as it was), and returns them whole. $4 is the fence's
+// location: only the alerts of runs from it are claimed (”: all).
+var claimDue = `WITH due AS (
     SELECT id FROM alerts
     WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $1)
+      AND ` + ofLocation("$4") + `
     ORDER BY created_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -72,7 +74,7 @@ func (o *Outbox) DueAlerts(ctx context.Context, now time.Time, limit int) ([]res
 	var alerts []results.Alert
 	err := o.s.fenced(ctx, o.fence, func(tx pgx.Tx) error {
 		var err error
-		alerts, err = o.s.queryAlerts(ctx, tx, claimDue, dbTime(now), limit, o.fence.Epoch)
+		alerts, err = o.s.queryAlerts(ctx, tx, claimDue, dbTime(now), limit, o.fence.Epoch, o.fence.Location)
 		if err == nil && o.s.hooks.claimed != nil {
 			o.s.hooks.claimed()
 		}
@@ -84,9 +86,32 @@ func (o *Outbox) DueAlerts(ctx context.Context, now time.Time, limit int) ([]res
 	return alerts, nil
 }
 
-// NextAlertDue is Store.NextAlertDue: a read, not fenced.
+// ofLocation is the condition that keeps the alerts of runs from the
+// location in parameter p, or every alert when it is ”. Each location's
+// leader drains the one outbox (SPEC §13) and delivers the alerts of its
+// own location's runs only: two leaders never see the same pending alert,
+// so neither sends it twice. An alert whose run is no longer stored goes
+// with the default location, as a run without one does.
+func ofLocation(p string) string {
+	return `(` + p + `::text = '' OR coalesce(
+        (SELECT r.location FROM results r WHERE r.operation_id = alerts.operation_id), 'default') = ` + p + `)`
+}
+
+// nextAlertDueOf is nextAlertDue of the alerts of location $1's runs.
+var nextAlertDueOf = `SELECT min(coalesce(next_attempt_at, created_at))
+FROM alerts WHERE state = 'pending' AND ` + ofLocation("$1")
+
+// NextAlertDue is Store.NextAlertDue of the alerts o delivers (those of
+// its location's runs): a read, not fenced.
 func (o *Outbox) NextAlertDue(ctx context.Context) (time.Time, bool, error) {
-	return o.s.NextAlertDue(ctx)
+	if o.fence.Location == "" {
+		return o.s.NextAlertDue(ctx)
+	}
+	var at *time.Time
+	if err := o.s.pool.QueryRow(ctx, nextAlertDueOf, o.fence.Location).Scan(&at); err != nil {
+		return time.Time{}, false, fmt.Errorf("postgres: next alert due: %w", ctxErr(ctx, err))
+	}
+	return fromNull(at), at != nil, nil
 }
 
 // PendingGroup is Store.PendingGroup under o's fence: it claims the

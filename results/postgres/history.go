@@ -59,6 +59,7 @@ func historyQuery(q results.HistoryQuery) (string, []any, error) {
 	in(&w, "r.outcome", q.Outcomes)
 	in(&w, "r.code", q.Codes)
 	in(&w, "r.kind", q.Kinds)
+	in(&w, "r.location", q.Locations)
 	w.args = append(w.args, limit)
 	query := `SELECT ` + resultColumns + `
 ` + resultFrom + w.String() + `

@@ -28,8 +28,8 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, epoch, handover
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)`
+    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, epoch, handover, location
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
@@ -396,7 +396,7 @@ func queueResultRows(p *pipeline, rec *results.RunRecord) {
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
 		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node),
-		rec.Fence.Epoch, rec.Handover)
+		rec.Fence.Epoch, rec.Handover, results.LocationOrDefault(r.Location))
 	queueProbeHour(p, r)
 	queueSteps(p, r, rec.Handover)
 	for _, a := range r.Attempts {

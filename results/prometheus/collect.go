@@ -26,32 +26,40 @@ type probeDescs struct {
 // newProbeDescs returns the descriptions the per-probe metrics have always
 // had, names and help texts included: dashboards and alert rules depend
 // on them.
-func newProbeDescs() probeDescs {
+func newProbeDescs(withLocation bool) probeDescs {
+	// labels are a series' label names, and location when the instance
+	// names one.
+	labels := func(names ...string) []string {
+		if withLocation {
+			names = append(names, labelLocation)
+		}
+		return names
+	}
 	return probeDescs{
 		runs: prometheus.NewDesc("toolpulse_runs_total",
 			"Probe runs by outcome and code (code \"none\" on pass).",
-			[]string{labelProbe, labelOutcome, labelCode}, nil),
+			labels(labelProbe, labelOutcome, labelCode), nil),
 		duration: prometheus.NewDesc("toolpulse_run_duration_seconds",
 			"Duration of probe runs, all attempts and back-off included.",
-			[]string{labelProbe}, nil),
+			labels(labelProbe), nil),
 		attempts: prometheus.NewDesc("toolpulse_attempts_total",
 			"HTTP attempts made by probe runs, first attempts and retries.",
-			[]string{labelProbe}, nil),
+			labels(labelProbe), nil),
 		retried: prometheus.NewDesc("toolpulse_retried_runs_total",
 			"Probe runs that needed more than one attempt, by final outcome.",
-			[]string{labelProbe, labelOutcome}, nil),
+			labels(labelProbe, labelOutcome), nil),
 		last: prometheus.NewDesc("toolpulse_last_outcome",
 			"1 for the outcome of the probe's last run, 0 for the other two.",
-			[]string{labelProbe, labelOutcome}, nil),
+			labels(labelProbe, labelOutcome), nil),
 		lastRun: prometheus.NewDesc("toolpulse_last_run_timestamp_seconds",
 			"Unix time at which the probe's last run finished.",
-			[]string{labelProbe}, nil),
+			labels(labelProbe), nil),
 		validated: prometheus.NewDesc("toolpulse_validated_items",
 			"Items selected and validated by the probe's last run; absent while it does not pass.",
-			[]string{labelProbe}, nil),
+			labels(labelProbe), nil),
 		drifts: prometheus.NewDesc("toolpulse_drift_events_total",
 			"Drift events: of the response's shape (kind response) or of an MCP tool's definition (kind definition).",
-			[]string{labelProbe, labelKind}, nil),
+			labels(labelProbe, labelKind), nil),
 	}
 }
 
@@ -173,7 +181,7 @@ func (b *builder) fillRuns(p *probe, s *probeScrape) []runCounter {
 	for i, rc := range p.runs {
 		r := &runs[i]
 		r.desc = b.d.runs
-		r.labels = [3]*dto.LabelPair{b.sh.codePair(rc.code), &b.sh.outcomes[rc.outcome], &s.probe}
+		r.nl = b.sh.put(r.labels[:], b.sh.codePair(rc.code), &b.sh.outcomes[rc.outcome], &s.probe)
 		r.n = float64(rc.n)
 		setTimestamp(&r.created, rc.created)
 		r.counter.Value, r.counter.CreatedTimestamp = &r.n, &r.created
@@ -184,12 +192,15 @@ func (b *builder) fillRuns(p *probe, s *probeScrape) []runCounter {
 // fillCounters fills in the attempts, drifts and retried-runs series of
 // p, all created with the probe.
 func (b *builder) fillCounters(p *probe, s *probeScrape) {
-	s.attempts = probeCounter{b.d.attempts, [1]*dto.LabelPair{&s.probe}, b.counter(s, p.attempts)}
+	s.attempts = probeCounter{desc: b.d.attempts, counter: b.counter(s, p.attempts)}
+	s.attempts.nl = b.sh.put(s.attempts.labels[:], &s.probe)
 	for i, n := range p.drifts {
-		s.drifts[i] = kindCounter{b.d.drifts, [2]*dto.LabelPair{&b.sh.kinds[i], &s.probe}, b.counter(s, n)}
+		s.drifts[i] = kindCounter{desc: b.d.drifts, counter: b.counter(s, n)}
+		s.drifts[i].nl = b.sh.put(s.drifts[i].labels[:], &b.sh.kinds[i], &s.probe)
 	}
 	for i, n := range p.retried {
-		s.retried[i] = outcomeCounter{b.d.retried, [2]*dto.LabelPair{&b.sh.outcomes[i], &s.probe}, b.counter(s, n)}
+		s.retried[i] = outcomeCounter{desc: b.d.retried, counter: b.counter(s, n)}
+		s.retried[i].nl = b.sh.put(s.retried[i].labels[:], &b.sh.outcomes[i], &s.probe)
 	}
 }
 
@@ -212,7 +223,8 @@ func (b *builder) counter(s *probeScrape, n uint64) *dto.Counter {
 // buckets no run reached are shared ones.
 func (b *builder) fillDuration(p *probe, s *probeScrape) {
 	d := &s.duration
-	d.desc, d.labels = b.d.duration, [1]*dto.LabelPair{&s.probe}
+	d.desc = b.d.duration
+	d.nl = b.sh.put(d.labels[:], &s.probe)
 	first := p.unreached()
 	reached := b.buckets.take(nBuckets - first)
 	var cumulative uint64
@@ -242,17 +254,19 @@ func (b *builder) fillGauges(p *probe, s *probeScrape) {
 			if i == int(p.last) {
 				g = &b.sh.lastOutcome[1]
 			}
-			s.last[i] = outcomeGauge{b.d.last, [2]*dto.LabelPair{&b.sh.outcomes[i], &s.probe}, g}
+			s.last[i] = outcomeGauge{desc: b.d.last, gauge: g}
+			s.last[i].nl = b.sh.put(s.last[i].labels[:], &b.sh.outcomes[i], &s.probe)
 		}
-		fillGauge(&s.lastRun, b.d.lastRun, &s.probe, p.lastRun)
+		fillGauge(&s.lastRun, b.d.lastRun, b.sh, &s.probe, p.lastRun)
 	}
 	if p.hasValidated {
-		fillGauge(&s.validated, b.d.validated, &s.probe, p.validated)
+		fillGauge(&s.validated, b.d.validated, b.sh, &s.probe, p.validated)
 	}
 }
 
 // fillGauge makes g the gauge series of desc on probe at v.
-func fillGauge(g *probeGauge, desc *prometheus.Desc, probe *dto.LabelPair, v float64) {
-	g.desc, g.labels, g.value = desc, [1]*dto.LabelPair{probe}, v
+func fillGauge(g *probeGauge, desc *prometheus.Desc, sh *sharedMessages, probe *dto.LabelPair, v float64) {
+	g.desc, g.value = desc, v
+	g.nl = sh.put(g.labels[:], probe)
 	g.gauge.Value = &g.value
 }

@@ -14,6 +14,11 @@
 //	toolpulse_drift_events_total{probe,kind}             counter; kind response or definition
 //	toolpulse_probe_info{probe,kind,tool}                gauge, always 1: http or mcp, an MCP probe's tool
 //
+// Each of the series above also carries location, the instance's
+// fleet.location ("default" for a single instance, SPEC §13): the
+// instances of several locations run the same probe, and their series
+// must not collide where one Prometheus scrapes them all.
+//
 // The probe's kind (http or mcp) is a label of toolpulse_probe_info alone,
 // never of the series above: one series per probe, which a query joins on
 // probe (SetProbeInfo). The drift counter's kind is the drift's.
@@ -122,9 +127,17 @@ type Metrics struct {
 	maintenance *maintenanceCollector
 }
 
-// New creates the toolpulse metrics and registers them on reg. It fails
-// when reg is nil or refuses a metric (New called twice on one registry).
+// New creates the toolpulse metrics of an instance in the default
+// location and registers them on reg (see NewAt).
 func New(reg prometheus.Registerer) (*Metrics, error) {
+	return NewAt(reg, results.DefaultLocation)
+}
+
+// NewAt creates the toolpulse metrics of an instance in location, its
+// fleet.location, and registers them on reg: every per-probe series
+// carries location="..." ("" is the default location). It fails when reg
+// is nil or refuses a metric (New called twice on one registry).
+func NewAt(reg prometheus.Registerer, location string) (*Metrics, error) {
 	if reg == nil {
 		return nil, errors.New("prometheus: New: nil registerer")
 	}
@@ -186,7 +199,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range results.ContractCodes {
 		m.builtin[c] = true
 	}
-	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
+	shared := newSharedMessages(m.builtin, results.LocationOrDefault(location))
+	probes := &probeCollector{m: m, d: newProbeDescs(shared.hasLocation), shared: shared}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
 		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending, m.maintenance,

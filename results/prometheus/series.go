@@ -16,6 +16,10 @@ const (
 	labelOutcome = "outcome"
 	labelCode    = "code"
 	labelKind    = "kind"
+	// labelLocation is the instance's fleet.location (SPEC §13): every
+	// run of an instance is from its one location, so the pair is the
+	// same on every per-probe series of a Metrics.
+	labelLocation = "location"
 )
 
 // sharedMessages are the messages a series has whatever its probe: label
@@ -27,7 +31,13 @@ const (
 // way.)
 type sharedMessages struct {
 	probeName, outcomeName, codeName string
-	outcomeValues                    [3]string
+	// location is the location="..." pair of every per-probe series of
+	// an instance that names a location; hasLocation is false for one in
+	// the default location, whose series read as they always did.
+	locationName, locationValue string
+	location                    dto.LabelPair
+	hasLocation                 bool
+	outcomeValues               [3]string
 	// outcomes are the outcome="..." pairs, by outcomeIndex.
 	outcomes [3]dto.LabelPair
 	// kinds are the kind="..." pairs of the drift counter, by
@@ -50,16 +60,21 @@ type sharedMessages struct {
 }
 
 // newSharedMessages returns the shared messages; builtin lists the codes
-// that always get their own code label value.
-func newSharedMessages(builtin map[results.Code]bool) *sharedMessages {
+// that always get their own code label value, and location is the
+// instance's.
+func newSharedMessages(builtin map[results.Code]bool, location string) *sharedMessages {
 	sh := &sharedMessages{
-		probeName:   labelProbe,
-		outcomeName: labelOutcome,
-		codeName:    labelCode,
-		values:      [2]float64{0, 1},
-		bounds:      durationBuckets,
-		codes:       make(map[string]*dto.LabelPair, len(builtin)+2),
+		locationName:  labelLocation,
+		locationValue: location,
+		probeName:     labelProbe,
+		outcomeName:   labelOutcome,
+		codeName:      labelCode,
+		values:        [2]float64{0, 1},
+		bounds:        durationBuckets,
+		codes:         make(map[string]*dto.LabelPair, len(builtin)+2),
 	}
+	sh.location.Name, sh.location.Value = &sh.locationName, &sh.locationValue
+	sh.hasLocation = location != results.DefaultLocation
 	for i, o := range results.Outcomes {
 		sh.outcomeValues[i] = string(o)
 		sh.outcomes[i].Name, sh.outcomes[i].Value = &sh.outcomeName, &sh.outcomeValues[i]
@@ -101,7 +116,7 @@ func newLabelPair(name *string, value string) *dto.LabelPair {
 // other than the runs series, the messages they point at and the numbers
 // those point at, in one element of an arena. Each series is a
 // prometheus.Metric of its own, with label pairs of its own sorted by
-// name (code < outcome < probe); Write points the registry's message at
+// name (code < kind < location < outcome < probe); Write points the registry's message at
 // them and copies nothing. All is filled in before the first series is
 // sent and never written afterwards, so Write may run at any time, as
 // often as asked, while other scrapes run.
@@ -153,7 +168,8 @@ type bucketScrape struct {
 // counter message and created timestamp of its own.
 type runCounter struct {
 	desc    *prometheus.Desc
-	labels  [3]*dto.LabelPair
+	labels  [4]*dto.LabelPair
+	nl      int // labels used: location only when the instance names one
 	counter dto.Counter
 	n       float64
 	created timestamppb.Timestamp
@@ -164,14 +180,15 @@ func (s *runCounter) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and counter.
 func (s *runCounter) Write(m *dto.Metric) error {
-	m.Label, m.Counter = s.labels[:], &s.counter
+	m.Label, m.Counter = s.labels[:s.nl:s.nl], &s.counter
 	return nil
 }
 
 // probeCounter is a counter series labelled with its probe alone.
 type probeCounter struct {
 	desc    *prometheus.Desc
-	labels  [1]*dto.LabelPair
+	labels  [2]*dto.LabelPair
+	nl      int // labels used: location only when the instance names one
 	counter *dto.Counter
 }
 
@@ -180,14 +197,15 @@ func (s *probeCounter) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and counter.
 func (s *probeCounter) Write(m *dto.Metric) error {
-	m.Label, m.Counter = s.labels[:], s.counter
+	m.Label, m.Counter = s.labels[:s.nl:s.nl], s.counter
 	return nil
 }
 
 // kindCounter is a drift counter series, labelled kind and probe.
 type kindCounter struct {
 	desc    *prometheus.Desc
-	labels  [2]*dto.LabelPair
+	labels  [3]*dto.LabelPair
+	nl      int // labels used: location only when the instance names one
 	counter *dto.Counter
 }
 
@@ -196,14 +214,15 @@ func (s *kindCounter) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and counter.
 func (s *kindCounter) Write(m *dto.Metric) error {
-	m.Label, m.Counter = s.labels[:], s.counter
+	m.Label, m.Counter = s.labels[:s.nl:s.nl], s.counter
 	return nil
 }
 
 // outcomeCounter is a counter series labelled outcome and probe.
 type outcomeCounter struct {
 	desc    *prometheus.Desc
-	labels  [2]*dto.LabelPair
+	labels  [3]*dto.LabelPair
+	nl      int // labels used: location only when the instance names one
 	counter *dto.Counter
 }
 
@@ -212,7 +231,7 @@ func (s *outcomeCounter) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and counter.
 func (s *outcomeCounter) Write(m *dto.Metric) error {
-	m.Label, m.Counter = s.labels[:], s.counter
+	m.Label, m.Counter = s.labels[:s.nl:s.nl], s.counter
 	return nil
 }
 
@@ -220,7 +239,8 @@ func (s *outcomeCounter) Write(m *dto.Metric) error {
 // gauge message of its own.
 type probeGauge struct {
 	desc   *prometheus.Desc
-	labels [1]*dto.LabelPair
+	labels [2]*dto.LabelPair
+	nl     int // labels used: location only when the instance names one
 	gauge  dto.Gauge
 	value  float64
 }
@@ -230,7 +250,7 @@ func (s *probeGauge) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and gauge.
 func (s *probeGauge) Write(m *dto.Metric) error {
-	m.Label, m.Gauge = s.labels[:], &s.gauge
+	m.Label, m.Gauge = s.labels[:s.nl:s.nl], &s.gauge
 	return nil
 }
 
@@ -238,7 +258,8 @@ func (s *probeGauge) Write(m *dto.Metric) error {
 // message is one of the shared 0 and 1.
 type outcomeGauge struct {
 	desc   *prometheus.Desc
-	labels [2]*dto.LabelPair
+	labels [3]*dto.LabelPair
+	nl     int // labels used: location only when the instance names one
 	gauge  *dto.Gauge
 }
 
@@ -247,14 +268,15 @@ func (s *outcomeGauge) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and gauge.
 func (s *outcomeGauge) Write(m *dto.Metric) error {
-	m.Label, m.Gauge = s.labels[:], s.gauge
+	m.Label, m.Gauge = s.labels[:s.nl:s.nl], s.gauge
 	return nil
 }
 
 // probeHistogram is a histogram series labelled with its probe alone.
 type probeHistogram struct {
 	desc      *prometheus.Desc
-	labels    [1]*dto.LabelPair
+	labels    [2]*dto.LabelPair
+	nl        int // labels used: location only when the instance names one
 	histogram dto.Histogram
 	buckets   [nBuckets]*dto.Bucket
 	count     uint64
@@ -266,6 +288,24 @@ func (s *probeHistogram) Desc() *prometheus.Desc { return s.desc }
 
 // Write points m at the series' labels and histogram.
 func (s *probeHistogram) Write(m *dto.Metric) error {
-	m.Label, m.Histogram = s.labels[:], &s.histogram
+	m.Label, m.Histogram = s.labels[:s.nl:s.nl], &s.histogram
 	return nil
+}
+
+// put copies pairs, sorted by name, into dst with the location pair in its
+// place among them when the instance names a location, and returns how
+// many it put. dst has room for one more than pairs.
+func (sh *sharedMessages) put(dst []*dto.LabelPair, pairs ...*dto.LabelPair) int {
+	n := 0
+	placed := !sh.hasLocation
+	for _, p := range pairs {
+		if !placed && *p.Name > labelLocation {
+			dst[n], n, placed = &sh.location, n+1, true
+		}
+		dst[n], n = p, n+1
+	}
+	if !placed {
+		dst[n], n = &sh.location, n+1
+	}
+	return n
 }

@@ -125,7 +125,7 @@ func TestSeriesMatchConstMetrics(t *testing.T) {
 	}
 	m.DriftDetected(&results.Drift{Probe: "busy"})
 
-	c := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
+	c := &probeCollector{m: m, d: newProbeDescs(false), shared: newSharedMessages(m.builtin, results.DefaultLocation)}
 	b := c.newBuilder()
 	probes := m.snapshot()
 	for i := range probes {

@@ -24,7 +24,7 @@ var exportTables = []struct {
 	from string
 }{
 	{ExportTable{"shapes", []string{"fingerprint", "canonical", "first_seen", "last_seen", "seen_count", "sample"}}, []string{"rowid"}, "shapes"},
-	{ExportTable{"results", []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message", "retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint", "consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift", "kind", "mcp_tool", "mcp_server", "tool_fingerprint", "step", "node"}}, []string{"rowid"}, "results"},
+	{ExportTable{"results", []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message", "retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint", "consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift", "kind", "mcp_tool", "mcp_server", "tool_fingerprint", "step", "node", "location"}}, []string{"rowid"}, "results"},
 	{ExportTable{"attempts", []string{"operation_id", "number", "started_at", "duration_ms", "http_status", "code", "message", "wait_ms", "method", "try", "step", "poll"}}, []string{"rowid"}, "attempts"},
 	{ExportTable{"run_steps", []string{"operation_id", "position", "step", "outcome", "code", "message", "started_at", "duration_ms", "polls", "always", "skipped", "shape_fingerprint", "shape_baseline", "shape_drift"}}, []string{"operation_id", "position"}, "run_steps"},
 	{ExportTable{"drifts", []string{"probe", "operation_id", "detected_at", "baseline", "current", "diff", "kind", "description_before", "description_after", "step"}}, []string{"rowid"}, "drifts"},

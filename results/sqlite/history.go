@@ -58,6 +58,7 @@ func historyQuery(q results.HistoryQuery) (string, []any, error) {
 	in(&w, "r.outcome", q.Outcomes)
 	in(&w, "r.code", q.Codes)
 	in(&w, "r.kind", q.Kinds)
+	in(&w, "r.location", q.Locations)
 	query := `SELECT ` + resultColumns + `
 ` + resultFrom + w.String() + `
 ORDER BY r.started_at DESC, r.id DESC

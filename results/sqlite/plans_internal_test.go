@@ -49,8 +49,12 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 		{name: "History, all probes", want: []string{"SCAN r USING INDEX results_started"}},
 		{name: "History, all probes, window", want: []string{
 			"SEARCH r USING INDEX results_started (started_at>? AND started_at<?)"}},
+		{name: "History, one probe, one location", want: []string{
+			"SEARCH r USING INDEX results_probe_location_started (probe=? AND location=?)"}},
+		// The walk over probe names skips through the narrowest index
+		// that leads with probe.
 		{name: "Latest", query: latestResults, sorts: true, want: []string{
-			"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)",
+			"SEARCH results USING COVERING INDEX results_probe_location_started (probe>?)",
 			"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=?)",
 			"SEARCH r USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{name: "Drifts, one probe", want: []string{
@@ -62,7 +66,7 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 			"SEARCH r USING INDEX results_probe_outcome_started (probe=? AND outcome=?)",
 			"SEARCH s USING INDEX sqlite_autoindex_shapes_1 (fingerprint=?)"}},
 		{name: "Stats, probe names", query: probeNames, want: []string{
-			"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)"}},
+			"SEARCH results USING COVERING INDEX results_probe_location_started (probe>?)"}},
 		{name: "Stats, one probe", query: statsProbe, args: []any{"p", "2026-10-25T01", "2026-10-26T00",
 			stored, "2026-10-25T01:00:00.000Z", "2026-10-26T00:00:00.000Z", "2026-10-26T00:07:00.000Z"}, want: []string{
 			"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour>? AND hour<?)",
@@ -107,6 +111,9 @@ func TestOperatorQueriesUseIndexes(t *testing.T) {
 		},
 		"History, one probe, one outcome": func() (string, []any) {
 			return history(results.HistoryQuery{Probes: []string{"p"}, Outcomes: []results.Outcome{results.ContractError}})
+		},
+		"History, one probe, one location": func() (string, []any) {
+			return history(results.HistoryQuery{Probes: []string{"p"}, Locations: []string{"eu-west"}})
 		},
 		"Drifts, one probe":  func() (string, []any) { return drifts("p") },
 		"Drifts, all probes": func() (string, []any) { return drifts("") },

@@ -257,7 +257,7 @@ func TestBackfillSearchesRanges(t *testing.T) {
 	plan := explain(t, s, ProbeHoursBackfill())
 	joined := strings.Join(plan, "; ")
 	for _, want := range []string{
-		"SEARCH results USING COVERING INDEX results_probe_outcome_started (probe>?)",
+		"SEARCH results USING COVERING INDEX results_probe_location_started (probe>?)",
 		"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=? AND started_at>?)",
 		"SEARCH results USING COVERING INDEX results_probe_started_covering (probe=? AND started_at>? AND started_at<?)",
 	} {

@@ -29,8 +29,8 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server, tool_fingerprint, step, node
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, location
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
@@ -359,7 +359,7 @@ func insertResultRows(ctx context.Context, tx *sql.Tx, r *results.Result) error 
 		code, message, retryable,
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
-		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node))
+		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node), results.LocationOrDefault(r.Location))
 	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique {

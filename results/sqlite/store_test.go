@@ -203,6 +203,9 @@ func TestRecordRoundTrip(t *testing.T) {
 			if _, ok := tt.row["kind"]; !ok {
 				tt.row["kind"] = "http"
 			}
+			if _, ok := tt.row["location"]; !ok {
+				tt.row["location"] = results.DefaultLocation // a run of a single instance, or one check recorded
+			}
 			if !reflect.DeepEqual(rows[0], tt.row) {
 				t.Errorf("results row:\n got  %v\n want %v", rows[0], tt.row)
 			}
