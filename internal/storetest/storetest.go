@@ -122,6 +122,7 @@ var behaviours = []behaviour{
 	{"RecordedRuns/recording order", recordedRunsOrder},
 	// Alert state.
 	{"AlertStates/round trip", alertStatesRoundTrip},
+	{"AlertStates/the alert policy's verdict, window and flapping", alertPolicyRoundTrip},
 	// Outbox.
 	{"Outbox/lifecycle", outboxLifecycle},
 	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},

@@ -14,7 +14,8 @@ import (
 )
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
-    notified::text, modes::text, announced::text, receivers::text, silenced_at
+    notified::text, modes::text, announced::text, receivers::text, silenced_at,
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -41,10 +42,18 @@ func (s *Store) alertStates(ctx context.Context) (map[string]results.AlertState,
 			since, lastNotified, silenced *time.Time
 			notified, modes, announced    *string
 			receivers                     *string
+			window                        int64
+			flappingSince                 *time.Time
+			changes                       []time.Time
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
-			&notified, &modes, &announced, &receivers, &silenced); err != nil {
+			&notified, &modes, &announced, &receivers, &silenced,
+			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes); err != nil {
 			return nil, err
+		}
+		st.Window, st.FlappingSince = uint64(window), fromNull(flappingSince)
+		for _, t := range changes {
+			st.VerdictChanges = append(st.VerdictChanges, t.UTC())
 		}
 		var err1, err2, err3, err4 error
 		st.Notified, err1 = parseMode(notified)
