@@ -27,7 +27,7 @@ var (
 	storageKey = []string{"driver", "path", "dsn", "retention"}
 	fleetKeys  = []string{"node", "lease"}
 	serverKeys = []string{"listen", "token", "public_url"}
-	notifyKeys = []string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
+	notifyKeys = append([]string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, hysteresisKeys...)
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
 	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
 )
@@ -290,7 +290,7 @@ func isLoopback(host string) bool {
 func (l *loader) notify(e entry, n *Notify) {
 	d := l.d
 	var routes *entry
-	d.object(e.value, e.path, notifyKeys, func(x entry) {
+	present, _ := d.object(e.value, e.path, notifyKeys, func(x entry) {
 		switch {
 		case x.key == "slack":
 			l.slack(x, &n.Slack)
@@ -301,6 +301,7 @@ func (l *loader) notify(e entry, n *Notify) {
 			l.policyKey(x, n)
 		}
 	})
+	l.exclusiveWindow(present)
 	if routes != nil {
 		n.Routes = l.routes(*routes, n.Default().Notify)
 	}
