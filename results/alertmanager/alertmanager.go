@@ -58,6 +58,9 @@ const (
 	AlertNameFailing = "ToolpulseProbeFailing"
 	// AlertNameDrift names shape_drift alerts.
 	AlertNameDrift = "ToolpulseShapeDrift"
+	// AlertNameFlapping names flapping alerts: active until the firing or
+	// resolved alert that says where the probe settled replaces it.
+	AlertNameFlapping = "ToolpulseProbeFlapping"
 )
 
 // Defaults of Config.
@@ -189,7 +192,7 @@ func (n *Notifier) Restore(ctx context.Context, alerts []results.Alert) error {
 	defer n.unlock()
 	for _, a := range alerts {
 		switch a.Kind {
-		case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+		case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertFlapping:
 			if _, ok := n.active[a.Probe]; !ok {
 				n.active[a.Probe] = n.postable(a)
 			}
@@ -224,9 +227,11 @@ func (n *Notifier) Send(ctx context.Context, a results.Alert) (retry bool, retry
 	defer n.unlock()
 	now := n.now()
 	switch a.Kind {
-	case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+	case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertFlapping:
 		// An update is the same failure in another mode: its labels
 		// (outcome, code) differ, so the old label set is ended with it.
+		// So is a flapping alert (another alertname), and the firing
+		// alert of a flapping probe that settled failing.
 		p := n.postable(a)
 		batch := []postable{p}
 		if prev, ok := n.active[a.Probe]; ok && !sameLabels(prev.Labels, p.Labels) {
