@@ -13,6 +13,7 @@
 //	toolpulse_validated_items{probe}                     gauge: validated_count of the last run, while it passes
 //	toolpulse_drift_events_total{probe,kind}             counter; kind response or definition
 //	toolpulse_probe_info{probe,kind,tool}                gauge, always 1: http or mcp, an MCP probe's tool
+//	toolpulse_probe_flapping{probe}                      gauge: 1 while the probe is flapping, read from the store (flapping.go)
 //
 // The probe's kind (http or mcp) is a label of toolpulse_probe_info alone,
 // never of the series above: one series per probe, which a query joins on
@@ -118,6 +119,7 @@ type Metrics struct {
 	known     map[string]bool   // guarded by mu; nil until SetProbes
 	info      *infoCollector
 	fleet     *fleetCollector
+	flapping  *flappingCollector
 }
 
 // New creates the toolpulse metrics and registers them on reg. It fails
@@ -161,6 +163,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		info:      newInfoCollector(),
 		fleet:     newFleetCollector(),
 	}
+	m.flapping = newFlappingCollector(m.knownProbes)
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
 		Help: "Always 1; the version label says which toolpulse is running.",
@@ -185,7 +188,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(), shared: newSharedMessages(m.builtin)}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending,
+		m.reloadOK, m.reloadAt, m.leader, m.fleet, m.flapping, pending,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
