@@ -410,3 +410,45 @@ func TestSameStateVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderAlertPolicyReload: the hysteresis keys take effect at a
+// reload (SetConfig), and a restart (a new Recorder loading the store's
+// state) goes on from the stored verdict: a flapping probe stays quiet
+// and settles.
+func TestRecorderAlertPolicyReload(t *testing.T) {
+	store := newTestStore(t)
+	clock := newTestClock(alertT0)
+	n := notifyOn(1, time.Hour, true)
+	rc := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: true})
+	step := func(rc *Recorder, code results.Code, want string) {
+		t.Helper()
+		clock.Advance(time.Minute)
+		if got := fmt.Sprint(alertKinds(process(t, rc, pipelineRun(t, "search", clock.Now(), "", code)))); got != want {
+			t.Fatalf("run at %s (%q): alerts %s, want %s", clock.Now().Sub(alertT0), code, got, want)
+		}
+	}
+	step(rc, results.CodeTimeout, "[firing]")
+	n.SuccessThreshold = 2
+	rc.SetConfig(&checks.Config{Notify: n}, true)
+	step(rc, "", "[]")
+	step(rc, "", "[resolved]")
+
+	n.Flapping = checks.Flapping{Changes: 1, Window: 10 * time.Minute, StableFor: 5 * time.Minute}
+	n.SuccessThreshold = 1
+	rc.SetConfig(&checks.Config{Notify: n}, true)
+	step(rc, results.CodeTimeout, "[firing]")
+	step(rc, "", "[flapping]")
+	step(rc, results.CodeTimeout, "[]")
+	if _, _, states, _ := store.snapshot(); !states["search"].Flapping {
+		t.Fatalf("stored state %+v, want flapping", states["search"])
+	}
+
+	restarted := NewRecorder(store, n, RecorderOptions{Clock: clock, Deliver: true})
+	if err := restarted.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	step(restarted, "", "[]")
+	clock.Advance(5 * time.Minute)
+	step(restarted, "", "[resolved]")
+	step(restarted, results.CodeTimeout, "[firing]")
+}
