@@ -131,6 +131,7 @@ var behaviours = []behaviour{
 	{"Outbox/latest alert of each probe", outboxLatest},
 	{"Outbox/receiver and labels read back", outboxReceivers},
 	{"Outbox/what each receiver was last told is firing", outboxFiring},
+	{"Outbox/what each receiver was last told of a flapping probe", outboxFiringFlapping},
 	{"Outbox/target, body excerpt and resolving read back", outboxContext},
 	// Drift.
 	{"ShapeProfile/saved with the run", profileSavedWithRun},

@@ -149,20 +149,24 @@ func (s *Store) latestAlerts(ctx context.Context, probes []string) (map[string]r
 }
 
 // firingAlerts finds, for each firing probe, the newest alert of its
-// failure delivered to one receiver, through the index on (probe, id).
+// failure delivered to one receiver, through the index on (probe, id): a
+// firing, reminder or update alert since the failure began, or the
+// flapping alert of a probe that is still flapping.
 const firingAlerts = `SELECT ` + alertColumns + `
 FROM alert_state s
 JOIN alerts a ON a.id = (
     SELECT x.id FROM alerts x
     WHERE x.probe = s.probe AND x.receiver = $1 AND x.state = 'delivered'
-      AND x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+      AND (x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+           OR x.kind = 'flapping' AND x.created_at >= s.flapping_since)
     ORDER BY x.id DESC LIMIT 1)
 LEFT JOIN drifts d ON d.id = a.drift_id
 WHERE s.firing
 ORDER BY a.id`
 
 // FiringAlerts returns, for each probe whose failure is firing, the newest
-// firing, reminder or update alert of that failure delivered to receiver
+// firing, reminder or update alert of that failure (or flapping alert of
+// its flapping, while it lasts) delivered to receiver
 // (a receiver key such as "routes[0]/alertmanager"), oldest first: what
 // the receiver was last told is failing. A receiver that must keep
 // telling it (Alertmanager re-posts) starts from it after a restart.
