@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -59,5 +60,15 @@ func TestFlappingShown(t *testing.T) {
 	}
 	if _, page := f.get(t, "/probes/search"); strings.Contains(page, `class="flapping"`) {
 		t.Errorf("GET /probes/search shows a probe that is not flapping as flapping")
+	}
+
+	health, err := toolHealth{store: f.store, probes: func() []*checks.Probe {
+		return []*checks.Probe{{Name: "tracker"}, {Name: "search"}}
+	}}.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(health) != 2 || !health[0].Flapping || health[1].Flapping {
+		t.Errorf("list_tool_health %+v, want tracker flapping and search not", health)
 	}
 }
