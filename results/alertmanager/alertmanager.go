@@ -26,6 +26,10 @@
 //     them). When a firing probe's outcome or code changes, Send resolves
 //     the label set it posted before in the same request that fires the
 //     new one, so that one failure is never shown twice.
+//   - A flapping alert is a state, as a firing one: it becomes the
+//     probe's active alert (alertname ToolpulseProbeFlapping, so the
+//     firing label set before it is ended in the same post) until the
+//     firing or resolved alert that says where the probe settled.
 //   - A shape_drift alert is an event, not a state: it is posted once,
 //     with endsAt = now + DriftTTL (default 1h, the window in which a
 //     probe's drift to one shape is alerted once), and never re-posted.
