@@ -100,6 +100,15 @@ type Notify struct {
 	// Routes send the alerts of matching probes elsewhere, in file order;
 	// see Route.
 	Routes []Route
+
+	// SuccessThreshold is notify.success_threshold, 0 when unset; see
+	// Successes.
+	SuccessThreshold int
+	// FailureWindow, when enabled, replaces FailureThreshold: the probe
+	// is failing once that many of its last runs did not pass.
+	FailureWindow FailureWindow
+	// Flapping, when enabled, quiets a probe whose verdict keeps changing.
+	Flapping Flapping
 }
 
 // Slack is either a webhook or a bot token with a channel.

@@ -28,7 +28,7 @@ var (
 	storageKey = []string{"driver", "path", "dsn", "retention"}
 	fleetKeys  = []string{"node", "lease", "location"}
 	serverKeys = []string{"listen", "token", "public_url"}
-	notifyKeys = append([]string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, groupingKeys...)
+	notifyKeys = append(append([]string{"slack", "routes", "on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, hysteresisKeys...), groupingKeys...)
 	slackKeys  = []string{"webhook_url", "token", "channel", "api_url"}
 	alertOn    = []string{"contract_error", "unavailable", "shape_drift"}
 )
@@ -306,7 +306,7 @@ func isLoopback(host string) bool {
 func (l *loader) notify(e entry, n *Notify) {
 	d := l.d
 	var routes *entry
-	d.object(e.value, e.path, notifyKeys, func(x entry) {
+	present, _ := d.object(e.value, e.path, notifyKeys, func(x entry) {
 		switch {
 		case x.key == "slack":
 			l.slack(x, &n.Slack)
@@ -317,6 +317,7 @@ func (l *loader) notify(e entry, n *Notify) {
 			l.policyKey(x, n)
 		}
 	})
+	l.exclusiveWindow(present)
 	if routes != nil {
 		n.Routes = l.routes(*routes, n.Default().Notify)
 	}

@@ -59,6 +59,25 @@ var invalidConfigs = []struct {
 	{rule: "failure-threshold", want: []string{
 		"testdata/invalid-failure-threshold.yaml:3:22: notify.failure_threshold: must be at least 1 (consecutive non-pass runs before the first alert), got 0",
 	}},
+	{rule: "success-threshold", want: []string{
+		"testdata/invalid-success-threshold.yaml:3:22: notify.success_threshold: must be at least 1 (consecutive passes before a failing probe is resolved), got 0",
+	}},
+	{rule: "failure-window", want: []string{
+		"testdata/invalid-failure-window.yaml:3:39: notify.failure_window.runs: must be from 1 to 64, got 65",
+		"testdata/invalid-failure-window.yaml:7:23: notify.routes[0].failure_window: failures is required, as in failure_window: {failures: 3, runs: 5}",
+	}},
+	{rule: "failure-window-order", want: []string{
+		"testdata/invalid-failure-window-order.yaml:3:30: notify.failure_window.failures: 6 failures cannot happen in 5 runs; expected at most runs",
+	}},
+	{rule: "window-and-threshold", want: []string{
+		"testdata/invalid-window-and-threshold.yaml:4:3: notify.failure_window: cannot be set with failure_threshold (line 3:3): a window of runs replaces consecutive failures; keep one",
+		"testdata/invalid-window-and-threshold.yaml:8:7: notify.routes[0].failure_window: cannot be set with failure_threshold (line 9:7): a window of runs replaces consecutive failures; keep one",
+	}},
+	{rule: "flapping", want: []string{
+		"testdata/invalid-flapping.yaml:3:23: notify.flapping.changes: must be from 1 to 32, got 0",
+		"testdata/invalid-flapping.yaml:3:51: notify.flapping.stable_for: must be positive, got 0s",
+		"testdata/invalid-flapping.yaml:7:17: notify.routes[0].flapping: window is required, as in flapping: {changes: 4, window: 30m, stable_for: 30m}",
+	}},
 	{rule: "fixture", want: []string{
 		`testdata/invalid-fixture.yaml:8:17: consumers[0].fixtures[0].expect: unknown outcome "passed"; expected pass, contract_error or unavailable`,
 		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
@@ -227,7 +246,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-routes.yaml:8:15: notify.routes[3].match: "team-name" is not a valid label name; expected letters, digits and _, not starting with a digit or __`,
 		"testdata/invalid-routes.yaml:9:27: notify.routes[3].alertmanager.url: expected an absolute http:// or https:// URL: no scheme",
 		"testdata/invalid-routes.yaml:10:26: notify.routes[3].failure_threshold: must be at least 1 (consecutive non-pass runs before the first alert), got 0",
-		`testdata/invalid-routes.yaml:11:7: notify.routes[3]: unknown key "colour"; expected one of match, slack, alertmanager, webhook, on, failure_threshold, repeat_interval, send_resolved, update_on_code_change, group_by, group_wait, group_interval`,
+		`testdata/invalid-routes.yaml:11:7: notify.routes[3]: unknown key "colour"; expected one of match, slack, alertmanager, webhook, on, failure_threshold, repeat_interval, send_resolved, update_on_code_change, success_threshold, failure_window, flapping, group_by, group_wait, group_interval`,
 		"testdata/invalid-routes.yaml:13:16: notify.routes[4].webhook: secret is required: the key that signs every body",
 		"testdata/invalid-routes.yaml:14:14: notify.routes[4].slack: expected webhook_url, or token with channel; a route's receiver cannot be empty",
 		"testdata/invalid-routes.yaml:16:21: notify.routes[5].alertmanager: url is required, such as http://127.0.0.1:9093",

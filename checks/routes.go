@@ -8,7 +8,7 @@ import (
 
 var (
 	receiverKeys     = []string{"slack", "alertmanager", "webhook"}
-	policyKeys       = []string{"on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}
+	policyKeys       = append([]string{"on", "failure_threshold", "repeat_interval", "send_resolved", "update_on_code_change"}, hysteresisKeys...)
 	routeKeys        = append(append(append([]string{"match"}, receiverKeys...), policyKeys...), groupingKeys...)
 	alertmanagerKeys = []string{"url"}
 	webhookKeys      = []string{"url", "secret"}
@@ -159,6 +159,7 @@ func (l *loader) policyKey(x entry, n *Notify) bool {
 			d.errorf(x.value, "%s: must be at least 1 (consecutive non-pass runs before the first alert), got %d", x.path, v)
 		}
 		n.FailureThreshold = int(v)
+		n.FailureWindow = FailureWindow{} // a route's own threshold replaces the window it inherits
 	case "repeat_interval":
 		v, ok := d.duration(x.value, x.path)
 		if ok && v <= 0 {
@@ -170,7 +171,7 @@ func (l *loader) policyKey(x entry, n *Notify) bool {
 	case "update_on_code_change":
 		n.UpdateOnCodeChange, _ = d.boolean(x.value, x.path)
 	default:
-		return l.groupingKey(x, &n.Grouping)
+		return l.hysteresisKey(x, n) || l.groupingKey(x, &n.Grouping)
 	}
 	return true
 }
@@ -211,6 +212,7 @@ func (l *loader) routes(e entry, top Notify) []Route {
 		if !ok {
 			continue
 		}
+		l.exclusiveWindow(present)
 		if _, ok := present["match"]; !ok {
 			d.errorf(item, "%s: match is required: the labels a probe must carry, such as match: {team: search}", path)
 		}

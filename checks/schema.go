@@ -232,7 +232,7 @@ func Schema() ([]byte, error) {
 		"uniqueItems": true,
 		"items":       map[string]any{"enum": alertTriggers},
 	}
-	route := b.object("route", routeKeys, []string{"match"}, withGrouping(map[string]any{
+	route := b.object("route", routeKeys, []string{"match"}, withGrouping(b.withHysteresis(map[string]any{
 		"match": map[string]any{
 			"type":                 "object",
 			"minProperties":        1,
@@ -248,7 +248,8 @@ func Schema() ([]byte, error) {
 		"repeat_interval":       durationSchema("a still-failing probe is re-alerted at most this often", true),
 		"send_resolved":         boolSchema(),
 		"update_on_code_change": boolSchema(),
-	}))
+	})))
+	route = exclusiveWindowSchema(route)
 	route["anyOf"] = []any{
 		map[string]any{"required": []string{"slack"}},
 		map[string]any{"required": []string{"alertmanager"}},
@@ -284,7 +285,7 @@ func Schema() ([]byte, error) {
 		}),
 		"max_concurrency": withDoc(integer(1), "runs in flight at once, across all probes"),
 		"defaults":        b.object("defaults", defaultsKeys, nil, withLocations(tuning, locationList)),
-		"notify": b.object("notify", notifyKeys, nil, withGrouping(map[string]any{
+		"notify": exclusiveWindowSchema(b.object("notify", notifyKeys, nil, withGrouping(b.withHysteresis(map[string]any{
 			"slack":                 slackReceiver("slack"),
 			"routes":                map[string]any{"type": "array", "items": route, "description": "the first route whose match a probe's labels meet takes its alerts"},
 			"on":                    onList,
@@ -292,7 +293,7 @@ func Schema() ([]byte, error) {
 			"repeat_interval":       durationSchema("a still-failing probe is re-alerted at most this often", true),
 			"send_resolved":         boolSchema(),
 			"update_on_code_change": boolSchema(),
-		})),
+		})))),
 		"consumers":   map[string]any{"type": "array", "items": consumer},
 		"probes":      map[string]any{"type": "array", "items": probe},
 		"maintenance": map[string]any{"type": "array", "items": maintenanceSchema(&b), "description": "recurring windows that mute the alerts of the probes they cover; resolves are never muted"},

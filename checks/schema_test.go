@@ -158,6 +158,7 @@ var beyondSchema = map[string]string{
 	"webhook-url":            "URL syntax",
 	"storage-dsn-url":        "URL syntax",
 	"fleet-lease":            "a duration's lower bound",
+	"failure-window-order":   "relates failures to runs",
 	"slack-channel":          "relates token to channel",
 	"slack-both":             "relates webhook_url to token",
 }

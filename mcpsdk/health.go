@@ -31,8 +31,12 @@ type ToolHealth struct {
 	LastRunAt    string `json:"last_run_at,omitempty" jsonschema:"when the latest run started (RFC 3339)"`
 	LastPassAt   string `json:"last_pass_at,omitempty" jsonschema:"when the latest passing run started (RFC 3339)"`
 	// Firing is true while an alert about the probe is firing.
-	Firing bool              `json:"firing" jsonschema:"true while an alert about the probe is firing"`
-	Labels map[string]string `json:"labels,omitempty" jsonschema:"the probe's labels"`
+	Firing bool `json:"firing" jsonschema:"true while an alert about the probe is firing"`
+	// Flapping is true while the probe's verdict changes too often to
+	// alert on each change (SPEC §13): its health is not to be trusted
+	// either way.
+	Flapping bool              `json:"flapping,omitempty" jsonschema:"true while the probe keeps failing and passing by turns (notify.flapping)"`
+	Labels   map[string]string `json:"labels,omitempty" jsonschema:"the probe's labels"`
 }
 
 // HealthSource answers the endpoint's questions from what toolpulse has

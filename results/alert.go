@@ -69,6 +69,11 @@ const (
 	// AlertDrift: a probe's response shape (SPEC §5) or its MCP tool's
 	// definition (SPEC §10) changed; Alert.Drift.Kind says which.
 	AlertDrift AlertKind = "shape_drift"
+	// AlertFlapping: a probe's failing/passing verdict changed more often
+	// than notify.flapping allows (SPEC §13). No firing, update, reminder
+	// or resolved alert follows until the verdict has been stable for
+	// stable_for; then one firing or resolved alert says where it settled.
+	AlertFlapping AlertKind = "flapping"
 )
 
 // DeliveryState is where an alert is in the outbox.
@@ -272,7 +277,8 @@ type AlertState struct {
 	// FailingSince is the start of the first non-pass run of the streak;
 	// zero while passing.
 	FailingSince time.Time
-	// Firing is true once a firing alert went out for this streak.
+	// Firing is true once a firing alert went out for this streak, or a
+	// flapping alert: the firing or resolved alert that ends it is owed.
 	Firing bool
 	// LastNotifiedAt is when the last firing, reminder or update alert
 	// was made.
@@ -294,7 +300,46 @@ type AlertState struct {
 	// last alert went out. A silenced probe records its skipped alert at
 	// most once per repeat_interval.
 	SilencedAt time.Time
+
+	// Failing is the verdict of the probe's thresholds (SPEC §13): set
+	// when failure_threshold consecutive runs failed (or failure_window's
+	// F of the last R), cleared after success_threshold consecutive
+	// passes. Firing implies it; a failing probe whose outcome notify.on
+	// does not list is failing without firing.
+	Failing bool
+	// ConsecutivePasses counts the passes since the last non-pass run
+	// while Failing; 0 otherwise.
+	ConsecutivePasses int
+	// Window holds the outcomes of the last WindowRuns runs, the newest
+	// in the lowest bit, 1 for a run that did not pass. Kept only while
+	// notify.failure_window is set; it starts empty when the verdict
+	// resolves. WindowRuns is at most MaxWindowRuns.
+	Window     uint64
+	WindowRuns int
+	// Flapping is set while the verdict changes more often than
+	// notify.flapping allows, since FlappingSince; alerts other than the
+	// one flapping alert wait until it has been stable for stable_for.
+	Flapping      bool
+	FlappingSince time.Time
+	// VerdictChanges are when Failing last changed, oldest first: those
+	// within notify.flapping's window, and always the newest. Kept only
+	// while notify.flapping is set; at most MaxFlapChanges+1.
+	VerdictChanges []time.Time
 }
+
+// IsFailing reports whether the verdict is failing: Failing, or Firing,
+// which implies it (a state kept before the verdict was has only Firing)
+// unless the probe is flapping: then the flapping alert is what fired.
+func (s AlertState) IsFailing() bool { return s.Failing || (s.Firing && !s.Flapping) }
+
+// MaxWindowRuns bounds notify.failure_window's runs: the state keeps
+// the outcomes of this many runs in AlertState.Window, one bit each.
+const MaxWindowRuns = 64
+
+// MaxFlapChanges bounds notify.flapping's changes: a probe is flapping
+// once its verdict changed more than that many times in the window, so
+// AlertState.VerdictChanges keeps at most one more.
+const MaxFlapChanges = 32
 
 // RunRecord is everything one operation changes, committed in one
 // transaction: the result, the drift it showed, the probe's new alert

@@ -59,6 +59,12 @@ func (rec *RunRecord) Validate() error {
 			return fmt.Errorf("invalid alert state: probe %q, want the result's %q", st.Probe, r.Probe)
 		case st.ConsecutiveFailures < 0:
 			return fmt.Errorf("invalid alert state: %d consecutive failures", st.ConsecutiveFailures)
+		case st.ConsecutivePasses < 0:
+			return fmt.Errorf("invalid alert state: %d consecutive passes", st.ConsecutivePasses)
+		case st.WindowRuns < 0 || st.WindowRuns > MaxWindowRuns:
+			return fmt.Errorf("invalid alert state: a window of %d runs, want 0 to %d", st.WindowRuns, MaxWindowRuns)
+		case len(st.VerdictChanges) > MaxFlapChanges+1:
+			return fmt.Errorf("invalid alert state: %d verdict changes, want at most %d", len(st.VerdictChanges), MaxFlapChanges+1)
 		}
 	}
 	for i := range rec.Alerts {
@@ -94,7 +100,7 @@ func validateDrift(d *Drift, r *Result) error {
 
 func validateAlert(a *Alert, rec *RunRecord) error {
 	switch a.Kind {
-	case AlertFiring, AlertReminder, AlertUpdate, AlertResolved, AlertDrift:
+	case AlertFiring, AlertReminder, AlertUpdate, AlertResolved, AlertDrift, AlertFlapping:
 	default:
 		return fmt.Errorf("unknown kind %q", a.Kind)
 	}

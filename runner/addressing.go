@@ -44,7 +44,9 @@ type addressing struct {
 //     told of the failure gets a firing alert, and one told gets no second;
 //   - resolved goes to every receiver told of the failure that is still
 //     configured, wherever the route points now;
-//   - shape_drift, an event, goes to the route's receivers.
+//   - shape_drift, an event, goes to the route's receivers;
+//   - flapping goes to the route's receivers, who are then told of the
+//     failure: the firing or resolved alert that ends it is theirs.
 //
 // It returns the alerts and the receivers told of the failure after them.
 func address(alerts []results.Alert, to addressing, labels map[string]string, now time.Time) ([]results.Alert, []string) {
@@ -65,6 +67,9 @@ func address(alerts []results.Alert, to addressing, labels map[string]string, no
 			b := a
 			b.Labels = maps.Clone(labels)
 			b.Receiver, b.State, b.NextAttemptAt = key, results.DeliveryPending, now
+			if a.Kind == results.AlertFlapping && !slices.Contains(told, key) {
+				told = append(told, key) // where it settles is theirs to hear
+			}
 			if streakAlert(a.Kind) && !slices.Contains(to.told, key) {
 				b.Kind, b.Previous = results.AlertFiring, results.Mode{}
 				if !slices.Contains(told, key) {
@@ -108,9 +113,10 @@ func streakAlert(kind results.AlertKind) bool {
 // movedFiring returns the firing alert a probe already firing owes the
 // receivers of its route not yet told of the failure (after a reload),
 // when the run calls for no streak alert that would tell them and its
-// outcome is in notify.on and no silence covers it; nil otherwise.
+// outcome is in notify.on and no silence covers it and it is not flapping
+// (quiet until it settles); nil otherwise.
 func movedFiring(n checks.Notify, st, next results.AlertState, alerts []results.Alert, to addressing, r *results.Result, now time.Time, silenced bool) *results.Alert {
-	if !st.Firing || !next.Firing || silenced || !notifies(n, string(r.Outcome)) {
+	if !st.Firing || !next.Firing || next.Flapping || silenced || !notifies(n, string(r.Outcome)) {
 		return nil
 	}
 	if slices.ContainsFunc(alerts, func(a results.Alert) bool { return streakAlert(a.Kind) }) {

@@ -17,6 +17,10 @@ type probeAlert struct {
 	FailingSince   string        `json:"failing_since,omitempty"`    // RFC 3339; "" while passing
 	LastNotifiedAt string        `json:"last_notified_at,omitempty"` // the last firing, reminder or update
 	LastMessage    *alertMessage `json:"last_message"`               // null before the first alert
+	// Flapping: the probe's verdict changes too often (notify.flapping),
+	// and its alerts wait until it is stable; since FlappingSince.
+	Flapping      bool   `json:"flapping"`
+	FlappingSince string `json:"flapping_since,omitempty"` // RFC 3339; "" while not flapping
 }
 
 // alertMessage is a probe's newest alert and its delivery.
@@ -63,6 +67,9 @@ func readAlerts(ctx context.Context, store Store, names []string) (map[string]pr
 			if !st.LastNotifiedAt.IsZero() {
 				pa.LastNotifiedAt = results.FormatTime(st.LastNotifiedAt)
 			}
+			if pa.Flapping = st.Flapping; !st.FlappingSince.IsZero() {
+				pa.FlappingSince = results.FormatTime(st.FlappingSince)
+			}
 		}
 		if a, ok := latest[name]; ok {
 			m := &alertMessage{Kind: a.Kind, Receiver: a.Receiver, CreatedAt: results.FormatTime(a.CreatedAt), Delivery: deliveryWord(a),
@@ -85,14 +92,18 @@ type alertView struct {
 	Kind     string  // of the last message; "" before the first alert
 	Delivery string
 	Error    string
+	Flapping bool
+	// FlappingSince is when it started flapping; nil while it is not.
+	FlappingSince *moment
 }
 
 func newAlertView(now time.Time, pa probeAlert) *alertView {
-	v := &alertView{Firing: pa.Firing, Since: momentAt(now, pa.FailingSince), Notified: momentAt(now, pa.LastNotifiedAt)}
+	v := &alertView{Firing: pa.Firing, Since: momentAt(now, pa.FailingSince), Notified: momentAt(now, pa.LastNotifiedAt),
+		Flapping: pa.Flapping, FlappingSince: momentAt(now, pa.FlappingSince)}
 	if m := pa.LastMessage; m != nil {
 		v.Kind, v.Delivery, v.Error = string(m.Kind), m.Delivery, results.Shorten(m.LastError, present.MaxMessageRunes)
 	}
-	if !v.Firing && v.Kind == "" {
+	if !v.Firing && !v.Flapping && v.Kind == "" {
 		return nil // nothing to say
 	}
 	return v

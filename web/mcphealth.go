@@ -51,7 +51,7 @@ func (h toolHealth) Health(ctx context.Context) ([]mcpsdk.ToolHealth, error) {
 			}
 		}
 		if st, ok := states[p.Name]; ok {
-			th.Firing = st.Firing
+			th.Firing, th.Flapping = st.Firing, st.Flapping
 			if !th.Healthy && !st.FailingSince.IsZero() {
 				th.FailingSince = results.FormatTime(st.FailingSince)
 			}

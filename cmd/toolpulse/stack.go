@@ -51,6 +51,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		return nil, err
 	}
 	s.metricsHandler = prometheus.Handler(reg)
+	s.metrics.WatchAlertStates(store.AlertStates)
 	fleet, err := fleetOf(cfg, store)
 	if err != nil {
 		store.Close()

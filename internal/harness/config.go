@@ -74,6 +74,16 @@ type Notify struct {
 	FailureThreshold int
 	RepeatInterval   time.Duration
 	Routes           []Route
+	// SuccessThreshold and Flapping are the alert policy's hysteresis,
+	// each written when set.
+	SuccessThreshold int
+	Flapping         *Flapping
+}
+
+// Flapping is notify.flapping; StableFor is written when set.
+type Flapping struct {
+	Changes           int
+	Window, StableFor time.Duration
 }
 
 // Route is one entry of notify.routes: the labels it matches, its
@@ -269,6 +279,16 @@ func (c Config) YAML() string {
 			fmt.Fprintf(&b, "  failure_threshold: %d\n", n.FailureThreshold)
 		}
 		line(&b, "  repeat_interval", n.RepeatInterval)
+		if n.SuccessThreshold > 0 {
+			fmt.Fprintf(&b, "  success_threshold: %d\n", n.SuccessThreshold)
+		}
+		if f := n.Flapping; f != nil {
+			fmt.Fprintf(&b, "  flapping: {changes: %d, window: %s", f.Changes, duration(f.Window))
+			if f.StableFor != 0 {
+				fmt.Fprintf(&b, ", stable_for: %s", duration(f.StableFor))
+			}
+			b.WriteString("}\n")
+		}
 		if len(n.Routes) > 0 {
 			b.WriteString("  routes:\n")
 		}

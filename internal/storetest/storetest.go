@@ -123,6 +123,7 @@ var behaviours = []behaviour{
 	{"RecordedRuns/recording order", recordedRunsOrder},
 	// Alert state.
 	{"AlertStates/round trip", alertStatesRoundTrip},
+	{"AlertStates/the alert policy's verdict, window and flapping", alertPolicyRoundTrip},
 	// Outbox.
 	{"Outbox/lifecycle", outboxLifecycle},
 	{"Outbox/marks refuse nonsense", outboxRefusesNonsense},
@@ -131,6 +132,7 @@ var behaviours = []behaviour{
 	{"Outbox/latest alert of each probe", outboxLatest},
 	{"Outbox/receiver and labels read back", outboxReceivers},
 	{"Outbox/what each receiver was last told is firing", outboxFiring},
+	{"Outbox/what each receiver was last told of a flapping probe", outboxFiringFlapping},
 	{"Outbox/target, body excerpt and resolving read back", outboxContext},
 	{"Outbox/a group's pending alerts and last delivery", outboxGroups},
 	// Drift.

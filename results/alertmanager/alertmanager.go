@@ -26,6 +26,10 @@
 //     them). When a firing probe's outcome or code changes, Send resolves
 //     the label set it posted before in the same request that fires the
 //     new one, so that one failure is never shown twice.
+//   - A flapping alert is a state, as a firing one: it becomes the
+//     probe's active alert (alertname ToolpulseProbeFlapping, so the
+//     firing label set before it is ended in the same post) until the
+//     firing or resolved alert that says where the probe settled.
 //   - A shape_drift alert is an event, not a state: it is posted once,
 //     with endsAt = now + DriftTTL (default 1h, the window in which a
 //     probe's drift to one shape is alerted once), and never re-posted.
@@ -58,6 +62,9 @@ const (
 	AlertNameFailing = "ToolpulseProbeFailing"
 	// AlertNameDrift names shape_drift alerts.
 	AlertNameDrift = "ToolpulseShapeDrift"
+	// AlertNameFlapping names flapping alerts: active until the firing or
+	// resolved alert that says where the probe settled replaces it.
+	AlertNameFlapping = "ToolpulseProbeFlapping"
 )
 
 // Defaults of Config.
@@ -189,7 +196,7 @@ func (n *Notifier) Restore(ctx context.Context, alerts []results.Alert) error {
 	defer n.unlock()
 	for _, a := range alerts {
 		switch a.Kind {
-		case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+		case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertFlapping:
 			if _, ok := n.active[a.Probe]; !ok {
 				n.active[a.Probe] = n.postable(a)
 			}
@@ -256,9 +263,11 @@ func (n *Notifier) sendAll(ctx context.Context, alerts []results.Alert) (retry b
 	var batch []postable
 	for _, a := range alerts {
 		switch a.Kind {
-		case results.AlertFiring, results.AlertReminder, results.AlertUpdate:
+		case results.AlertFiring, results.AlertReminder, results.AlertUpdate, results.AlertFlapping:
 			// An update is the same failure in another mode: its labels
 			// (outcome, code) differ, so the old label set is ended with it.
+			// So is a flapping alert (another alertname), and the firing
+			// alert of a flapping probe that settled failing.
 			p := n.postable(a)
 			batch = append(batch, p)
 			if prev, ok := active(a.Probe); ok && !sameLabels(prev.Labels, p.Labels) {

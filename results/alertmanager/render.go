@@ -65,6 +65,9 @@ func (n *Notifier) postable(a results.Alert) postable {
 	if link != "" {
 		ann["link"] = link
 	}
+	if a.Kind == results.AlertFlapping {
+		labels["alertname"] = AlertNameFlapping
+	}
 	if a.Kind == results.AlertDrift {
 		labels["alertname"] = AlertNameDrift
 		if a.Drift != nil {
@@ -109,6 +112,9 @@ func summary(a results.Alert) string {
 			s += " (" + a.Drift.Baseline + " → " + a.Drift.Current + ")"
 		}
 		return s + "; this run: " + failure
+	}
+	if a.Kind == results.AlertFlapping {
+		return a.Probe + " flapping: quiet until it settles; this run: " + failure
 	}
 	return a.Probe + " " + failure
 }

@@ -14,7 +14,8 @@ import (
 )
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
-    notified::text, modes::text, announced::text, receivers::text, silenced_at
+    notified::text, modes::text, announced::text, receivers::text, silenced_at,
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -41,10 +42,18 @@ func (s *Store) alertStates(ctx context.Context) (map[string]results.AlertState,
 			since, lastNotified, silenced *time.Time
 			notified, modes, announced    *string
 			receivers                     *string
+			window                        int64
+			flappingSince                 *time.Time
+			changes                       []time.Time
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
-			&notified, &modes, &announced, &receivers, &silenced); err != nil {
+			&notified, &modes, &announced, &receivers, &silenced,
+			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes); err != nil {
 			return nil, err
+		}
+		st.Window, st.FlappingSince = uint64(window), fromNull(flappingSince)
+		for _, t := range changes {
+			st.VerdictChanges = append(st.VerdictChanges, t.UTC())
 		}
 		var err1, err2, err3, err4 error
 		st.Notified, err1 = parseMode(notified)
@@ -140,20 +149,24 @@ func (s *Store) latestAlerts(ctx context.Context, probes []string) (map[string]r
 }
 
 // firingAlerts finds, for each firing probe, the newest alert of its
-// failure delivered to one receiver, through the index on (probe, id).
+// failure delivered to one receiver, through the index on (probe, id): a
+// firing, reminder or update alert since the failure began, or the
+// flapping alert of a probe that is still flapping.
 const firingAlerts = `SELECT ` + alertColumns + `
 FROM alert_state s
 JOIN alerts a ON a.id = (
     SELECT x.id FROM alerts x
     WHERE x.probe = s.probe AND x.receiver = $1 AND x.state = 'delivered'
-      AND x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+      AND (x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+           OR x.kind = 'flapping' AND x.created_at >= s.flapping_since)
     ORDER BY x.id DESC LIMIT 1)
 LEFT JOIN drifts d ON d.id = a.drift_id
 WHERE s.firing
 ORDER BY a.id`
 
 // FiringAlerts returns, for each probe whose failure is firing, the newest
-// firing, reminder or update alert of that failure delivered to receiver
+// firing, reminder or update alert of that failure (or flapping alert of
+// its flapping, while it lasts) delivered to receiver
 // (a receiver key such as "routes[0]/alertmanager"), oldest first: what
 // the receiver was last told is failing. A receiver that must keep
 // telling it (Alertmanager re-posts) starts from it after a restart.

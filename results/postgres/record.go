@@ -61,8 +61,10 @@ ON CONFLICT (probe, fingerprint) DO UPDATE SET
 
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
-    notified, modes, announced, receivers, silenced_at, epoch
-) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11, $12)
+    notified, modes, announced, receivers, silenced_at, epoch,
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
+) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11, $12,
+    $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -74,7 +76,14 @@ ON CONFLICT (probe) DO UPDATE SET
     announced            = excluded.announced,
     receivers            = excluded.receivers,
     silenced_at          = excluded.silenced_at,
-    epoch                = excluded.epoch`
+    epoch                = excluded.epoch,
+    failing              = excluded.failing,
+    consecutive_passes   = excluded.consecutive_passes,
+    window_bits          = excluded.window_bits,
+    window_runs          = excluded.window_runs,
+    flapping             = excluded.flapping,
+    flapping_since       = excluded.flapping_since,
+    verdict_changes      = excluded.verdict_changes`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
@@ -257,7 +266,8 @@ func queueRun(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecor
 		}
 		p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
 			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(r.StartedAt),
-			notified, modes, announced, receivers, nullTime(st.SilencedAt), rec.Fence.Epoch)
+			notified, modes, announced, receivers, nullTime(st.SilencedAt), rec.Fence.Epoch,
+			st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), dbTimes(st.VerdictChanges))
 	}
 
 	ids := make([]int64, len(rec.Alerts))

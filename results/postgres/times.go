@@ -57,3 +57,15 @@ var (
 	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 	maxTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 )
+
+// dbTimes is times as stored, nil (NULL) for none.
+func dbTimes(times []time.Time) []time.Time {
+	if len(times) == 0 {
+		return nil
+	}
+	out := make([]time.Time, len(times))
+	for i, t := range times {
+		out[i] = dbTime(t)
+	}
+	return out
+}

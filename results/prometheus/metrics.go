@@ -13,6 +13,7 @@
 //	toolpulse_validated_items{probe}                     gauge: validated_count of the last run, while it passes
 //	toolpulse_drift_events_total{probe,kind}             counter; kind response or definition
 //	toolpulse_probe_info{probe,kind,tool}                gauge, always 1: http or mcp, an MCP probe's tool
+//	toolpulse_probe_flapping{probe}                      gauge: 1 while the probe is flapping, read from the store (flapping.go)
 //
 // Each of the series above also carries location, the instance's
 // fleet.location ("default" for a single instance, SPEC §13): the
@@ -125,6 +126,7 @@ type Metrics struct {
 	fleet     *fleetCollector
 	// maintenance exposes toolpulse_probe_in_maintenance.
 	maintenance *maintenanceCollector
+	flapping    *flappingCollector
 }
 
 // New creates the toolpulse metrics of an instance in the default
@@ -178,6 +180,7 @@ func NewAt(reg prometheus.Registerer, location string) (*Metrics, error) {
 
 		maintenance: newMaintenanceCollector(),
 	}
+	m.flapping = newFlappingCollector(m.knownProbes)
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolpulse_build_info",
 		Help: "Always 1; the version label says which toolpulse is running.",
@@ -203,7 +206,7 @@ func NewAt(reg prometheus.Registerer, location string) (*Metrics, error) {
 	probes := &probeCollector{m: m, d: newProbeDescs(shared.hasLocation), shared: shared}
 	for _, c := range []prometheus.Collector{
 		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
-		m.reloadOK, m.reloadAt, m.leader, m.fleet, pending, m.maintenance,
+		m.reloadOK, m.reloadAt, m.leader, m.fleet, m.flapping, pending, m.maintenance,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

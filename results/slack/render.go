@@ -69,6 +69,8 @@ func emoji(a results.Alert) string {
 		return ":large_green_circle:"
 	case results.AlertDrift:
 		return ":warning:"
+	case results.AlertFlapping:
+		return ":repeat:"
 	}
 	if a.Outcome == results.Unavailable {
 		return ":large_orange_circle:"
@@ -88,6 +90,8 @@ func header(a results.Alert) string {
 		return fmt.Sprintf("%s %s resolved", emoji(a), a.Probe)
 	case results.AlertDrift:
 		return fmt.Sprintf("%s %s", emoji(a), driftSubject(a))
+	case results.AlertFlapping:
+		return fmt.Sprintf("%s %s flapping: failing and passing by turns", emoji(a), a.Probe)
 	}
 	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
 }
@@ -171,6 +175,9 @@ func intro(a results.Alert) string {
 			return driftIntro(a) + " This run passed and resolved the probe's failure (the resolved message came first)."
 		}
 		return driftIntro(a)
+	case results.AlertFlapping:
+		return "Its verdict changed too often to page on each change (notify.flapping). " +
+			"No more messages until it has been stable; then one says whether it settled failing or passing."
 	}
 	return ""
 }
@@ -417,6 +424,8 @@ func fallback(a results.Alert) string {
 		if a.Resolving {
 			s += ", which resolved the failure"
 		}
+	case results.AlertFlapping:
+		s = fmt.Sprintf("%s %s flapping: quiet until it settles; this run: %s", emoji(a), a.Probe, what)
 	default:
 		s = fmt.Sprintf("%s %s %s: %s", emoji(a), a.Probe, a.Kind, what)
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
-    notified, modes, announced, receivers, silenced_at
+    notified, modes, announced, receivers, silenced_at,
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -31,10 +32,20 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 			since, lastNotified, silenced sql.NullString
 			notified, modes, announced    sql.NullString
 			receivers                     sql.NullString
+			window                        int64
+			flappingSince, changes        sql.NullString
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
-			&notified, &modes, &announced, &receivers, &silenced); err != nil {
+			&notified, &modes, &announced, &receivers, &silenced,
+			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes); err != nil {
 			return nil, fmt.Errorf("sqlite: alert states: %w", err)
+		}
+		st.Window = uint64(window)
+		var err6, err7 error
+		st.FlappingSince, err6 = parseNullTime(flappingSince)
+		st.VerdictChanges, err7 = parseTimes(changes)
+		if err := errors.Join(err6, err7); err != nil {
+			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
 		}
 		var err1, err2, err3, err4, err5 error
 		st.Notified, err1 = parseMode(notified)
@@ -124,20 +135,24 @@ func (s *Store) LatestAlerts(ctx context.Context, probes []string) (map[string]r
 }
 
 // firingAlerts finds, for each firing probe, the newest alert of its
-// failure delivered to one receiver, through the index on (probe, id).
+// failure delivered to one receiver, through the index on (probe, id): a
+// firing, reminder or update alert since the failure began, or the
+// flapping alert of a probe that is still flapping.
 const firingAlerts = `SELECT ` + alertColumns + `
 FROM alert_state s
 JOIN alerts a ON a.id = (
     SELECT x.id FROM alerts x
     WHERE x.probe = s.probe AND x.receiver = ? AND x.state = 'delivered'
-      AND x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+      AND (x.kind IN ('firing', 'reminder', 'update') AND x.created_at >= s.failing_since
+           OR x.kind = 'flapping' AND x.created_at >= s.flapping_since)
     ORDER BY x.id DESC LIMIT 1)
 LEFT JOIN drifts d ON d.id = a.drift_id
 WHERE s.firing = 1
 ORDER BY a.id`
 
 // FiringAlerts returns, for each probe whose failure is firing, the newest
-// firing, reminder or update alert of that failure delivered to receiver
+// firing, reminder or update alert of that failure (or flapping alert of
+// its flapping, while it lasts) delivered to receiver
 // (a receiver key such as "routes[0]/alertmanager"), oldest first: what
 // the receiver was last told is failing. A receiver that must keep
 // telling it (Alertmanager re-posts) starts from it after a restart.

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -62,4 +63,37 @@ func parseModes(s sql.NullString) ([]results.Mode, error) {
 		modes[i] = results.Mode(m)
 	}
 	return modes, nil
+}
+
+// nullTimes is times as a JSON array of stored times, NULL for none.
+func nullTimes(times []time.Time) (sql.NullString, error) {
+	if len(times) == 0 {
+		return sql.NullString{}, nil
+	}
+	stored := make([]string, len(times))
+	for i, t := range times {
+		stored[i] = results.FormatTime(t)
+	}
+	b, err := json.Marshal(stored)
+	return sql.NullString{String: string(b), Valid: err == nil}, err
+}
+
+// parseTimes reads what nullTimes wrote.
+func parseTimes(s sql.NullString) ([]time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var stored []string
+	if err := json.Unmarshal([]byte(s.String), &stored); err != nil {
+		return nil, fmt.Errorf("times %q: %w", s.String, err)
+	}
+	times := make([]time.Time, len(stored))
+	for i, v := range stored {
+		t, err := parseTime(v)
+		if err != nil {
+			return nil, err
+		}
+		times[i] = t
+	}
+	return times, nil
 }

@@ -61,8 +61,9 @@ ON CONFLICT (probe, fingerprint) DO UPDATE SET
 
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
-    notified, modes, announced, receivers, silenced_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    notified, modes, announced, receivers, silenced_at,
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -73,7 +74,14 @@ ON CONFLICT (probe) DO UPDATE SET
     modes                = excluded.modes,
     announced            = excluded.announced,
     receivers            = excluded.receivers,
-    silenced_at          = excluded.silenced_at`
+    silenced_at          = excluded.silenced_at,
+    failing              = excluded.failing,
+    consecutive_passes   = excluded.consecutive_passes,
+    window_bits          = excluded.window_bits,
+    window_runs          = excluded.window_runs,
+    flapping             = excluded.flapping,
+    flapping_since       = excluded.flapping_since,
+    verdict_changes      = excluded.verdict_changes`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
@@ -211,12 +219,14 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		modes, err2 := nullModes(st.Modes)
 		announced, err3 := nullModes(st.Announced)
 		receivers, err4 := nullStrings(st.Receivers)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		changes, err5 := nullTimes(st.VerdictChanges)
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}
 		_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
 			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt),
-			notified, modes, announced, receivers, nullTime(st.SilencedAt))
+			notified, modes, announced, receivers, nullTime(st.SilencedAt),
+			st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), changes)
 		if err != nil {
 			return nil, fmt.Errorf("alert state: %w", err)
 		}

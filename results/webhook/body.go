@@ -22,8 +22,9 @@ type Payload struct {
 	Message string            `json:"message"`
 	// OperationID is the run that caused the alert.
 	OperationID string `json:"operation_id"`
-	// StartedAt is when the failure began (firing, reminder, resolved), or
-	// when the alert was made (shape_drift).
+	// StartedAt is when the failure began (firing, reminder, resolved, and
+	// flapping while failing), or when the alert was made (shape_drift,
+	// flapping while passing).
 	StartedAt time.Time `json:"started_at"`
 	// CreatedAt is when the alert was made: for resolved, when the probe
 	// passed again.
