@@ -57,9 +57,9 @@ FROM results
 WHERE shape_fingerprint IS NOT NULL
 GROUP BY 1, 2, 3`,
 		`INSERT INTO probe_hours (probe, hour, runs, pass, contract_error, unavailable,
-    passed_after_retries, retries, bucket_ms, bucket_runs)
+    passed_after_retries, retries, duration_buckets)
 SELECT probe, hour, sum(runs), sum(pass), sum(contract_error), sum(unavailable),
-    sum(passed_after_retries), sum(retries), array_agg(bucket ORDER BY bucket), array_agg(runs ORDER BY bucket)
+    sum(passed_after_retries), sum(retries), jsonb_object_agg(bucket::text, runs)
 FROM (
     SELECT probe, date_trunc('hour', started_at, 'UTC') AS hour, ` + bucketSQL + ` AS bucket,
         count(*) AS runs,

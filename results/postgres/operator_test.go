@@ -13,17 +13,12 @@ import (
 	"github.com/toolpulse/toolpulse/results/postgres"
 )
 
-// rollups dumps shape_counts and probe_hours, one sorted line per row, a
-// row's duration buckets as sorted bucket:runs pairs: a bucket's place in
-// the arrays is the order its first run came in, which a rollup need not
-// repeat.
+// rollups dumps shape_counts and probe_hours, one sorted line per row.
 func rollups(t *testing.T, dsn string) []string {
 	t.Helper()
 	out := pgtest.Exec(t, dsn, `SELECT line FROM (
     SELECT 'shape_counts ' || (to_jsonb(c))::text AS line FROM shape_counts c
-    UNION ALL SELECT 'probe_hours ' || (to_jsonb(h) - 'bucket_ms' - 'bucket_runs' || jsonb_build_object('buckets',
-        (SELECT array_agg(ms || ':' || runs ORDER BY ms, runs) FROM unnest(h.bucket_ms, h.bucket_runs) AS u (ms, runs))))::text
-    FROM probe_hours h
+    UNION ALL SELECT 'probe_hours ' || (to_jsonb(h))::text FROM probe_hours h
 ) x ORDER BY line`)
 	return strings.Split(out, "\n")
 }
@@ -38,9 +33,6 @@ func TestRollupStatementsMatchRecordRun(t *testing.T) {
 	n := 0
 	for h := range 3 {
 		for i, ms := range durations {
-			if h == 1 { // the longest first: buckets arrive out of order
-				ms = durations[len(durations)-1-i]
-			}
 			for _, fail := range []bool{false, true} {
 				n++
 				rec := runWithID(fmt.Sprintf("op-%d", n), !fail)

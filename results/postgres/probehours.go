@@ -3,10 +3,11 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,12 +27,11 @@ import (
 //
 // upsertProbeHour adds one run to its probe and hour: $1 probe, $2 hour,
 // $3 to $7 the run's share of pass, contract_error, unavailable,
-// passed_after_retries and retries, and $8 its bucket. The bucket's runs
-// go up by one where bucket_ms holds it, or it is appended: an assignment
-// one past an array's end extends it, to both arrays at the same index.
+// passed_after_retries and retries, and $8 its bucket as text, a key of
+// duration_buckets.
 const upsertProbeHour = `INSERT INTO probe_hours (probe, hour, runs, pass, contract_error, unavailable,
-    passed_after_retries, retries, bucket_ms, bucket_runs)
-VALUES ($1, $2, 1, $3, $4, $5, $6, $7, ARRAY[$8::bigint], ARRAY[1::bigint])
+    passed_after_retries, retries, duration_buckets)
+VALUES ($1, $2, 1, $3, $4, $5, $6, $7, jsonb_build_object($8::text, 1))
 ON CONFLICT (probe, hour) DO UPDATE SET
     runs                 = probe_hours.runs + 1,
     pass                 = probe_hours.pass + excluded.pass,
@@ -39,18 +39,16 @@ ON CONFLICT (probe, hour) DO UPDATE SET
     unavailable          = probe_hours.unavailable + excluded.unavailable,
     passed_after_retries = probe_hours.passed_after_retries + excluded.passed_after_retries,
     retries              = probe_hours.retries + excluded.retries,
-    bucket_ms[coalesce(array_position(probe_hours.bucket_ms, $8::bigint), cardinality(probe_hours.bucket_ms) + 1)]
-        = $8::bigint,
-    bucket_runs[coalesce(array_position(probe_hours.bucket_ms, $8::bigint), cardinality(probe_hours.bucket_ms) + 1)]
-        = coalesce(probe_hours.bucket_runs[array_position(probe_hours.bucket_ms, $8::bigint)], 0) + 1`
+    duration_buckets     = probe_hours.duration_buckets || jsonb_build_object($8::text,
+        coalesce((probe_hours.duration_buckets ->> $8::text)::bigint, 0) + 1)`
 
 // queueProbeHour adds r to probe_hours in the transaction that stores r.
 func queueProbeHour(p *pipeline, r *results.Result) {
 	var run hourly.Sums
 	run.Add(string(r.Outcome), int64(r.AttemptCount()), r.Duration.Milliseconds())
+	key := strconv.FormatInt(hourly.Bucket(r.Duration.Milliseconds()), 10)
 	p.exec("probe hour", upsertProbeHour, r.Probe, hourOf(r.StartedAt),
-		run.Pass, run.ContractError, run.Unavailable, run.PassedAfterRetries, run.Retries,
-		hourly.Bucket(r.Duration.Milliseconds()))
+		run.Pass, run.ContractError, run.Unavailable, run.PassedAfterRetries, run.Retries, key)
 }
 
 // hourKey names a row of probe_hours.
@@ -61,12 +59,12 @@ type hourKey struct {
 
 const (
 	selectProbeHour = `SELECT runs, pass, contract_error, unavailable, passed_after_retries, retries,
-    bucket_ms, bucket_runs
+    duration_buckets::text
 FROM probe_hours WHERE probe = $1 AND hour = $2
 FOR UPDATE`
 	updateProbeHour = `UPDATE probe_hours SET runs = $1, pass = $2, contract_error = $3, unavailable = $4,
-    passed_after_retries = $5, retries = $6, bucket_ms = $7, bucket_runs = $8
-WHERE probe = $9 AND hour = $10`
+    passed_after_retries = $5, retries = $6, duration_buckets = $7::text::jsonb
+WHERE probe = $8 AND hour = $9`
 	deleteProbeHour = `DELETE FROM probe_hours WHERE probe = $1 AND hour = $2`
 )
 
@@ -84,28 +82,26 @@ func subtractHours(ctx context.Context, tx pgx.Tx, deleted map[hourKey]*hourly.S
 	})
 	for _, k := range keys {
 		var (
-			h          hourly.Sums
-			bucketMS   []int64
-			bucketRuns []int64
+			h    hourly.Sums
+			text string
 		)
 		err := tx.QueryRow(ctx, selectProbeHour, k.probe, k.hour).Scan(&h.Runs, &h.Pass,
-			&h.ContractError, &h.Unavailable, &h.PassedAfterRetries, &h.Retries, &bucketMS, &bucketRuns)
+			&h.ContractError, &h.Unavailable, &h.PassedAfterRetries, &h.Retries, &text)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // nothing to take from
 		}
 		if err != nil {
 			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
 		}
-		if h.Buckets, err = bucketMap(bucketMS, bucketRuns); err != nil {
+		if h.Buckets, err = parseBuckets(text); err != nil {
 			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
 		}
 		h.Subtract(deleted[k])
 		if h.Runs == 0 {
 			_, err = tx.Exec(ctx, deleteProbeHour, k.probe, k.hour)
 		} else {
-			bucketMS, bucketRuns = bucketArrays(h.Buckets)
 			_, err = tx.Exec(ctx, updateProbeHour, h.Runs, h.Pass, h.ContractError, h.Unavailable,
-				h.PassedAfterRetries, h.Retries, bucketMS, bucketRuns, k.probe, k.hour)
+				h.PassedAfterRetries, h.Retries, h.BucketsJSON(), k.probe, k.hour)
 		}
 		if err != nil {
 			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
@@ -117,32 +113,22 @@ func subtractHours(ctx context.Context, tx pgx.Tx, deleted map[hourKey]*hourly.S
 // hourLayout spells an hour in errors.
 const hourLayout = "2006-01-02T15Z"
 
-var errBuckets = errors.New("malformed duration buckets")
+var errBuckets = errors.New("malformed duration_buckets")
 
-// bucketMap reads a row's bucket_ms and bucket_runs into the buckets of an
-// hourly.Sums: each key a duration in milliseconds that is a bucket, mapped
-// to its runs.
-func bucketMap(ms, runs []int64) (map[int64]int64, error) {
-	if len(ms) != len(runs) {
-		return nil, fmt.Errorf("%w: %d buckets, %d counts", errBuckets, len(ms), len(runs))
+// parseBuckets reads a duration_buckets object: bucket keys, each a
+// duration in milliseconds that is a bucket, mapped to run counts.
+func parseBuckets(text string) (map[int64]int64, error) {
+	var raw map[string]int64
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", errBuckets, err)
 	}
-	out := make(map[int64]int64, len(ms))
-	for i, b := range ms {
-		if b < 0 || hourly.Bucket(b) != b || runs[i] < 0 {
-			return nil, fmt.Errorf("%w: %d: %d", errBuckets, b, runs[i])
+	out := make(map[int64]int64, len(raw))
+	for k, n := range raw {
+		b, err := strconv.ParseInt(k, 10, 64)
+		if err != nil || b < 0 || hourly.Bucket(b) != b || n < 0 {
+			return nil, fmt.Errorf("%w: %q: %d", errBuckets, k, n)
 		}
-		out[b] += runs[i]
+		out[b] += n
 	}
 	return out, nil
-}
-
-// bucketArrays is the bucket_ms and bucket_runs of buckets, in bucket order,
-// leaving out the buckets no run is left in.
-func bucketArrays(buckets map[int64]int64) (ms, runs []int64) {
-	for _, b := range slices.Sorted(maps.Keys(buckets)) {
-		if n := buckets[b]; n > 0 {
-			ms, runs = append(ms, b), append(runs, n)
-		}
-	}
-	return ms, runs
 }

@@ -32,28 +32,26 @@ SELECT probe FROM probes WHERE probe IS NOT NULL`
 // results_probe_started_covering per probe, each a branch of its own:
 // with an OR Postgres may read the time index for every probe's runs
 // instead). See statsWindow. A row holds the hours' counters and their
-// bucket_ms and bucket_runs arrays, each hour's in the binary form
-// Postgres sends an array in (array_send), concatenated, then the cut
-// hours' counters and the durations of their runs in milliseconds, each
-// with the sign it counts with. Go adds the two up and merges the
-// durations into the probe's histogram: unnesting the arrays in SQL costs
-// the server several times what sending them does, and Go reads their
-// binary form at memory speed (readInt8Arrays).
+// duration_buckets objects as text joined by commas, then the cut hours'
+// counters and the durations of their runs in milliseconds, each with the
+// sign it counts with. Go adds the two up and merges the durations into
+// the probe's histogram: expanding the objects in SQL (jsonb_each) costs
+// the server several times what printing them does, and Go parses their
+// text quickly.
 //
 // One statement for many probes (a part of them, statsParts): the
 // per-probe reads are index ranges joined LATERAL to the probe names, so
 // that a thousand probes cost a thousand index searches inside a few
 // statements, not thousands of statements.
 const statsSums = `SELECT h.runs, h.pass, h.contract_error, h.unavailable, h.passed_after_retries, h.retries,
-    h.bucket_ms, h.bucket_runs, e.runs, e.pass, e.contract_error, e.unavailable, e.passed_after_retries, e.retries,
+    h.buckets, e.runs, e.pass, e.contract_error, e.unavailable, e.passed_after_retries, e.retries,
     e.durations, e.signs
 FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
 CROSS JOIN LATERAL (
     SELECT sum(runs)::bigint AS runs, sum(pass)::bigint AS pass,
         sum(contract_error)::bigint AS contract_error, sum(unavailable)::bigint AS unavailable,
         sum(passed_after_retries)::bigint AS passed_after_retries, sum(retries)::bigint AS retries,
-        string_agg(array_send(bucket_ms), ''::bytea) AS bucket_ms,
-        string_agg(array_send(bucket_runs), ''::bytea) AS bucket_runs
+        string_agg(duration_buckets::text, ',') AS buckets
     FROM probe_hours
     WHERE probe = p.probe AND hour >= $2 AND hour < $3
 ) h
@@ -306,8 +304,7 @@ func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
 	var (
 		// Over no rows, sum() is NULL: zero.
 		hours, edges     [6]*int64
-		bucketMS, runs   []byte
-		buckets          hourBuckets
+		buckets          []byte
 		durations, signs []int64
 	)
 	i := 0
@@ -317,8 +314,8 @@ func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
 		}
 		p := &ps[i]
 		i++
-		// bucketMS and runs are only read, never kept.
-		if err := rows.Scan(&hours[0], &hours[1], &hours[2], &hours[3], &hours[4], &hours[5], &bucketMS, &runs,
+		// RawBytes-like: buckets is only parsed, never kept.
+		if err := rows.Scan(&hours[0], &hours[1], &hours[2], &hours[3], &hours[4], &hours[5], &buckets,
 			&edges[0], &edges[1], &edges[2], &edges[3], &edges[4], &edges[5], &durations, &signs); err != nil {
 			return fmt.Errorf("%s: %w", p.Probe, err)
 		}
@@ -328,10 +325,7 @@ func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
 		}
 		p.Runs, p.Pass, p.ContractError, p.Unavailable, p.PassedAfterRetries, p.Retries =
 			sums[0], sums[1], sums[2], sums[3], sums[4], sums[5]
-		if err := buckets.read(bucketMS, runs); err != nil {
-			return fmt.Errorf("%s: probe_hours: %w", p.Probe, err)
-		}
-		if err := percentiles(p, hist, &buckets, durations, signs); err != nil {
+		if err := percentiles(p, hist, buckets, durations, signs); err != nil {
 			return fmt.Errorf("%s: %w", p.Probe, err)
 		}
 	}
@@ -344,16 +338,17 @@ func summarize(rows pgx.Rows, ps []results.ProbeStats) error {
 	return nil
 }
 
-// percentiles sets p's percentiles from the duration buckets of its
-// whole hours and the durations of the runs of its cut hours, each counted
-// with its sign (-1: a run taken away from an hour). hist is left empty.
-func percentiles(p *results.ProbeStats, hist *hourly.Histogram, buckets *hourBuckets, durations, signs []int64) error {
+// percentiles sets p's percentiles from the duration_buckets objects of
+// its whole hours (their text, joined by commas) and the durations of the
+// runs of its cut hours, each counted with its sign (-1: a run taken away
+// from an hour). hist is left empty.
+func percentiles(p *results.ProbeStats, hist *hourly.Histogram, buckets []byte, durations, signs []int64) error {
 	defer hist.Reset()
 	if len(signs) != len(durations) {
 		return fmt.Errorf("sums: %d durations, %d signs", len(durations), len(signs))
 	}
-	for i, b := range buckets.ms {
-		hist.Add(b, buckets.runs[i])
+	if err := parseBucketsText(buckets, hist.Add); err != nil {
+		return fmt.Errorf("probe_hours: %w", err)
 	}
 	for i, ms := range durations {
 		hist.Add(hourly.Bucket(ms), signs[i])

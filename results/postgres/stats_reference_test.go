@@ -63,8 +63,8 @@ const refEdges = `
 // durations of the runs of the cut hours (true: a duration in
 // milliseconds and its runs, negative for runs taken away). Go merges
 // them into one histogram per probe.
-const refDurations = `SELECT b.ms, b.runs, false
-FROM probe_hours h CROSS JOIN LATERAL unnest(h.bucket_ms, h.bucket_runs) AS b (ms, runs)
+const refDurations = `SELECT b.key::bigint, b.value::bigint, false
+FROM probe_hours h CROSS JOIN LATERAL jsonb_each_text(h.duration_buckets) b
 WHERE h.probe = $1 AND h.hour >= $2 AND h.hour < $3
 UNION ALL
 SELECT duration_ms, sum(sign), true

@@ -1,86 +1,77 @@
 package postgres
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
-// hourBuckets is the duration buckets of a probe's whole hours as stats
-// reads them: ms[i] a bucket, runs[i] its runs, an hour's after another's
-// (a bucket may repeat). Its slices are reused from probe to probe.
-type hourBuckets struct {
-	ms, runs []int64
-}
-
-// read sets b from the concatenated binary bucket_ms and bucket_runs
-// arrays of some hours (statsSums), refusing what RecordRun never writes:
-// keys that are not buckets, negative counts, arrays of different lengths.
-func (b *hourBuckets) read(ms, runs []byte) error {
-	var err error
-	if b.ms, err = readInt8Arrays(ms, b.ms[:0]); err != nil {
-		return fmt.Errorf("bucket_ms: %w", err)
+// parseBucketsText reads duration_buckets objects as Postgres prints
+// jsonb, joined by commas (`{"20": 3, "131": 1},{}`), and calls add with
+// each bucket and its runs, in the order they come. A key must be a
+// bucket (hourly.Bucket) and a count a whole number >= 0, written as
+// Postgres prints them, or it is errBuckets. Empty text is no object.
+func parseBucketsText(text []byte, add func(bucket, runs int64)) error {
+	i := 0
+	// number reads the digits at i.
+	number := func() (int64, bool) {
+		start := i
+		var v int64
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			if i-start == 18 { // past any count or duration stored
+				return 0, false
+			}
+			v = v*10 + int64(text[i]-'0')
+			i++
+		}
+		return v, i > start
 	}
-	if b.runs, err = readInt8Arrays(runs, b.runs[:0]); err != nil {
-		return fmt.Errorf("bucket_runs: %w", err)
+	expect := func(s string) bool {
+		if len(text)-i < len(s) || string(text[i:i+len(s)]) != s {
+			return false
+		}
+		i += len(s)
+		return true
 	}
-	if len(b.ms) != len(b.runs) {
-		return fmt.Errorf("%w: %d buckets, %d counts", errBuckets, len(b.ms), len(b.runs))
+	bad := func() error {
+		return fmt.Errorf("%w at byte %d of %q", errBuckets, i, clip(text, i))
 	}
-	for i, ms := range b.ms {
-		if ms < 0 || hourly.Bucket(ms) != ms || b.runs[i] < 0 {
-			return fmt.Errorf("%w: bucket %d with %d runs", errBuckets, ms, b.runs[i])
+	for i < len(text) {
+		if i > 0 && !expect(",") {
+			return bad()
+		}
+		if !expect("{") {
+			return bad()
+		}
+		if expect("}") {
+			continue
+		}
+		for {
+			if !expect(`"`) {
+				return bad()
+			}
+			b, ok := number()
+			if !ok || hourly.Bucket(b) != b || !expect(`": `) {
+				return bad()
+			}
+			n, ok := number()
+			if !ok {
+				return bad()
+			}
+			add(b, n)
+			if expect("}") {
+				break
+			}
+			if !expect(", ") {
+				return bad()
+			}
 		}
 	}
 	return nil
 }
 
-// int8OID is the type of the elements of a bigint[].
-const int8OID = 20
-
-// readInt8Arrays appends to out the elements of the bigint arrays in data,
-// one after another, each in the binary form Postgres sends an array in
-// (array_send: the number of dimensions, a has-nulls flag, the element
-// type, then per dimension its length and lower bound, then each element
-// as its length and its bytes, big-endian). Empty data is no array; an
-// empty array has no dimension. It refuses anything else: more than one
-// dimension, a null, another element type, bytes cut short.
-func readInt8Arrays(data []byte, out []int64) ([]int64, error) {
-	be := binary.BigEndian
-	bad := func(what string) error {
-		return fmt.Errorf("%w: %s, %d bytes from the end", errBuckets, what, len(data))
-	}
-	for len(data) > 0 {
-		if len(data) < 12 {
-			return out, bad("array header cut short")
-		}
-		dims, nulls, elem := be.Uint32(data), be.Uint32(data[4:]), be.Uint32(data[8:])
-		data = data[12:]
-		switch {
-		case dims == 0:
-			continue
-		case dims != 1:
-			return out, bad(fmt.Sprintf("an array of %d dimensions", dims))
-		case nulls != 0:
-			return out, bad("an array with nulls")
-		case elem != int8OID:
-			return out, bad(fmt.Sprintf("an array of type %d, not bigint", elem))
-		case len(data) < 8:
-			return out, bad("array dimension cut short")
-		}
-		n := int(be.Uint32(data))
-		data = data[8:]
-		if n < 0 || len(data) < 12*n {
-			return out, bad(fmt.Sprintf("%d elements", n))
-		}
-		for range n {
-			if be.Uint32(data) != 8 {
-				return out, bad("an element that is not 8 bytes")
-			}
-			out = append(out, int64(be.Uint64(data[4:])))
-			data = data[12:]
-		}
-	}
-	return out, nil
+// clip is some text around byte i of text, for an error.
+func clip(text []byte, i int) string {
+	lo, hi := max(i-20, 0), min(i+20, len(text))
+	return string(text[lo:hi])
 }
