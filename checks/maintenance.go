@@ -2,7 +2,6 @@ package checks
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -137,24 +136,7 @@ func (l *loader) windowProbes(x entry, probes []*Probe) []string {
 // windowLabels decodes a window's labels:, every one of which a probe must
 // carry.
 func (l *loader) windowLabels(x entry) map[string]string {
-	d := l.d
-	values, es, ok := d.stringMap(x.value, x.path)
-	if !ok {
-		return values
-	}
-	if len(es) == 0 {
-		d.errorf(x.value, "%s: must list at least one label; leave labels out to match by probes alone", x.path)
-		return values
-	}
-	for _, e := range es {
-		switch {
-		case !labelName.MatchString(e.key) || strings.HasPrefix(e.key, "__"):
-			d.errorf(e.keyN, "%s: %q is not a valid label name; expected letters, digits and _, not starting with a digit or __", x.path, e.key)
-		case slices.Contains(reservedLabels, e.key):
-			d.errorf(e.keyN, "%s: %q is reserved (%s) and no probe carries it as a label; match the probe's own labels, or name it in probes", x.path, e.key, strings.Join(reservedLabels, ", "))
-		}
-	}
-	return maps.Clone(values)
+	return l.labelMatch(x, "leave labels out to match by probes alone", "match the probe's own labels, or name it in probes")
 }
 
 // windowDays decodes every:, weekdays by their English names (Sun or

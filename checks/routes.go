@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -225,13 +226,21 @@ func (l *loader) routes(e entry, top Notify) []Route {
 }
 
 func (l *loader) match(x entry) map[string]string {
+	return l.labelMatch(x, "a route that matches every probe belongs in notify.slack", "match the probe's own labels")
+}
+
+// labelMatch decodes labels a probe must all carry (a route's match:, a
+// maintenance window's labels:). whenEmpty says what to write instead of
+// an empty map, reservedFix what to do instead of matching a reserved
+// label.
+func (l *loader) labelMatch(x entry, whenEmpty, reservedFix string) map[string]string {
 	d := l.d
 	values, es, ok := d.stringMap(x.value, x.path)
 	if !ok {
 		return values
 	}
 	if len(es) == 0 {
-		d.errorf(x.value, "%s: must list at least one label; a route that matches every probe belongs in notify.slack", x.path)
+		d.errorf(x.value, "%s: must list at least one label; %s", x.path, whenEmpty)
 		return values
 	}
 	for _, e := range es {
@@ -239,12 +248,12 @@ func (l *loader) match(x entry) map[string]string {
 		case !labelName.MatchString(e.key) || strings.HasPrefix(e.key, "__"):
 			d.errorf(e.keyN, "%s: %q is not a valid label name; expected letters, digits and _, not starting with a digit or __", x.path, e.key)
 		case slices.Contains(reservedLabels, e.key):
-			// No probe can carry it (see probe labels), so the route would
-			// never match.
-			d.errorf(e.keyN, "%s: %q is reserved (%s) and no probe carries it as a label; match the probe's own labels", x.path, e.key, strings.Join(reservedLabels, ", "))
+			// No probe can carry it (see probe labels), so it would never
+			// match.
+			d.errorf(e.keyN, "%s: %q is reserved (%s) and no probe carries it as a label; %s", x.path, e.key, strings.Join(reservedLabels, ", "), reservedFix)
 		}
 	}
-	return values
+	return maps.Clone(values)
 }
 
 // receiverURL decodes a receiver's required url. The URL may carry a
