@@ -1,6 +1,11 @@
 package results
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // DeciderLease is the lease the fleet-wide decider holds (SPEC §13): one
 // instance of the fleet, elected as each location elects its runner,
@@ -30,6 +35,10 @@ type LocationView struct {
 // transaction: the probe's alert state and the alerts the decision calls
 // for, with no run of its own (the runs were recorded by each location).
 type DecisionRecord struct {
+	// Probe is the probe decided about; At, when (the alert state's
+	// updated_at).
+	Probe string
+	At    time.Time
 	// AlertState is the probe's new alert state; nil leaves it as stored.
 	AlertState *AlertState
 	Alerts     []Alert
@@ -37,4 +46,82 @@ type DecisionRecord struct {
 	// epoch; a store that keeps leases refuses the record (ErrFenced)
 	// once a newer epoch holds it. The zero Fence claims none.
 	Fence Fence
+}
+
+// locationJSON is a LocationView as the stores keep it (alerts.locations)
+// and the webhook sends it.
+type locationJSON struct {
+	Location string    `json:"location"`
+	Failing  bool      `json:"failing"`
+	Silent   bool      `json:"silent"`
+	Outcome  Outcome   `json:"outcome,omitempty"`
+	Code     Code      `json:"code,omitempty"`
+	LastRun  time.Time `json:"last_run,omitzero"`
+}
+
+// EncodeLocations is views as JSON, "" for none.
+func EncodeLocations(views []LocationView) (string, error) {
+	if len(views) == 0 {
+		return "", nil
+	}
+	out := make([]locationJSON, len(views))
+	for i, v := range views {
+		out[i] = locationJSON(v)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode locations: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeLocations reads what EncodeLocations wrote; "" is none.
+func DecodeLocations(s string) ([]LocationView, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var in []locationJSON
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, fmt.Errorf("decode locations: %w", err)
+	}
+	out := make([]LocationView, len(in))
+	for i, v := range in {
+		out[i] = LocationView(v)
+		out[i].LastRun = v.LastRun.UTC()
+	}
+	return out, nil
+}
+
+// Validate refuses a decision record that breaks the domain's invariants:
+// an alert state or alert of another probe, an alert about a drift (the
+// decider decides no drift) or in a delivered state, a fence of a
+// location's lease.
+func (rec *DecisionRecord) Validate() error {
+	switch {
+	case rec.Probe == "":
+		return errors.New("invalid decision: no probe")
+	case rec.At.IsZero():
+		return errors.New("invalid decision: zero time")
+	case rec.Fence.Fenced() && rec.Fence.Location != DeciderLease:
+		return fmt.Errorf("invalid decision: fenced by %q's lease, want %q", rec.Fence.Location, DeciderLease)
+	case rec.Fence.Epoch < 0:
+		return fmt.Errorf("invalid decision: epoch %d", rec.Fence.Epoch)
+	}
+	run := RunRecord{Result: Result{Probe: rec.Probe}, AlertState: rec.AlertState}
+	if st := rec.AlertState; st != nil {
+		switch {
+		case st.Probe != rec.Probe:
+			return fmt.Errorf("invalid decision: alert state of %q, want %q", st.Probe, rec.Probe)
+		case st.ConsecutiveFailures < 0 || st.ConsecutivePasses < 0 || st.WindowRuns < 0 || st.WindowRuns > MaxWindowRuns:
+			return errors.New("invalid decision: negative counters in the alert state")
+		case len(st.VerdictChanges) > MaxFlapChanges+1:
+			return fmt.Errorf("invalid decision: %d verdict changes, want at most %d", len(st.VerdictChanges), MaxFlapChanges+1)
+		}
+	}
+	for i := range rec.Alerts {
+		if err := validateAlert(&rec.Alerts[i], &run); err != nil {
+			return fmt.Errorf("invalid decision: alert %d (%s): %w", i, rec.Alerts[i].Kind, err)
+		}
+	}
+	return nil
 }
