@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -124,4 +125,37 @@ func (rec *DecisionRecord) Validate() error {
 		}
 	}
 	return nil
+}
+
+// String is v in one line, as messages list locations side by side:
+// "eu-west: failing, unavailable timeout", "us-east: passing",
+// "ap-south: silent since 14:02:05Z".
+func (v LocationView) String() string {
+	switch {
+	case v.Silent && v.LastRun.IsZero():
+		return v.Location + ": silent, never ran"
+	case v.Silent:
+		return v.Location + ": silent since " + v.LastRun.UTC().Format("2006-01-02 15:04:05Z")
+	case v.Failing:
+		s := v.Location + ": failing, " + string(v.Outcome)
+		if v.Code != "" {
+			s += " " + string(v.Code)
+		}
+		return s
+	}
+	s := v.Location + ": passing"
+	if v.Outcome != "" && v.Outcome != Pass {
+		// Below its threshold: it failed, but is not failing yet.
+		s += " (last run " + string(v.Outcome) + " " + string(v.Code) + ")"
+	}
+	return s
+}
+
+// LocationLines is views in one line each, joined by newlines.
+func LocationLines(views []LocationView) string {
+	lines := make([]string, len(views))
+	for i, v := range views {
+		lines[i] = v.String()
+	}
+	return strings.Join(lines, "\n")
 }
