@@ -105,7 +105,9 @@ func TestDeciderOnPostgres(t *testing.T) {
 		return in
 	}
 	eu, us, ap := start("eu-1", "eu-west"), start("us-1", "us-east"), start("ap-1", "ap-south")
-	logs := func() string { return "eu:\n" + eu.out.String() + "\nus:\n" + us.out.String() + "\nap:\n" + ap.out.String() }
+	logs := func() string {
+		return "eu:\n" + eu.out.String() + "\nus:\n" + us.out.String() + "\nap:\n" + ap.out.String()
+	}
 
 	// runsOf waits until each of locations made n more calls.
 	runsOf := func(n int, locations ...string) {
@@ -186,15 +188,17 @@ func TestDeciderOnPostgres(t *testing.T) {
 		t.Errorf("the resolved message lacks the locations:\n%s", resolved)
 	}
 
-	// ap-south fails alone (nobody paged), then dies failing; eu-west
-	// fails alone: ap-south's last verdict and eu-west's would be two, but
-	// a silent location never fires the probe.
+	// ap-south fails alone (nobody paged), then dies failing. Once it is
+	// silent (two intervals and the grace), eu-west fails alone:
+	// ap-south's last verdict and eu-west's would be two, but a silent
+	// location never fires the probe.
 	setFailing("ap-south")
 	runsOf(3, "ap-south")
 	ap.stop()
+	time.Sleep(2*time.Second + 10*time.Second + 2*time.Second)
 	setFailing("eu-west")
-	time.Sleep(2*time.Second + 10*time.Second + 3*time.Second) // ap-south turns silent
-	runsOf(2, "eu-west", "us-east")
+	runsOf(4, "eu-west", "us-east")
+	time.Sleep(time.Second)
 	if got := sent(); len(got) != 2 {
 		t.Errorf("with ap-south dead and eu-west failing: %d messages, want still 2:\n%s", len(got), strings.Join(got[2:], "\n"))
 	}
