@@ -341,10 +341,14 @@ func (d *Daemon) startDeciding(store DecisionStore, role *deciderRole, epoch int
 	var wg sync.WaitGroup
 	wg.Go(func() { dc.run(ctx, d.clock) })
 	wg.Go(func() { deliv.Run(ctx) })
+	// The receivers' own loops (Alertmanager's re-posts of what fires)
+	// run while the decider delivers, leading a location or not.
+	d.sender.start(d.runCtx)
 	logger.Info("fleet: deciding the alerts of probes of several locations, and delivering them")
 	return func() {
 		cancel()
 		wg.Wait()
+		d.sender.stop()
 		logger.Info("fleet: no longer deciding")
 	}
 }
