@@ -44,8 +44,9 @@ probes:
 
 // TestDeciderOnPostgres: three locations' instances on one Postgres, the
 // provider failing for some of them. One location failing pages nobody;
-// two of three page once, the message listing each location; all passing
-// resolves once; with a location killed (silent) and one failing, nobody
+// two of three page once, the message listing each location; the
+// decider stopping hands over without paging again; all passing resolves
+// once, from the new decider; with a location killed (silent) and one failing, nobody
 // is paged: the dead location counts neither way.
 func TestDeciderOnPostgres(t *testing.T) {
 	db := pgtest.Database(t)
@@ -179,6 +180,44 @@ func TestDeciderOnPostgres(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if got := sent(); len(got) != 1 {
 		t.Errorf("two of three failing for a while: %d messages, want 1:\n%s", len(got), strings.Join(got, "\n"))
+	}
+
+	// The decider stops while the page fires; its location goes on with a
+	// second instance. The next decider neither pages again nor misses
+	// the resolve.
+	holder := func() string {
+		return strings.TrimSpace(pgtest.Exec(t, db, `SELECT coalesce(holder, '') FROM fleet WHERE location = '_decider' AND expires_at > now()`))
+	}
+	first := holder()
+	byNode := map[string]struct {
+		in       *instance
+		location string
+	}{"eu-1": {eu, "eu-west"}, "us-1": {us, "us-east"}, "ap-1": {ap, "ap-south"}}
+	old, ok := byNode[first]
+	if !ok {
+		t.Fatalf("the decider's lease is held by %q, want one of the instances\n%s", first, logs())
+	}
+	replacement := start(first+"-b", old.location)
+	switch old.location {
+	case "eu-west":
+		eu = replacement
+	case "us-east":
+		us = replacement
+	default:
+		ap = replacement
+	}
+	old.in.stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for h := holder(); h == "" || h == first; h = holder() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new decider after %s stopped\n%s", first, logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	runsOf(3, "eu-west", "us-east", "ap-south")
+	time.Sleep(2 * time.Second)
+	if got := sent(); len(got) != 1 {
+		t.Errorf("after the decider's failover, still two of three failing: %d messages, want 1:\n%s", len(got), strings.Join(got, "\n"))
 	}
 
 	// All passing: resolved, once.
