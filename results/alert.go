@@ -144,6 +144,15 @@ type Alert struct {
 	// Modes are the failure's modes in the order they first appeared:
 	// set on resolved alerts, at most MaxModes of them.
 	Modes []Mode
+	// Locations is the fleet-wide view of a probe that runs from several
+	// locations (SPEC §13): each location's verdict side by side, in the
+	// probe's order, on the alerts the fleet's decider makes. nil on an
+	// alert about a probe of one location, which looks as it always did.
+	Locations []LocationView
+	// Decider is the lease of the instance that decided the alert: the
+	// decider's (DeciderLease) for a fleet-wide alert, whose outbox
+	// delivers it; "" for an alert a run of one location raised.
+	Decider string
 
 	// Delivery bookkeeping, owned by the outbox.
 	State         DeliveryState

@@ -109,6 +109,7 @@ type Daemon struct {
 	exec     *prober.Executor
 	rec      *Recorder
 	deliv    *deliverer
+	delivery delivererOptions // the deliverers' options, the decider's too
 	senders  func(*checks.Config) (Senders, error)
 	sender   *receiverSet
 	grace    time.Duration
@@ -225,6 +226,7 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 	delivery := deps.Delivery
 	delivery.Logger, delivery.Observer, delivery.Clock = d.logger, d.observer, d.clock
 	d.deliv = newDeliverer(deps.Store, d.sender, delivery)
+	d.delivery = delivery
 	d.deliv.grouping = d.sender.grouping
 	d.rec = NewRecorder(deps.Store, cfg.Notify, RecorderOptions{
 		Logger: d.logger, Deliver: len(senders) > 0, Labels: ProbeLabels(cfg), Targets: probeTargets(cfg), Observer: d.observer, Wake: d.deliv.Wake,
@@ -369,9 +371,19 @@ func (d *Daemon) runFleet(ctx context.Context, closeQueue func()) error {
 		defer close(led)
 		d.leadLoop(lctx)
 	}()
+	decided := make(chan struct{})
+	dctx, stopDecider := context.WithCancel(d.runCtx)
+	go func() {
+		defer close(decided)
+		if ds, ok := d.fleet.Store.(DecisionStore); ok {
+			d.runDecider(dctx, ds)
+		}
+	}()
 	d.logger.Info("fleet: standing by until elected", "node", d.node, "location", d.location, "lease", d.ttl)
 
 	<-ctx.Done()
+	stopDecider()
+	<-decided
 	stopElector()
 	<-elected
 	stopLeading()

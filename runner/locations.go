@@ -9,15 +9,14 @@ import (
 // location, and runs (when it leads that location's lease) exactly the
 // probes that run from it. Every run records the location.
 //
-// Until the fleet-wide decider exists, a probe that runs from more than
-// one location is recorded from each of them and shown per location, but
-// no location's leader decides alerts about it: each location sees only
-// its own runs, and K of N is a decision about all of them. Its runs leave
-// its alert state alone (no state is written for it from a location) and
-// enqueue no alert, drift alerts included: the probe's alert state stays
-// the decider's to own, and the per-location inputs it needs are the
-// runs themselves, which the store keeps by location. A probe that runs
-// from one location alerts as every probe does today, from that
+// A probe that runs from more than one location is recorded from each of
+// them and shown per location, but no location's leader decides alerts
+// about it: each location sees only its own runs, and K of N is a
+// decision about all of them. Its runs leave its alert state alone (no
+// state is written for it from a location) and enqueue no alert, drift
+// alerts included: the probe's alert state is the fleet-wide decider's
+// (decider.go), which reads each location's runs from the store. A probe
+// that runs from one location alerts as every probe does, from that
 // location's leader.
 
 // localProbes are cfg's probes that run from location, in config order.
@@ -32,7 +31,7 @@ func localProbes(cfg *checks.Config, location string) []*checks.Probe {
 }
 
 // fleetWide are the names of cfg's probes that run from more than one
-// location: their alerts wait for the fleet-wide decision.
+// location: the fleet-wide decider decides their alerts.
 func fleetWide(cfg *checks.Config) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range cfg.Probes {

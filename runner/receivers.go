@@ -31,6 +31,7 @@ type receiverSet struct {
 	ctx     context.Context            // the loops' parent; nil until start, and after stop
 	cancel  context.CancelFunc
 	loops   sync.WaitGroup
+	users   int // starts not yet stopped
 }
 
 // set replaces the receivers. The loops of the old ones are ended and
@@ -63,17 +64,27 @@ func (s *receiverSet) grouping(receiver string) checks.Grouping {
 }
 
 // start runs the receivers' loops until stop; parent's values are kept.
+// Each start needs its stop: the loops run while any caller that started
+// them (a location's leader delivering, the fleet's decider) has not
+// stopped, once whatever the number of callers.
 func (s *receiverSet) start(parent context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.users++; s.users > 1 {
+		return
+	}
 	s.ctx = context.WithoutCancel(parent)
 	s.startLoops()
 }
 
-// stop ends the loops and waits for them.
+// stop ends the loops and waits for them, once every start has its stop.
 func (s *receiverSet) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.users--; s.users > 0 {
+		return
+	}
+	s.users = 0
 	s.stopLoops()
 	s.ctx = nil
 }

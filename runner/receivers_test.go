@@ -117,6 +117,28 @@ func TestReceiverLoops(t *testing.T) {
 	}
 }
 
+// TestReceiverLoopsSharedStarts: a location's leader and the fleet's
+// decider both start the loops: they run once while either has not
+// stopped, and end with the last stop.
+func TestReceiverLoopsSharedStarts(t *testing.T) {
+	verifyNoLeaks(t)
+	l := &loopSender{}
+	set := &receiverSet{}
+	set.set(Senders{"routes[0]/alertmanager": l})
+	set.start(context.Background()) // leading a location
+	set.start(context.Background()) // deciding
+	waitFor(t, "the loop", func() bool { r, _, _ := l.state(); return r == 1 })
+	set.stop() // no longer leading the location
+	time.Sleep(10 * time.Millisecond)
+	if running, runs, overlapped := l.state(); running != 1 || runs != 1 || overlapped {
+		t.Errorf("after one of two stops: running %d, runs %d, overlapped %v; want running, once", running, runs, overlapped)
+	}
+	set.stop()
+	if running, _, _ := l.state(); running != 0 {
+		t.Errorf("after both stops the loop runs")
+	}
+}
+
 // TestDaemonRunsReceiverLoops: the daemon runs its receivers' loops while
 // it runs, replaces them on a reload and ends them when it stops.
 func TestDaemonRunsReceiverLoops(t *testing.T) {

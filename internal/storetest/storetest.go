@@ -59,6 +59,9 @@ type Store interface {
 	// Prune deletes what is older than before and returns how many
 	// results it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int, error)
+	// RecordDecision commits a fleet-wide decision about one probe: its
+	// alert state and alerts, without a run (SPEC §13).
+	RecordDecision(ctx context.Context, rec *results.DecisionRecord) error
 	// Alerts returns every stored alert in recording order, whatever its
 	// delivery state.
 	Alerts(ctx context.Context) ([]results.Alert, error)
@@ -117,6 +120,7 @@ var behaviours = []behaviour{
 	{"RecordRun/each step's drift, and a reset of the probe resets its steps", recordStepDrift},
 	{"RecordRun/the node that ran it reads back", recordNode},
 	{"RecordRun/the location it ran from reads back, and History filters by it", recordLocation},
+	{"RecordDecision/the alert state and alerts, with each location's view, read back", recordDecision},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},

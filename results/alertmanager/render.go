@@ -32,7 +32,9 @@ func (p postable) ending(now time.Time) postable {
 // definition, for a drift), which win over a probe label of the same name
 // so that routes can rely on them. Annotations: summary, message,
 // operation_id, link when set, target (what the run called) and
-// response_excerpt (the start of a failed run's body) when known, and for a
+// response_excerpt (the start of a failed run's body) when known,
+// locations (each location's verdict, a line each) on a fleet-wide
+// decision about a probe of several locations, and for a
 // drift its baseline and diff (and the old and new description when a
 // tool's changed, and resolving when the run also resolved the failure).
 func (n *Notifier) postable(a results.Alert) postable {
@@ -60,6 +62,9 @@ func (n *Notifier) postable(a results.Alert) postable {
 	}
 	if a.ResponseExcerpt != "" {
 		ann["response_excerpt"] = n.redact(results.Excerpt(a.ResponseExcerpt))
+	}
+	if len(a.Locations) > 0 {
+		ann["locations"] = n.redact(results.LocationLines(a.Locations))
 	}
 	link := probeLink(n.baseURL, a.Probe)
 	if link != "" {

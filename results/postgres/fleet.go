@@ -90,10 +90,12 @@ func (o *Outbox) DueAlerts(ctx context.Context, now time.Time, limit int) ([]res
 // location in parameter p, or every alert when it is ”. Each location's
 // leader drains the one outbox (SPEC §13) and delivers the alerts of its
 // own location's runs only: two leaders never see the same pending alert,
-// so neither sends it twice. An alert whose run is no longer stored goes
-// with the default location, as a run without one does.
+// so neither sends it twice. The fleet-wide decider's alerts name its
+// lease (alerts.decider), which no location has: its own outbox,
+// fenced by that lease, delivers them. An alert whose run is no longer
+// stored goes with the default location, as a run without one does.
 func ofLocation(p string) string {
-	return `(` + p + `::text = '' OR coalesce(
+	return `(` + p + `::text = '' OR coalesce(alerts.decider,
         (SELECT r.location FROM results r WHERE r.operation_id = alerts.operation_id), 'default') = ` + p + `)`
 }
 
@@ -285,4 +287,41 @@ func (s *Store) fleet(ctx context.Context) (results.Fleet, error) {
 		f.Nodes = append(f.Nodes, n)
 	}
 	return f, rows.Err()
+}
+
+// RecordDecision commits what the fleet-wide decider decided about one
+// probe (SPEC §13), with no run of its own: the probe's alert state, when
+// set, and its alerts, in one transaction, which is refused with an error
+// wrapping results.ErrFenced unless the decider's lease (rec.Fence) is
+// still held under its epoch when it commits. On success each of
+// rec.Alerts gets its ID. The alerts are stored with the fence's epoch
+// and keep their Decider, which gives them to the decider's outbox.
+func (s *Store) RecordDecision(ctx context.Context, rec *results.DecisionRecord) error {
+	if rec == nil {
+		return errors.New("postgres: record decision: nil record")
+	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("postgres: record decision about %s: %w", rec.Probe, refuse(err))
+	}
+	var ids []int64
+	err := s.fenced(ctx, rec.Fence, func(tx pgx.Tx) error {
+		var p pipeline
+		if st := rec.AlertState; st != nil {
+			if err := queueAlertState(&p, st, rec.At, rec.Fence.Epoch); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ids, err = queueAlerts(&p, rec.Alerts, rec.Fence.Epoch, func(*results.Alert) *int64 { return nil }); err != nil {
+			return err
+		}
+		return p.send(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: record decision about %s: %w", rec.Probe, markPermanent(ctxErr(ctx, err)))
+	}
+	for i, id := range ids {
+		rec.Alerts[i].ID = id
+	}
+	return nil
 }

@@ -89,8 +89,9 @@ const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving, epoch, group_key
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27, $28)
+    target, response_excerpt, resolving, epoch, group_key, locations, decider
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27, $28,
+    $29::text::jsonb, $30)
 RETURNING id`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
@@ -257,44 +258,67 @@ func queueRun(ctx context.Context, tx pgx.Tx, p *pipeline, rec *results.RunRecor
 	}
 
 	if st := rec.AlertState; st != nil {
-		notified, err1 := nullMode(st.Notified)
-		modes, err2 := nullModes(st.Modes)
-		announced, err3 := nullModes(st.Announced)
-		receivers, err4 := nullStrings(st.Receivers)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return nil, fmt.Errorf("alert state: %w", err)
+		if err := queueAlertState(p, st, r.StartedAt, rec.Fence.Epoch); err != nil {
+			return nil, err
 		}
-		p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
-			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(r.StartedAt),
-			notified, modes, announced, receivers, nullTime(st.SilencedAt), rec.Fence.Epoch,
-			st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), dbTimes(st.VerdictChanges))
 	}
 
-	ids := make([]int64, len(rec.Alerts))
-	for i := range rec.Alerts {
-		a := &rec.Alerts[i]
-		var link *int64
-		if a.Kind == results.AlertDrift {
-			// An alert without its drift is about the response's.
-			key := driftKey{kind: results.DriftResponse}
-			if a.Drift != nil {
-				key = keyOf(a.Drift)
-			}
-			link = driftIDs[key]
+	ids, err := queueAlerts(p, rec.Alerts, rec.Fence.Epoch, func(a *results.Alert) *int64 {
+		if a.Kind != results.AlertDrift {
+			return nil
 		}
+		// An alert without its drift is about the response's.
+		key := driftKey{kind: results.DriftResponse}
+		if a.Drift != nil {
+			key = keyOf(a.Drift)
+		}
+		return driftIDs[key]
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// queueAlertState queues on p the upsert of st, updated at at, stored
+// with epoch.
+func queueAlertState(p *pipeline, st *results.AlertState, at time.Time, epoch int64) error {
+	notified, err1 := nullMode(st.Notified)
+	modes, err2 := nullModes(st.Modes)
+	announced, err3 := nullModes(st.Announced)
+	receivers, err4 := nullStrings(st.Receivers)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("alert state: %w", err)
+	}
+	p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
+		nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(at),
+		notified, modes, announced, receivers, nullTime(st.SilencedAt), epoch,
+		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), dbTimes(st.VerdictChanges))
+	return nil
+}
+
+// queueAlerts queues on p the insert of each of alerts, stored with
+// epoch and linked to the drift row link returns (nil: none), and returns
+// the slice their ids are read into once p is sent.
+func queueAlerts(p *pipeline, alerts []results.Alert, epoch int64, link func(*results.Alert) *int64) ([]int64, error) {
+	ids := make([]int64, len(alerts))
+	for i := range alerts {
+		a := &alerts[i]
 		previous, err1 := nullMode(a.Previous)
 		modes, err2 := nullModes(a.Modes)
 		labels, err3 := nullLabels(a.Labels)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		locations, err4 := results.EncodeLocations(a.Locations)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
 		p.scan(fmt.Sprintf("alert %d (%s)", i, a.Kind), []any{&ids[i]}, insertAlert,
 			string(a.Kind), a.Probe, dbTime(a.CreatedAt), a.OperationID, string(a.Outcome),
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
-			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
+			nullTime(a.FailingSince), link(a), string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, rec.Fence.Epoch, nullString(a.GroupKey))
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, epoch, nullString(a.GroupKey),
+			nullString(locations), nullString(a.Decider))
 	}
 	return ids, nil
 }

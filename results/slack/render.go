@@ -206,6 +206,10 @@ func fields(a results.Alert) []*goslack.TextBlockObject {
 	if a.Code != "" {
 		add("Code", code(string(a.Code)))
 	}
+	if len(a.Locations) > 0 {
+		// A fleet-wide decision: every location's verdict, side by side.
+		add("Locations", esc(results.LocationLines(a.Locations)))
+	}
 	status := "none (no response)"
 	if a.HTTPStatus != 0 {
 		status = fmt.Sprint(a.HTTPStatus)

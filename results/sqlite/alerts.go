@@ -76,6 +76,7 @@ const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.out
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
     a.previous_mode, a.modes, a.receiver, a.labels, a.target, a.response_excerpt, a.resolving, a.group_key,
+    a.locations, a.decider,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -216,11 +217,13 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		dStep                                 sql.NullString
 		previous, modes, receiver, labels     sql.NullString
 		target, excerpt, groupKey             sql.NullString
+		locations, decider                    sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
 		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving, &groupKey,
+		&locations, &decider,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -240,6 +243,10 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
 	a.Receiver = receiver.String
+	if a.Locations, err = results.DecodeLocations(locations.String); err != nil {
+		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
+	}
+	a.Decider = decider.String
 	a.Target, a.ResponseExcerpt, a.GroupKey = target.String, excerpt.String, groupKey.String
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)

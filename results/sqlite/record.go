@@ -87,8 +87,8 @@ const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving, group_key
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    target, response_excerpt, resolving, group_key, locations, decider
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
 func (s *Store) Record(ctx context.Context, r results.Result) error {
@@ -215,48 +215,65 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 	}
 
 	if st := rec.AlertState; st != nil {
-		notified, err1 := nullMode(st.Notified)
-		modes, err2 := nullModes(st.Modes)
-		announced, err3 := nullModes(st.Announced)
-		receivers, err4 := nullStrings(st.Receivers)
-		changes, err5 := nullTimes(st.VerdictChanges)
-		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-			return nil, fmt.Errorf("alert state: %w", err)
-		}
-		_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
-			nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(r.StartedAt),
-			notified, modes, announced, receivers, nullTime(st.SilencedAt),
-			st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), changes)
-		if err != nil {
-			return nil, fmt.Errorf("alert state: %w", err)
+		if err := writeAlertState(ctx, tx, st, r.StartedAt); err != nil {
+			return nil, err
 		}
 	}
 
-	ids := make([]int64, len(rec.Alerts))
-	for i := range rec.Alerts {
-		a := &rec.Alerts[i]
-		var link sql.NullInt64
-		if a.Kind == results.AlertDrift {
-			// An alert without its drift is about the response's.
-			key := driftKey{kind: results.DriftResponse}
-			if a.Drift != nil {
-				key = keyOf(a.Drift)
-			}
-			link = driftIDs[key]
+	return writeAlerts(ctx, tx, rec.Alerts, func(a *results.Alert) sql.NullInt64 {
+		if a.Kind != results.AlertDrift {
+			return sql.NullInt64{}
 		}
+		// An alert without its drift is about the response's.
+		key := driftKey{kind: results.DriftResponse}
+		if a.Drift != nil {
+			key = keyOf(a.Drift)
+		}
+		return driftIDs[key]
+	})
+}
+
+// writeAlertState writes st in tx, updated at at.
+func writeAlertState(ctx context.Context, tx *sql.Tx, st *results.AlertState, at time.Time) error {
+	notified, err1 := nullMode(st.Notified)
+	modes, err2 := nullModes(st.Modes)
+	announced, err3 := nullModes(st.Announced)
+	receivers, err4 := nullStrings(st.Receivers)
+	changes, err5 := nullTimes(st.VerdictChanges)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return fmt.Errorf("alert state: %w", err)
+	}
+	_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
+		nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(at),
+		notified, modes, announced, receivers, nullTime(st.SilencedAt),
+		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), changes)
+	if err != nil {
+		return fmt.Errorf("alert state: %w", err)
+	}
+	return nil
+}
+
+// writeAlerts inserts alerts in tx, each linked to the drift row link
+// returns, and returns their ids in order.
+func writeAlerts(ctx context.Context, tx *sql.Tx, alerts []results.Alert, link func(*results.Alert) sql.NullInt64) ([]int64, error) {
+	ids := make([]int64, len(alerts))
+	for i := range alerts {
+		a := &alerts[i]
 		previous, err1 := nullMode(a.Previous)
 		modes, err2 := nullModes(a.Modes)
 		labels, err3 := nullLabels(a.Labels)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		locations, err4 := results.EncodeLocations(a.Locations)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
 		res, err := tx.ExecContext(ctx, insertAlert,
 			string(a.Kind), a.Probe, results.FormatTime(a.CreatedAt), a.OperationID, string(a.Outcome),
 			nullString(string(a.Code)), nullString(a.Message), a.Attempts, a.Duration.Milliseconds(),
 			nullInt(a.HTTPStatus), a.Consumer.Name, a.Consumer.Version, a.Consumer.RuleHash,
-			nullTime(a.FailingSince), link, string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
+			nullTime(a.FailingSince), link(a), string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
-			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, nullString(a.GroupKey))
+			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, nullString(a.GroupKey),
+			nullString(locations), nullString(a.Decider))
 		if err != nil {
 			return nil, fmt.Errorf("alert %d (%s): %w", i, a.Kind, err)
 		}
@@ -265,6 +282,50 @@ func writeRun(ctx context.Context, tx *sql.Tx, rec *results.RunRecord) ([]int64,
 		}
 	}
 	return ids, nil
+}
+
+// RecordDecision commits a fleet-wide decision (SPEC §13) about one
+// probe: its alert state, when set, and its alerts, in one transaction.
+// A SQLite file has no leases and so no decider: a fenced record is
+// refused (ErrFleetRecord), as a fenced run is. On success each of
+// rec.Alerts gets its ID.
+func (s *Store) RecordDecision(ctx context.Context, rec *results.DecisionRecord) (err error) {
+	if rec == nil {
+		return errors.New("sqlite: record decision: nil record")
+	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("sqlite: record decision about %s: %w", rec.Probe, refuse(err))
+	}
+	if rec.Fence.Fenced() {
+		return fmt.Errorf("sqlite: record decision about %s: %w", rec.Probe,
+			refuse(fmt.Errorf("%w (fence %q epoch %d)", ErrFleetRecord, rec.Fence.Location, rec.Fence.Epoch)))
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("sqlite: record decision about %s: %w", rec.Probe, markPermanent(ctxErr(ctx, err)))
+		}
+	}()
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if st := rec.AlertState; st != nil {
+		if err := writeAlertState(ctx, tx, st, rec.At); err != nil {
+			return err
+		}
+	}
+	ids, err := writeAlerts(ctx, tx, rec.Alerts, func(*results.Alert) sql.NullInt64 { return sql.NullInt64{} })
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		rec.Alerts[i].ID = id
+	}
+	return nil
 }
 
 // driftKey tells a run record's drifts apart: at most one per kind, and

@@ -44,6 +44,23 @@ type Payload struct {
 	// the probe's failure; that run's resolved alert is posted before it.
 	Resolving bool   `json:"resolving,omitempty"`
 	Drift     *Drift `json:"drift,omitempty"` // shape_drift only
+	// Locations is each location's verdict, side by side, on an alert the
+	// fleet's decider made about a probe of several locations (SPEC §13);
+	// omitted on an alert about a probe of one location.
+	Locations []Location `json:"locations,omitempty"`
+}
+
+// Location is one location's part of a fleet-wide decision: whether its
+// runs make it failing by the probe's thresholds, or it is silent (it
+// recorded nothing for two intervals, and counts neither way), and its
+// newest run's outcome, code and start.
+type Location struct {
+	Location string          `json:"location"`
+	Failing  bool            `json:"failing"`
+	Silent   bool            `json:"silent"`
+	Outcome  results.Outcome `json:"outcome,omitempty"`
+	Code     results.Code    `json:"code,omitempty"`
+	LastRun  *time.Time      `json:"last_run,omitempty"`
 }
 
 // Drift is the change a shape_drift alert announces: of the response's
@@ -88,6 +105,15 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 	}
 	for k, v := range a.Labels {
 		p.Labels[n.redact(k)] = n.redact(v)
+	}
+	for _, v := range a.Locations {
+		l := Location{Location: v.Location, Failing: v.Failing, Silent: v.Silent, Outcome: v.Outcome,
+			Code: results.Code(n.redact(string(v.Code)))}
+		if !v.LastRun.IsZero() {
+			at := v.LastRun.UTC()
+			l.LastRun = &at
+		}
+		p.Locations = append(p.Locations, l)
 	}
 	if a.Drift != nil {
 		p.Drift = &Drift{Kind: a.Drift.KindOrResponse(), Baseline: a.Drift.Baseline, Current: a.Drift.Current,

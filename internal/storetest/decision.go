@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// recordDecision: a fleet-wide decision (SPEC §13) stores the probe's
+// alert state and its alerts without a run, each alert with every
+// location's view and the decider's name, all of it or nothing; a record
+// that breaks the invariants is refused, permanently, writing nothing.
+func recordDecision(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	ran := runAt("op-eu", "search", t0, results.Unavailable, results.CodeTimeout, 30, 1)
+	ran.Location = "eu-west"
+	recordRun(t, s, &results.RunRecord{Result: ran})
+
+	views := []results.LocationView{
+		{Location: "eu-west", Failing: true, Outcome: results.Unavailable, Code: results.CodeTimeout, LastRun: t0},
+		{Location: "us-east", Failing: true, Outcome: results.Unavailable, Code: results.CodeServerError, LastRun: t0.Add(-time.Second)},
+		{Location: "ap-south", Silent: true, Outcome: results.Pass, LastRun: t0.Add(-10 * time.Minute)},
+	}
+	a := results.NewAlert(results.AlertFiring, &ran, t0.Add(time.Second))
+	a.Locations, a.Decider, a.Receiver, a.NextAttemptAt = views, results.DeciderLease, "default/slack", t0.Add(time.Second)
+	a.FailingSince = t0
+	st := results.AlertState{Probe: "search", Failing: true, Firing: true, FailingSince: t0,
+		LastNotifiedAt: t0.Add(time.Second), Receivers: []string{"default/slack"}}
+	rec := &results.DecisionRecord{Probe: "search", At: t0.Add(time.Second), AlertState: &st, Alerts: []results.Alert{a}}
+	if err := s.RecordDecision(ctx, rec); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	if rec.Alerts[0].ID == 0 {
+		t.Error("RecordDecision left the alert without its ID")
+	}
+	states, err := s.AlertStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states["search"]; !got.Firing || !got.Failing || !got.FailingSince.Equal(t0) || !reflect.DeepEqual(got.Receivers, st.Receivers) {
+		t.Errorf("alert state after the decision: %+v, want %+v", got, st)
+	}
+	stored := storedAlerts(t, s)
+	if len(stored) != 1 {
+		t.Fatalf("stored alerts: %d, want 1", len(stored))
+	}
+	got := stored[0]
+	if got.ID != rec.Alerts[0].ID || got.Kind != results.AlertFiring || got.Decider != results.DeciderLease || got.OperationID != "op-eu" {
+		t.Errorf("stored alert: %+v", got)
+	}
+	if !reflect.DeepEqual(got.Locations, views) {
+		t.Errorf("stored locations:\n%+v\nwant\n%+v", got.Locations, views)
+	}
+
+	// An alert of another probe: refused as a whole, the state unchanged.
+	other := a
+	other.Probe = "billing"
+	changed := st
+	changed.Firing = false
+	bad := &results.DecisionRecord{Probe: "search", At: t0.Add(2 * time.Second), AlertState: &changed, Alerts: []results.Alert{other}}
+	if err := s.RecordDecision(ctx, bad); err == nil || !permanent(err) {
+		t.Errorf("RecordDecision with another probe's alert: %v, want a permanent refusal", err)
+	}
+	if states, err := s.AlertStates(ctx); err != nil || !states["search"].Firing {
+		t.Errorf("a refused decision changed the alert state: %+v, %v", states["search"], err)
+	}
+	if n := len(storedAlerts(t, s)); n != 1 {
+		t.Errorf("a refused decision stored alerts: %d, want 1", n)
+	}
+	// A decision fenced by a location's lease is not the decider's.
+	located := &results.DecisionRecord{Probe: "search", At: t0, Fence: results.Fence{Location: "eu-west", Epoch: 1}}
+	if err := s.RecordDecision(ctx, located); err == nil || !permanent(err) {
+		t.Errorf("RecordDecision fenced by a location's lease: %v, want a permanent refusal", err)
+	}
+}

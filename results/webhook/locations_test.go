@@ -1,0 +1,55 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// TestBodyLocations: a fleet-wide alert's body has a locations array, one
+// object per location side by side; a single location's alert has none.
+func TestBodyLocations(t *testing.T) {
+	n, err := New(Config{URL: "https://hooks.example.com" + hookPath, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := n.Body(firing()); err != nil || strings.Contains(string(body), `"locations"`) {
+		t.Errorf("a single location's body has locations: %s, %v", body, err)
+	}
+	at := time.Date(2026, 12, 3, 14, 2, 5, 0, time.UTC)
+	a := firing()
+	a.Locations = []results.LocationView{
+		{Location: "eu-west", Failing: true, Outcome: results.Unavailable, Code: results.CodeTimeout, LastRun: at},
+		{Location: "ap-south", Silent: true},
+	}
+	body, err := n.Body(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Locations []map[string]any `json:"locations"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"location": "eu-west", "failing": true, "silent": false, "outcome": "unavailable", "code": "timeout", "last_run": "2026-12-03T14:02:05Z"},
+		{"location": "ap-south", "failing": false, "silent": true},
+	}
+	if len(got.Locations) != len(want) {
+		t.Fatalf("locations: %v, want %v", got.Locations, want)
+	}
+	for i := range want {
+		for k, v := range want[i] {
+			if got.Locations[i][k] != v {
+				t.Errorf("location %d %s: %v, want %v", i, k, got.Locations[i][k], v)
+			}
+		}
+		if len(got.Locations[i]) != len(want[i]) {
+			t.Errorf("location %d: %v, want exactly %v", i, got.Locations[i], want[i])
+		}
+	}
+}
