@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -56,17 +56,22 @@ FROM (
     WHERE probe = ?1%[1]s AND started_at >= ?6 AND started_at < ?7
 )`
 
-var (
-	statsProbe = fmt.Sprintf(statsProbeSQL, "")
-	// statsProbeIn is statsProbe of the runs from the locations of ?8, a
-	// JSON array.
-	statsProbeIn = fmt.Sprintf(statsProbeSQL, inLocations("?8"))
-)
+// statsProbe reads the runs of every location.
+var statsProbe = fmt.Sprintf(statsProbeSQL, "")
 
-// inLocations is the condition that a row's location is one of the JSON
-// array param.
-func inLocations(param string) string {
-	return " AND location IN (SELECT value FROM json_each(" + param + "))"
+// inLocations is the condition that column, a row's location, is one of
+// n parameters numbered from first on: a list of parameters rather than a
+// JSON array (json_each), which SQLite would read and filter again on
+// every one of the thousands of calls of a Stats.
+func inLocations(column string, first, n int) string {
+	if n == 1 {
+		return fmt.Sprintf(" AND %s = ?%d", column, first)
+	}
+	params := make([]string, n)
+	for i := range params {
+		params[i] = fmt.Sprintf("?%d", first+i)
+	}
+	return " AND " + column + " IN (" + strings.Join(params, ", ") + ")"
 }
 
 // statsWindow is a window of Stats split for statsProbe: the whole UTC
@@ -243,21 +248,26 @@ func (s *Store) stats(ctx context.Context, since, until time.Time, locations []s
 // parsing and planning would otherwise cost as much as running them.
 type statsStmts struct {
 	summary, last, streakBreak, streakStart *sql.Stmt
-	// in is the locations' parameter, a JSON array, appended to every
-	// query's arguments; nil without locations.
+	// in is the locations, appended to every query's arguments; nil
+	// without locations.
 	in []any
 }
 
 func prepareStats(ctx context.Context, tx *sql.Tx, locations []string) (*statsStmts, error) {
 	st := &statsStmts{}
-	summary, filter := statsProbe, ""
+	summary, filter, breakFilter := statsProbe, "", ""
 	if len(locations) > 0 {
-		list, err := json.Marshal(locations)
-		if err != nil {
-			return nil, err
+		for _, l := range locations {
+			st.in = append(st.in, l)
 		}
-		st.in = []any{string(list)}
-		summary, filter = statsProbeIn, inLocations("?4")
+		summary = fmt.Sprintf(statsProbeSQL, inLocations("location", 8, len(locations)))
+		filter = inLocations("location", 4, len(locations))
+		// +location: streakBreak must keep searching
+		// results_probe_outcome_started, where the latest run of an
+		// outcome is the first row; on results_probe_location_started
+		// it would walk back over every run of the location until one
+		// had the outcome, all of them when none has.
+		breakFilter = inLocations("+location", 4, len(locations))
 	}
 	for _, p := range []struct {
 		dst   **sql.Stmt
@@ -265,7 +275,7 @@ func prepareStats(ctx context.Context, tx *sql.Tx, locations []string) (*statsSt
 	}{
 		{&st.summary, summary},
 		{&st.last, fmt.Sprintf(statsLastSQL, filter)},
-		{&st.streakBreak, fmt.Sprintf(streakBreakSQL, filter)},
+		{&st.streakBreak, fmt.Sprintf(streakBreakSQL, breakFilter)},
 		{&st.streakStart, fmt.Sprintf(streakStartSQL, filter)},
 	} {
 		var err error
