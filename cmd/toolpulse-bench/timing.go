@@ -115,7 +115,7 @@ func inProcessTimings(ctx context.Context, db, probe string, repeat int, prog *p
 
 // readStore is what storeTimings calls, on either store.
 type readStore interface {
-	Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error)
+	Stats(ctx context.Context, since, until time.Time, locations ...string) ([]results.ProbeStats, error)
 	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
 }
 

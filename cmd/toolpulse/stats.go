@@ -9,21 +9,24 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
 )
 
 type statsCmd struct {
-	Since  string `default:"24h" placeholder:"WHEN" help:"Window start: a duration ago or an RFC 3339 time or date (default 24h)."`
-	Until  string `placeholder:"WHEN" help:"Window end (default now)."`
-	Format string `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
+	Since    string   `default:"24h" placeholder:"WHEN" help:"Window start: a duration ago or an RFC 3339 time or date (default 24h)."`
+	Until    string   `placeholder:"WHEN" help:"Window end (default now)."`
+	Location []string `placeholder:"L" help:"Only runs from this location, its fleet.location (repeatable)."`
+	Format   string   `enum:"table,json,csv" default:"table" help:"Output: table, json (one object per line) or csv."`
 }
 
 // Run prints, per probe, what happened in the window: runs, outcome rates,
 // the runs that passed only after retries, latency percentiles and drift,
 // with the kind of probe (and MCP tool) of its last run in the window: the
 // kind it is now with the default window, the kind it was then for a
-// window that ends in the past.
+// window that ends in the past. With --location, only the runs from those
+// locations count, last run and streak included.
 func (s *statsCmd) Run(e *env, root *cli) error {
 	now := time.Now()
 	since, err := present.ParseInstant(s.Since, now)
@@ -37,12 +40,17 @@ func (s *statsCmd) Run(e *env, root *cli) error {
 	if until.IsZero() {
 		until = now
 	}
+	for _, l := range s.Location {
+		if !checks.ValidLocation(l) {
+			return usageError("--location: %q is not a location name (lower-case letters, digits and -)", l)
+		}
+	}
 	store, _, err := openStoreForReading(e.ctx, root, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	stats, err := store.Stats(e.ctx, since, until)
+	stats, err := store.Stats(e.ctx, since, until, s.Location...)
 	if err != nil {
 		return softwareError(err)
 	}

@@ -33,7 +33,7 @@ type store interface {
 	FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error)
 	// Stats sums up each probe's runs started in [since, until) (stats,
 	// demo).
-	Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error)
+	Stats(ctx context.Context, since, until time.Time, locations ...string) ([]results.ProbeStats, error)
 	// Prune deletes what is older than before (retention).
 	Prune(ctx context.Context, before time.Time, batch int) (int, error)
 	// LatestPassSamples returns the sample of each probe's latest pass

@@ -54,8 +54,9 @@ type Store interface {
 	// LatestPassSamples returns the sample of the shape of each probe's
 	// latest pass.
 	LatestPassSamples(ctx context.Context, probes []string) (map[string]results.PassSample, error)
-	// Stats sums up each probe's runs started in [since, until).
-	Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error)
+	// Stats sums up each probe's runs started in [since, until), from
+	// any of locations (SPEC §13); none: from every location.
+	Stats(ctx context.Context, since, until time.Time, locations ...string) ([]results.ProbeStats, error)
 	// Prune deletes what is older than before and returns how many
 	// results it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int, error)
@@ -161,6 +162,7 @@ var behaviours = []behaviour{
 	{"Stats/empty", statsEmpty},
 	{"Stats/window edges", statsWindowEdges},
 	{"Stats/last run's kind", statsLastKind},
+	{"Stats/of some locations", statsLocations},
 	// Silences.
 	{"Silences/lifecycle", silencesLifecycle},
 	// Retention.

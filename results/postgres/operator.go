@@ -56,12 +56,12 @@ SELECT probe, date_trunc('hour', started_at, 'UTC'), shape_fingerprint, count(*)
 FROM results
 WHERE shape_fingerprint IS NOT NULL
 GROUP BY 1, 2, 3`,
-		`INSERT INTO probe_hours (probe, hour, runs, pass, contract_error, unavailable,
+		`INSERT INTO probe_hours (probe, hour, location, runs, pass, contract_error, unavailable,
     passed_after_retries, retries, duration_buckets)
-SELECT probe, hour, sum(runs), sum(pass), sum(contract_error), sum(unavailable),
+SELECT probe, hour, location, sum(runs), sum(pass), sum(contract_error), sum(unavailable),
     sum(passed_after_retries), sum(retries), jsonb_object_agg(bucket::text, runs)
 FROM (
-    SELECT probe, date_trunc('hour', started_at, 'UTC') AS hour, ` + bucketSQL + ` AS bucket,
+    SELECT probe, date_trunc('hour', started_at, 'UTC') AS hour, location, ` + bucketSQL + ` AS bucket,
         count(*) AS runs,
         count(*) FILTER (WHERE outcome = 'pass') AS pass,
         count(*) FILTER (WHERE outcome = 'contract_error') AS contract_error,
@@ -69,8 +69,8 @@ FROM (
         count(*) FILTER (WHERE outcome = 'pass' AND attempts > 1) AS passed_after_retries,
         sum(greatest(attempts - 1, 0)) AS retries
     FROM results
-    GROUP BY 1, 2, 3
+    GROUP BY 1, 2, 3, 4
 ) b
-GROUP BY probe, hour`,
+GROUP BY probe, hour, location`,
 	}
 }

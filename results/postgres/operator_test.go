@@ -24,7 +24,7 @@ func rollups(t *testing.T, dsn string) []string {
 }
 
 // TestRollupStatementsMatchRecordRun records runs of many durations,
-// outcomes, attempts and hours, then empties the rollup tables and fills
+// outcomes, attempts, hours and locations, then empties the rollup tables and fills
 // them again with RollupStatements: they must hold what RecordRun wrote.
 func TestRollupStatementsMatchRecordRun(t *testing.T) {
 	ctx := context.Background()
@@ -38,6 +38,7 @@ func TestRollupStatementsMatchRecordRun(t *testing.T) {
 				rec := runWithID(fmt.Sprintf("op-%d", n), !fail)
 				r := &rec.Result
 				r.Probe = []string{"a", "b"}[i%2]
+				r.Location = []string{"", "eu-west", "us-east"}[n%3]
 				rec.AlertState, rec.Alerts = nil, nil
 				r.StartedAt = t0.Add(time.Duration(h)*time.Hour + time.Duration(i)*time.Minute)
 				r.Duration = time.Duration(ms) * time.Millisecond

@@ -16,23 +16,23 @@ import (
 	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
-// probe_hours sums up each probe's runs per UTC hour, as in results/sqlite
-// (migration 0005 there): the counters Stats reports, and the runs'
+// probe_hours sums up each probe's runs per UTC hour and location
+// (migration 0006), as in results/sqlite (migrations 0005 and 0022 there): the counters Stats reports, and the runs'
 // durations counted in buckets, from which Stats estimates percentiles.
 // It is kept in the transactions that change results: RecordRun adds each
 // run (upsertProbeHour), and Prune takes away each result it deletes
 // (subtractHours). A row therefore always sums up exactly the results
-// stored for its probe and hour, and Stats can read a day as some 25
-// rows per probe.
+// stored for its probe, hour and location, and Stats can read a day as
+// some 25 rows per probe and location.
 //
-// upsertProbeHour adds one run to its probe and hour: $1 probe, $2 hour,
-// $3 to $7 the run's share of pass, contract_error, unavailable,
+// upsertProbeHour adds one run to its probe, hour and location: $1 probe,
+// $2 hour, $9 location, $3 to $7 the run's share of pass, contract_error, unavailable,
 // passed_after_retries and retries, and $8 its bucket as text, a key of
 // duration_buckets.
-const upsertProbeHour = `INSERT INTO probe_hours (probe, hour, runs, pass, contract_error, unavailable,
-    passed_after_retries, retries, duration_buckets)
-VALUES ($1, $2, 1, $3, $4, $5, $6, $7, jsonb_build_object($8::text, 1))
-ON CONFLICT (probe, hour) DO UPDATE SET
+const upsertProbeHour = `INSERT INTO probe_hours (probe, hour, location, runs, pass, contract_error,
+    unavailable, passed_after_retries, retries, duration_buckets)
+VALUES ($1, $2, $9, 1, $3, $4, $5, $6, $7, jsonb_build_object($8::text, 1))
+ON CONFLICT (probe, hour, location) DO UPDATE SET
     runs                 = probe_hours.runs + 1,
     pass                 = probe_hours.pass + excluded.pass,
     contract_error       = probe_hours.contract_error + excluded.contract_error,
@@ -48,24 +48,25 @@ func queueProbeHour(p *pipeline, r *results.Result) {
 	run.Add(string(r.Outcome), int64(r.AttemptCount()), r.Duration.Milliseconds())
 	key := strconv.FormatInt(hourly.Bucket(r.Duration.Milliseconds()), 10)
 	p.exec("probe hour", upsertProbeHour, r.Probe, hourOf(r.StartedAt),
-		run.Pass, run.ContractError, run.Unavailable, run.PassedAfterRetries, run.Retries, key)
+		run.Pass, run.ContractError, run.Unavailable, run.PassedAfterRetries, run.Retries, key, r.RanFrom())
 }
 
 // hourKey names a row of probe_hours.
 type hourKey struct {
-	probe string
-	hour  time.Time
+	probe    string
+	hour     time.Time
+	location string
 }
 
 const (
 	selectProbeHour = `SELECT runs, pass, contract_error, unavailable, passed_after_retries, retries,
     duration_buckets::text
-FROM probe_hours WHERE probe = $1 AND hour = $2
+FROM probe_hours WHERE probe = $1 AND hour = $2 AND location = $3
 FOR UPDATE`
 	updateProbeHour = `UPDATE probe_hours SET runs = $1, pass = $2, contract_error = $3, unavailable = $4,
     passed_after_retries = $5, retries = $6, duration_buckets = $7::text::jsonb
-WHERE probe = $8 AND hour = $9`
-	deleteProbeHour = `DELETE FROM probe_hours WHERE probe = $1 AND hour = $2`
+WHERE probe = $8 AND hour = $9 AND location = $10`
+	deleteProbeHour = `DELETE FROM probe_hours WHERE probe = $1 AND hour = $2 AND location = $3`
 )
 
 // subtractHours takes the runs of deleted, results being deleted in tx,
@@ -78,33 +79,33 @@ func subtractHours(ctx context.Context, tx pgx.Tx, deleted map[hourKey]*hourly.S
 	}
 	// In key order, so that two transactions lock rows in the same order.
 	slices.SortFunc(keys, func(a, b hourKey) int {
-		return cmp.Or(cmp.Compare(a.probe, b.probe), a.hour.Compare(b.hour))
+		return cmp.Or(cmp.Compare(a.probe, b.probe), a.hour.Compare(b.hour), cmp.Compare(a.location, b.location))
 	})
 	for _, k := range keys {
 		var (
 			h    hourly.Sums
 			text string
 		)
-		err := tx.QueryRow(ctx, selectProbeHour, k.probe, k.hour).Scan(&h.Runs, &h.Pass,
+		err := tx.QueryRow(ctx, selectProbeHour, k.probe, k.hour, k.location).Scan(&h.Runs, &h.Pass,
 			&h.ContractError, &h.Unavailable, &h.PassedAfterRetries, &h.Retries, &text)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // nothing to take from
 		}
 		if err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour.Format(hourLayout), k.location, err)
 		}
 		if h.Buckets, err = parseBuckets(text); err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour.Format(hourLayout), k.location, err)
 		}
 		h.Subtract(deleted[k])
 		if h.Runs == 0 {
-			_, err = tx.Exec(ctx, deleteProbeHour, k.probe, k.hour)
+			_, err = tx.Exec(ctx, deleteProbeHour, k.probe, k.hour, k.location)
 		} else {
 			_, err = tx.Exec(ctx, updateProbeHour, h.Runs, h.Pass, h.ContractError, h.Unavailable,
-				h.PassedAfterRetries, h.Retries, h.BucketsJSON(), k.probe, k.hour)
+				h.PassedAfterRetries, h.Retries, h.BucketsJSON(), k.probe, k.hour, k.location)
 		}
 		if err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour.Format(hourLayout), err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour.Format(hourLayout), k.location, err)
 		}
 	}
 	return nil

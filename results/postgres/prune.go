@@ -26,7 +26,7 @@ const (
 	// taken away from it in the same transaction.
 	pruneResults = `DELETE FROM results WHERE id IN (
     SELECT id FROM results WHERE started_at < $1 ORDER BY started_at, id LIMIT $2)
-RETURNING probe, started_at, duration_ms, outcome, attempts`
+RETURNING probe, started_at, duration_ms, outcome, attempts, location`
 
 	// A pending alert may wait for its receiver longer than retention:
 	// it stays, and so does the drift a pending shape_drift alert
@@ -145,16 +145,16 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff time.Time, batch i
 	n := 0
 	for rows.Next() {
 		var (
-			probe, outcome string
-			startedAt      time.Time
-			ms             int64
-			attempts       int64
+			probe, outcome, location string
+			startedAt                time.Time
+			ms                       int64
+			attempts                 int64
 		)
-		if err := rows.Scan(&probe, &startedAt, &ms, &outcome, &attempts); err != nil {
+		if err := rows.Scan(&probe, &startedAt, &ms, &outcome, &attempts, &location); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		k := hourKey{probe, hourOf(startedAt)}
+		k := hourKey{probe, hourOf(startedAt), location}
 		if deleted[k] == nil {
 			deleted[k] = &hourly.Sums{}
 		}

@@ -43,7 +43,7 @@ SELECT probe FROM probes WHERE probe IS NOT NULL`
 // per-probe reads are index ranges joined LATERAL to the probe names, so
 // that a thousand probes cost a thousand index searches inside a few
 // statements, not thousands of statements.
-const statsSums = `SELECT h.runs, h.pass, h.contract_error, h.unavailable, h.passed_after_retries, h.retries,
+const statsSumsSQL = `SELECT h.runs, h.pass, h.contract_error, h.unavailable, h.passed_after_retries, h.retries,
     h.buckets, e.runs, e.pass, e.contract_error, e.unavailable, e.passed_after_retries, e.retries,
     e.durations, e.signs
 FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
@@ -53,7 +53,7 @@ CROSS JOIN LATERAL (
         sum(passed_after_retries)::bigint AS passed_after_retries, sum(retries)::bigint AS retries,
         string_agg(duration_buckets::text, ',') AS buckets
     FROM probe_hours
-    WHERE probe = p.probe AND hour >= $2 AND hour < $3
+    WHERE probe = p.probe%[1]s AND hour >= $2 AND hour < $3
 ) h
 CROSS JOIN LATERAL (
     SELECT sum(sign)::bigint AS runs, sum(sign * (outcome = 'pass')::int)::bigint AS pass,
@@ -66,22 +66,35 @@ CROSS JOIN LATERAL (
 ) e
 ORDER BY p.n`
 
+var (
+	// statsSums reads the runs of every location.
+	statsSums = fmt.Sprintf(statsSumsSQL, "")
+	// statsSumsIn reads those from the locations of $12, a text array.
+	statsSumsIn = fmt.Sprintf(statsSumsSQL, inLocations("$12"))
+)
+
+// inLocations is the condition that a row's location is one of the text
+// array param.
+func inLocations(param string) string {
+	return " AND location = ANY(" + param + "::text[])"
+}
+
 // statsEdges is the runs of the cut hours of statsSums' window of the
 // probe p.probe, each with the sign it is counted with: +1 for the runs
 // inside the window, -1 for those of a whole hour of probe_hours that lie
 // outside it.
 const statsEdges = `
         SELECT 1::bigint AS sign, outcome, attempts, duration_ms FROM results
-        WHERE probe = p.probe AND started_at >= $4 AND started_at < $5
+        WHERE probe = p.probe%[1]s AND started_at >= $4 AND started_at < $5
         UNION ALL
         SELECT 1, outcome, attempts, duration_ms FROM results
-        WHERE probe = p.probe AND started_at >= $6 AND started_at < $7
+        WHERE probe = p.probe%[1]s AND started_at >= $6 AND started_at < $7
         UNION ALL
         SELECT -1, outcome, attempts, duration_ms FROM results
-        WHERE probe = p.probe AND started_at >= $8 AND started_at < $9
+        WHERE probe = p.probe%[1]s AND started_at >= $8 AND started_at < $9
         UNION ALL
         SELECT -1, outcome, attempts, duration_ms FROM results
-        WHERE probe = p.probe AND started_at >= $10 AND started_at < $11`
+        WHERE probe = p.probe%[1]s AND started_at >= $10 AND started_at < $11`
 
 // statsWindow is a window of Stats split for statsSums: UTC hours
 // [hourFrom, hourTo) read from probe_hours, plus the runs started in the
@@ -173,12 +186,13 @@ const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 // in the same millisecond as the last run was recorded before it, else it
 // would be the last run, so it counts as before it); and the first run
 // after the latest of those, forwards on results_probe_started_covering
-// from (started_at, id), or from the first run when there is none.
-const statsLatest = `SELECT p.n, l.started_at, l.outcome, l.code, l.kind, l.mcp_tool, l.mcp_server, s.started_at
+// from (started_at, id), or from the first run when there is none. Like
+// statsSumsSQL, %[1]s is where statsLatestIn narrows it to some locations.
+const statsLatestSQL = `SELECT p.n, l.started_at, l.outcome, l.code, l.kind, l.mcp_tool, l.mcp_server, s.started_at
 FROM unnest($1::text[]) WITH ORDINALITY AS p (probe, n)
 CROSS JOIN LATERAL (
     SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
-    WHERE probe = p.probe AND started_at >= $2 AND started_at < $3
+    WHERE probe = p.probe%[1]s AND started_at >= $2 AND started_at < $3
     ORDER BY started_at DESC, id DESC
     LIMIT 1
 ) l
@@ -187,7 +201,7 @@ LEFT JOIN LATERAL (
     FROM unnest($4::text[]) AS o (outcome)
     CROSS JOIN LATERAL (
         SELECT started_at, id FROM results
-        WHERE probe = p.probe AND outcome = o.outcome AND started_at <= l.started_at
+        WHERE probe = p.probe%[1]s AND outcome = o.outcome AND started_at <= l.started_at
         ORDER BY started_at DESC, id DESC
         LIMIT 1
     ) b
@@ -197,16 +211,27 @@ LEFT JOIN LATERAL (
 ) k ON true
 CROSS JOIN LATERAL (
     SELECT started_at FROM results
-    WHERE probe = p.probe AND (started_at, id) > (coalesce(k.started_at, $5), coalesce(k.id, 0))
+    WHERE probe = p.probe%[1]s AND (started_at, id) > (coalesce(k.started_at, $5), coalesce(k.id, 0))
     ORDER BY started_at, id
     LIMIT 1
 ) s
 ORDER BY p.n`
 
+var (
+	// statsLatest reads the runs of every location.
+	statsLatest = fmt.Sprintf(statsLatestSQL, "")
+	// statsLatestIn reads those from the locations of $6, a text array.
+	statsLatestIn = fmt.Sprintf(statsLatestSQL, inLocations("$6"))
+)
+
 // Stats returns, for every probe with runs started in [since, until), what
 // its runs there add up to, sorted by probe. A zero since or until leaves
 // that side of the window open; the bounds are exact as in History. Drift
 // events count when their detected_at lies in the same window.
+//
+// With locations, only the runs from those locations count, in the sums
+// as in the last run and the streak; without, the runs from every
+// location. Drift events are the probe's, from whichever location.
 //
 // Everything is read from indexes in one snapshot: the probe names (one
 // index search each), then, for a part of the probes at a time
@@ -219,15 +244,15 @@ ORDER BY p.n`
 // the first's snapshot, reads parts alongside. The cost follows the
 // window's hours and probes, not its runs or the stored history, and the
 // round trips follow the parts, not the probes.
-func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
-	st, err := s.stats(ctx, since, until)
+func (s *Store) Stats(ctx context.Context, since, until time.Time, locations ...string) ([]results.ProbeStats, error) {
+	st, err := s.stats(ctx, since, until, locations)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: stats: %w", ctxErr(ctx, err))
 	}
 	return st, nil
 }
 
-func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
+func (s *Store) stats(ctx context.Context, since, until time.Time, locations []string) ([]results.ProbeStats, error) {
 	tx, err := s.pool.BeginTx(ctx, snapshot)
 	if err != nil {
 		return nil, err
@@ -258,7 +283,7 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 	for i, probe := range probes {
 		all[i].Probe = probe
 	}
-	work := newStatsWork(all, since, until)
+	work := newStatsWork(all, since, until, locations)
 	if statsTestHook != nil {
 		statsTestHook(work, false)
 	}

@@ -25,20 +25,25 @@ const statsParts = 8
 // statsWork is Stats' reading of the sums and last runs of every probe,
 // cut into parts that transactions claim in turn.
 type statsWork struct {
-	all     []results.ProbeStats
-	found   []bool // the probe has a run in the window
-	window  statsWindow
-	lo, hi  time.Time
-	mu      sync.Mutex
-	next    int // the first part not claimed
-	helped  int // parts the helper claimed
-	bounds  []int
-	claimed chan struct{} // closed once every part is claimed
+	all    []results.ProbeStats
+	found  []bool // the probe has a run in the window
+	window statsWindow
+	lo, hi time.Time
+	// locations are the locations whose runs count; nil: every one.
+	locations []string
+	mu        sync.Mutex
+	next      int // the first part not claimed
+	helped    int // parts the helper claimed
+	bounds    []int
+	claimed   chan struct{} // closed once every part is claimed
 }
 
-func newStatsWork(all []results.ProbeStats, since, until time.Time) *statsWork {
+func newStatsWork(all []results.ProbeStats, since, until time.Time, locations []string) *statsWork {
 	w := &statsWork{all: all, found: make([]bool, len(all)), window: splitWindow(since, until),
 		lo: minTime, hi: maxTime, claimed: make(chan struct{})}
+	if len(locations) > 0 {
+		w.locations = locations
+	}
 	if !since.IsZero() {
 		w.lo = storedTime(since)
 	}
@@ -99,8 +104,14 @@ func (w *statsWork) readPart(ctx context.Context, tx pgx.Tx, from, to int) (err 
 		probes[i] = p.Probe
 	}
 	var b pgx.Batch
-	b.Queue(statsSums, append([]any{probes}, w.window.args()...)...)
-	b.Queue(statsLatest, probes, w.lo, w.hi, outcomeNames, minTime)
+	sums := append([]any{probes}, w.window.args()...)
+	if w.locations == nil {
+		b.Queue(statsSums, sums...)
+		b.Queue(statsLatest, probes, w.lo, w.hi, outcomeNames, minTime)
+	} else {
+		b.Queue(statsSumsIn, append(sums, w.locations)...)
+		b.Queue(statsLatestIn, probes, w.lo, w.hi, outcomeNames, minTime, w.locations)
+	}
 	br := tx.SendBatch(ctx, &b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {

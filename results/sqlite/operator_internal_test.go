@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
+	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
-// TestRollupStatementsRebuildTheRollups: runs recorded one by one keep
-// shape_counts and probe_hours as they go; emptied, the two tables come
+// TestRollupStatementsRebuildTheRollups: runs recorded one by one, from
+// three locations, keep shape_counts and probe_hours as they go; emptied, the two tables come
 // back the same from RollupStatements, so a bulk fill that runs them has
 // the rollups RecordRun would have kept.
 func TestRollupStatementsRebuildTheRollups(t *testing.T) {
@@ -32,7 +33,8 @@ func TestRollupStatementsRebuildTheRollups(t *testing.T) {
 	for i := range 120 {
 		r := results.Result{OperationID: fmt.Sprint("op-", i), Probe: fmt.Sprint("p", i%3),
 			StartedAt: base.Add(time.Duration(i) * 7 * time.Minute), Duration: time.Duration(i*37%900) * time.Millisecond,
-			Outcome: outcomes[i%3], Consumer: results.ConsumerRef{Name: "c"}, Shape: shapes[i/7%2]}
+			Outcome: outcomes[i%3], Consumer: results.ConsumerRef{Name: "c"}, Shape: shapes[i/7%2],
+			Location: []string{"", "eu-west", "us-east"}[i/2%3]}
 		if r.Outcome != results.Pass {
 			r.Error = &results.Error{Code: results.CodeTimeout, Message: "timeout"}
 		}
@@ -105,5 +107,30 @@ func TestOperatorQueriesPrepare(t *testing.T) {
 			continue
 		}
 		stmt.Close()
+	}
+}
+
+// TestBucketSQLMatchesBucket: probeHoursRollup's bucket of a duration is
+// hourly.Bucket's, around every power of two.
+func TestBucketSQLMatchesBucket(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "toolpulse.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	query := "SELECT " + bucketSQL("?1")
+	for k := range 63 {
+		for _, d := range []int64{1<<k - 1, 1 << k, 1<<k + 1, 1<<k + 1<<k/3} {
+			if d < 0 {
+				continue
+			}
+			var got int64
+			if err := s.reader.QueryRow(query, d).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := hourly.Bucket(d); got != want {
+				t.Errorf("bucket of %d ms: SQL %d, hourly.Bucket %d", d, got, want)
+			}
+		}
 	}
 }

@@ -14,23 +14,25 @@ import (
 	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
-// probe_hours (migration 0005) sums up each probe's runs per UTC hour: the
+// probe_hours (migrations 0005, 0022) sums up each probe's runs per UTC
+// hour and location: the
 // counters Stats reports, and the runs' durations counted in buckets, from
 // which Stats estimates percentiles. It is kept in the transactions that
 // change results: RecordRun adds each run (upsertProbeHour), and Prune
 // takes away each result it deletes (subtractHours). A row therefore
-// always sums up exactly the results stored for its probe and hour, even
-// after a crash, and Stats can read a day as some 25 rows per probe.
+// always sums up exactly the results stored for its probe, hour and
+// location, even after a crash, and Stats can read a day as some 25 rows
+// per probe and location.
 //
-// upsertProbeHour adds one run to its probe and hour: ?1 probe, ?2 hour,
-// ?3 to ?7 the run's share of pass, contract_error, unavailable,
+// upsertProbeHour adds one run to its probe, hour and location: ?1 probe,
+// ?2 hour, ?10 location, ?3 to ?7 the run's share of pass, contract_error, unavailable,
 // passed_after_retries and retries, ?8 its bucket as text and ?9 the JSON
 // path of that key. json_set appends a new key at the end of the object;
 // the keys' order means nothing.
-const upsertProbeHour = `INSERT INTO probe_hours (probe, hour, runs, pass, contract_error, unavailable,
-    passed_after_retries, retries, duration_buckets)
-VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, json_object(?8, 1))
-ON CONFLICT (probe, hour) DO UPDATE SET
+const upsertProbeHour = `INSERT INTO probe_hours (probe, hour, location, runs, pass, contract_error,
+    unavailable, passed_after_retries, retries, duration_buckets)
+VALUES (?1, ?2, ?10, 1, ?3, ?4, ?5, ?6, ?7, json_object(?8, 1))
+ON CONFLICT (probe, hour, location) DO UPDATE SET
     runs                 = runs + 1,
     pass                 = pass + excluded.pass,
     contract_error       = contract_error + excluded.contract_error,
@@ -46,21 +48,21 @@ func addProbeHour(ctx context.Context, tx *sql.Tx, r *results.Result) error {
 	key := strconv.FormatInt(hourly.Bucket(r.Duration.Milliseconds()), 10)
 	_, err := tx.ExecContext(ctx, upsertProbeHour, r.Probe, hourOf(r.StartedAt),
 		run.Pass, run.ContractError, run.Unavailable, run.PassedAfterRetries, run.Retries,
-		key, `$."`+key+`"`)
+		key, `$."`+key+`"`, r.RanFrom())
 	return err
 }
 
 // hourKey names a row of probe_hours.
-type hourKey struct{ probe, hour string }
+type hourKey struct{ probe, hour, location string }
 
 const (
 	selectProbeHour = `SELECT runs, pass, contract_error, unavailable, passed_after_retries, retries,
     duration_buckets
-FROM probe_hours WHERE probe = ? AND hour = ?`
+FROM probe_hours WHERE probe = ? AND hour = ? AND location = ?`
 	updateProbeHour = `UPDATE probe_hours SET runs = ?, pass = ?, contract_error = ?, unavailable = ?,
     passed_after_retries = ?, retries = ?, duration_buckets = ?
-WHERE probe = ? AND hour = ?`
-	deleteProbeHour = `DELETE FROM probe_hours WHERE probe = ? AND hour = ?`
+WHERE probe = ? AND hour = ? AND location = ?`
+	deleteProbeHour = `DELETE FROM probe_hours WHERE probe = ? AND hour = ? AND location = ?`
 )
 
 // subtractHours takes the runs of deleted, results being deleted in tx,
@@ -73,34 +75,34 @@ func subtractHours(ctx context.Context, tx *sql.Tx, deleted map[hourKey]*hourly.
 	}
 	// In key order: the rows are visited as they lie in the table.
 	slices.SortFunc(keys, func(a, b hourKey) int {
-		return cmp.Or(cmp.Compare(a.probe, b.probe), cmp.Compare(a.hour, b.hour))
+		return cmp.Or(cmp.Compare(a.probe, b.probe), cmp.Compare(a.hour, b.hour), cmp.Compare(a.location, b.location))
 	})
 	for _, k := range keys {
 		var (
 			h    hourly.Sums
 			text []byte
 		)
-		err := tx.QueryRowContext(ctx, selectProbeHour, k.probe, k.hour).Scan(&h.Runs, &h.Pass,
+		err := tx.QueryRowContext(ctx, selectProbeHour, k.probe, k.hour, k.location).Scan(&h.Runs, &h.Pass,
 			&h.ContractError, &h.Unavailable, &h.PassedAfterRetries, &h.Retries, &text)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // nothing to take from
 		}
 		if err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour, err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour, k.location, err)
 		}
 		h.Buckets = map[int64]int64{}
 		if err := parseBuckets(text, func(b, n int64) { h.Buckets[b] += n }); err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour, err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour, k.location, err)
 		}
 		h.Subtract(deleted[k])
 		if h.Runs == 0 {
-			_, err = tx.ExecContext(ctx, deleteProbeHour, k.probe, k.hour)
+			_, err = tx.ExecContext(ctx, deleteProbeHour, k.probe, k.hour, k.location)
 		} else {
 			_, err = tx.ExecContext(ctx, updateProbeHour, h.Runs, h.Pass, h.ContractError, h.Unavailable,
-				h.PassedAfterRetries, h.Retries, h.BucketsJSON(), k.probe, k.hour)
+				h.PassedAfterRetries, h.Retries, h.BucketsJSON(), k.probe, k.hour, k.location)
 		}
 		if err != nil {
-			return fmt.Errorf("probe_hours %s %s: %w", k.probe, k.hour, err)
+			return fmt.Errorf("probe_hours %s %s %s: %w", k.probe, k.hour, k.location, err)
 		}
 	}
 	return nil

@@ -98,7 +98,7 @@ func TestParseDurations(t *testing.T) {
 // readProbeHours returns probe_hours as a map.
 func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 	t.Helper()
-	rows, err := db.Query(`SELECT probe, hour, runs, pass, contract_error, unavailable,
+	rows, err := db.Query(`SELECT probe, hour, location, runs, pass, contract_error, unavailable,
 		passed_after_retries, retries, duration_buckets FROM probe_hours`)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 			h    hourly.Sums
 			text []byte
 		)
-		if err := rows.Scan(&k.probe, &k.hour, &h.Runs, &h.Pass, &h.ContractError, &h.Unavailable,
+		if err := rows.Scan(&k.probe, &k.hour, &k.location, &h.Runs, &h.Pass, &h.ContractError, &h.Unavailable,
 			&h.PassedAfterRetries, &h.Retries, &text); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func readProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 // recountProbeHours sums results up as probe_hours should.
 func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 	t.Helper()
-	rows, err := db.Query(`SELECT probe, started_at, duration_ms, outcome, attempts FROM results`)
+	rows, err := db.Query(`SELECT probe, started_at, duration_ms, outcome, attempts, location FROM results`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +138,13 @@ func recountProbeHours(t *testing.T, db *sql.DB) map[hourKey]hourly.Sums {
 	out := map[hourKey]hourly.Sums{}
 	for rows.Next() {
 		var (
-			probe, at, outcome string
-			ms, attempts       int64
+			probe, at, outcome, location string
+			ms, attempts                 int64
 		)
-		if err := rows.Scan(&probe, &at, &ms, &outcome, &attempts); err != nil {
+		if err := rows.Scan(&probe, &at, &ms, &outcome, &attempts, &location); err != nil {
 			t.Fatal(err)
 		}
-		k := hourKey{probe, at[:13]}
+		k := hourKey{probe, at[:13], location}
 		h := out[k]
 		h.Add(outcome, attempts, ms)
 		out[k] = h
@@ -333,7 +333,7 @@ func TestRefusedCommitLeavesProbeHours(t *testing.T) {
 	if err := s.Record(ctx, later); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) || got[hourKey{"p", "2026-10-26T13"}].Runs != 2 {
+	if got, want := readProbeHours(t, s.writer), recountProbeHours(t, s.writer); !equalHours(got, want) || got[hourKey{"p", "2026-10-26T13", "default"}].Runs != 2 {
 		t.Errorf("probe_hours after recording again:\n got  %v\n want %v with 2 runs", got, want)
 	}
 }

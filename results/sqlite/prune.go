@@ -27,7 +27,7 @@ const (
 	// taken away from it in the same transaction.
 	pruneResults = `DELETE FROM results WHERE id IN (
     SELECT id FROM results WHERE started_at < ? ORDER BY started_at LIMIT ?)
-RETURNING probe, started_at, duration_ms, outcome, attempts`
+RETURNING probe, started_at, duration_ms, outcome, attempts, location`
 
 	// A pending alert may wait for its receiver longer than retention:
 	// it stays, and so does the drift a pending shape_drift alert
@@ -158,13 +158,13 @@ func (s *Store) pruneResultsBatch(ctx context.Context, cutoff string, batch int)
 	deleted := map[hourKey]*hourly.Sums{}
 	for rows.Next() {
 		var (
-			probe, startedAt, outcome string
-			ms, attempts              int64
+			probe, startedAt, outcome, location string
+			ms, attempts                        int64
 		)
-		if err := rows.Scan(&probe, &startedAt, &ms, &outcome, &attempts); err != nil {
+		if err := rows.Scan(&probe, &startedAt, &ms, &outcome, &attempts, &location); err != nil {
 			return 0, err
 		}
-		k := hourKey{probe, startedAt[:min(len(startedAt), len("2006-01-02T15"))]}
+		k := hourKey{probe, startedAt[:min(len(startedAt), len("2006-01-02T15"))], location}
 		if deleted[k] == nil {
 			deleted[k] = &hourly.Sums{}
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -33,27 +34,45 @@ SELECT probe FROM probes WHERE probe IS NOT NULL`
 // durations of the runs read from results, also joined by commas: Go
 // merges them into one histogram per probe. A day is 23 or 24 rows of
 // probe_hours and at most two hours' runs per probe.
-const statsProbe = `SELECT sum(runs), sum(pass), sum(contract_error), sum(unavailable),
+const statsProbeSQL = `SELECT sum(runs), sum(pass), sum(contract_error), sum(unavailable),
     sum(passed_after_retries), sum(retries), group_concat(buckets), group_concat(durations)
 FROM (
     SELECT sum(runs) AS runs, sum(pass) AS pass, sum(contract_error) AS contract_error,
         sum(unavailable) AS unavailable, sum(passed_after_retries) AS passed_after_retries,
         sum(retries) AS retries, group_concat(duration_buckets) AS buckets, NULL AS durations
     FROM probe_hours
-    WHERE probe = ?1 AND hour >= ?2 AND hour < ?3
+    WHERE probe = ?1%[1]s AND hour >= ?2 AND hour < ?3
     UNION ALL
     SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
         sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
         sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?4 AND started_at < ?5
+    WHERE probe = ?1%[1]s AND started_at >= ?4 AND started_at < ?5
     UNION ALL
     SELECT count(*), sum(outcome = 'pass'), sum(outcome = 'contract_error'),
         sum(outcome = 'unavailable'), sum(outcome = 'pass' AND attempts > 1),
         sum(max(attempts - 1, 0)), NULL, group_concat(duration_ms)
     FROM results
-    WHERE probe = ?1 AND started_at >= ?6 AND started_at < ?7
+    WHERE probe = ?1%[1]s AND started_at >= ?6 AND started_at < ?7
 )`
+
+// statsProbe reads the runs of every location.
+var statsProbe = fmt.Sprintf(statsProbeSQL, "")
+
+// inLocations is the condition that column, a row's location, is one of
+// n parameters numbered from first on: a list of parameters rather than a
+// JSON array (json_each), which SQLite would read and filter again on
+// every one of the thousands of calls of a Stats.
+func inLocations(column string, first, n int) string {
+	if n == 1 {
+		return fmt.Sprintf(" AND %s = ?%d", column, first)
+	}
+	params := make([]string, n)
+	for i := range params {
+		params[i] = fmt.Sprintf("?%d", first+i)
+	}
+	return " AND " + column + " IN (" + strings.Join(params, ", ") + ")"
+}
 
 // statsWindow is a window of Stats split for statsProbe: the whole UTC
 // hours inside it, [hourFrom, hourTo) as probe_hours spells hours, and
@@ -101,8 +120,8 @@ const statsDrifts = `SELECT probe, count(*) FROM drifts%s GROUP BY probe`
 // statsLast is a probe's last run in the window, in the order history is
 // listed in, with the kind of probe and the MCP tool and server that made
 // it: an index search, then the table row (for its code).
-const statsLast = `SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
-WHERE probe = ? AND started_at >= ? AND started_at < ?
+const statsLastSQL = `SELECT started_at, outcome, code, kind, mcp_tool, mcp_server FROM results
+WHERE probe = ?1 AND started_at >= ?2 AND started_at < ?3%[1]s
 ORDER BY started_at DESC, id DESC
 LIMIT 1`
 
@@ -111,22 +130,33 @@ LIMIT 1`
 // started_at). A run with another outcome that started in the same
 // millisecond as the last run was recorded before it (else it would be the
 // last run), so it counts as before it.
-const streakBreak = `SELECT started_at, id FROM results
-WHERE probe = ?1 AND outcome = ?2 AND started_at <= ?3
+const streakBreakSQL = `SELECT started_at, id FROM results
+WHERE probe = ?1 AND outcome = ?2 AND started_at <= ?3%[1]s
 ORDER BY started_at DESC, id DESC
 LIMIT 1`
 
 // streakStart is the probe's first run after the run (?2, ?3); ("", 0)
 // stands for "before the first run".
-const streakStart = `SELECT started_at FROM results
-WHERE probe = ?1 AND started_at >= ?2 AND (started_at > ?2 OR id > ?3)
+const streakStartSQL = `SELECT started_at FROM results
+WHERE probe = ?1 AND started_at >= ?2 AND (started_at > ?2 OR id > ?3)%[1]s
 ORDER BY started_at, id
 LIMIT 1`
+
+// The queries of every location.
+var (
+	statsLast   = fmt.Sprintf(statsLastSQL, "")
+	streakBreak = fmt.Sprintf(streakBreakSQL, "")
+	streakStart = fmt.Sprintf(streakStartSQL, "")
+)
 
 // Stats returns, for every probe with runs started in [since, until), what
 // its runs there add up to, sorted by probe. A zero since or until leaves
 // that side of the window open; the bounds are exact as in History. Drift
 // events count when their detected_at lies in the same window.
+//
+// With locations, only the runs from those locations count, in the sums
+// as in the last run and the streak; without, the runs from every
+// location. Drift events are the probe's, from whichever location.
 //
 // Everything is read in one read transaction, probe by probe, from
 // indexes only: the probe names (one index search each); the probe's
@@ -138,15 +168,15 @@ LIMIT 1`
 // before the last run, then the first run after the latest of those. The cost follows the window's hours and probes, not its runs
 // or the stored history, and Go never holds more than one probe's
 // histogram.
-func (s *Store) Stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
-	st, err := s.stats(ctx, since, until)
+func (s *Store) Stats(ctx context.Context, since, until time.Time, locations ...string) ([]results.ProbeStats, error) {
+	st, err := s.stats(ctx, since, until, locations)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: stats: %w", err)
 	}
 	return st, nil
 }
 
-func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.ProbeStats, error) {
+func (s *Store) stats(ctx context.Context, since, until time.Time, locations []string) ([]results.ProbeStats, error) {
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -167,7 +197,7 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
-	st, err := prepareStats(ctx, tx)
+	st, err := prepareStats(ctx, tx, locations)
 	if err != nil {
 		return nil, err
 	}
@@ -218,18 +248,35 @@ func (s *Store) stats(ctx context.Context, since, until time.Time) ([]results.Pr
 // parsing and planning would otherwise cost as much as running them.
 type statsStmts struct {
 	summary, last, streakBreak, streakStart *sql.Stmt
+	// in is the locations, appended to every query's arguments; nil
+	// without locations.
+	in []any
 }
 
-func prepareStats(ctx context.Context, tx *sql.Tx) (*statsStmts, error) {
+func prepareStats(ctx context.Context, tx *sql.Tx, locations []string) (*statsStmts, error) {
 	st := &statsStmts{}
+	summary, filter, breakFilter := statsProbe, "", ""
+	if len(locations) > 0 {
+		for _, l := range locations {
+			st.in = append(st.in, l)
+		}
+		summary = fmt.Sprintf(statsProbeSQL, inLocations("location", 8, len(locations)))
+		filter = inLocations("location", 4, len(locations))
+		// +location: streakBreak must keep searching
+		// results_probe_outcome_started, where the latest run of an
+		// outcome is the first row; on results_probe_location_started
+		// it would walk back over every run of the location until one
+		// had the outcome, all of them when none has.
+		breakFilter = inLocations("+location", 4, len(locations))
+	}
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
 	}{
-		{&st.summary, statsProbe},
-		{&st.last, statsLast},
-		{&st.streakBreak, streakBreak},
-		{&st.streakStart, streakStart},
+		{&st.summary, summary},
+		{&st.last, fmt.Sprintf(statsLastSQL, filter)},
+		{&st.streakBreak, fmt.Sprintf(streakBreakSQL, breakFilter)},
+		{&st.streakStart, fmt.Sprintf(streakStartSQL, filter)},
 	} {
 		var err error
 		if *p.dst, err = tx.PrepareContext(ctx, p.query); err != nil {
@@ -251,7 +298,7 @@ func (st *statsStmts) close() {
 // summarize fills p's counters and percentiles from the probe's runs in
 // the window; they stay zero when it has none. hist is left empty.
 func (st *statsStmts) summarize(ctx context.Context, p *results.ProbeStats, w statsWindow, hist *hourly.Histogram) error {
-	rows, err := st.summary.QueryContext(ctx, p.Probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1])
+	rows, err := st.summary.QueryContext(ctx, append([]any{p.Probe, w.hourFrom, w.hourTo, w.head[0], w.head[1], w.tail[0], w.tail[1]}, st.in...)...)
 	if err != nil {
 		return err
 	}
@@ -320,7 +367,7 @@ func (st *statsStmts) lastAndStreak(ctx context.Context, p *results.ProbeStats, 
 		lastAt, outcome, kind    string
 		code, mcpTool, mcpServer sql.NullString
 	)
-	err := st.last.QueryRowContext(ctx, p.Probe, lo, hi).Scan(&lastAt, &outcome, &code, &kind, &mcpTool, &mcpServer)
+	err := st.last.QueryRowContext(ctx, append([]any{p.Probe, lo, hi}, st.in...)...).Scan(&lastAt, &outcome, &code, &kind, &mcpTool, &mcpServer)
 	if err != nil {
 		return fmt.Errorf("last run: %w", err)
 	}
@@ -342,7 +389,7 @@ func (st *statsStmts) lastAndStreak(ctx context.Context, p *results.ProbeStats, 
 		}
 		var at string
 		var id int64
-		err := st.streakBreak.QueryRowContext(ctx, p.Probe, string(o), lastAt).Scan(&at, &id)
+		err := st.streakBreak.QueryRowContext(ctx, append([]any{p.Probe, string(o), lastAt}, st.in...)...).Scan(&at, &id)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -354,7 +401,7 @@ func (st *statsStmts) lastAndStreak(ctx context.Context, p *results.ProbeStats, 
 		}
 	}
 	var start string
-	if err := st.streakStart.QueryRowContext(ctx, p.Probe, breakAt, breakID).Scan(&start); err != nil {
+	if err := st.streakStart.QueryRowContext(ctx, append([]any{p.Probe, breakAt, breakID}, st.in...)...).Scan(&start); err != nil {
 		return fmt.Errorf("streak start: %w", err)
 	}
 	p.OutcomeSince, err = parseTime(start)

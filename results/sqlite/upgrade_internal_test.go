@@ -155,12 +155,12 @@ func TestDaemonQueriesUseIndexes(t *testing.T) {
 			[]string{"USING INDEX alerts_pending", "SEARCH d USING INTEGER PRIMARY KEY"}},
 		{"NextAlertDue", nextAlertDue, nil, []string{"USING INDEX alerts_pending"}},
 		// Prune, per hour its batch deleted runs of.
-		{"probe hour, read", selectProbeHour, []any{"p", "2026-10-26T13"},
-			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=?)"}},
-		{"probe hour, update", updateProbeHour, []any{1, 1, 0, 0, 0, 0, "{}", "p", "2026-10-26T13"},
-			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=?)"}},
-		{"probe hour, delete", deleteProbeHour, []any{"p", "2026-10-26T13"},
-			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=?)"}},
+		{"probe hour, read", selectProbeHour, []any{"p", "2026-10-26T13", "default"},
+			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=? AND location=?)"}},
+		{"probe hour, update", updateProbeHour, []any{1, 1, 0, 0, 0, 0, "{}", "p", "2026-10-26T13", "default"},
+			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=? AND location=?)"}},
+		{"probe hour, delete", deleteProbeHour, []any{"p", "2026-10-26T13", "default"},
+			[]string{"SEARCH probe_hours USING PRIMARY KEY (probe=? AND hour=? AND location=?)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
