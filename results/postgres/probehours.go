@@ -17,7 +17,7 @@ import (
 )
 
 // probe_hours sums up each probe's runs per UTC hour and location
-// (migration 0006), as in results/sqlite (migrations 0005 and 0022 there): the counters Stats reports, and the runs'
+// (migration 0007), as in results/sqlite (migrations 0005 and 0023 there): the counters Stats reports, and the runs'
 // durations counted in buckets, from which Stats estimates percentiles.
 // It is kept in the transactions that change results: RecordRun adds each
 // run (upsertProbeHour), and Prune takes away each result it deletes

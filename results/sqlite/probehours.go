@@ -14,7 +14,7 @@ import (
 	"github.com/toolpulse/toolpulse/results/hourly"
 )
 
-// probe_hours (migrations 0005, 0022) sums up each probe's runs per UTC
+// probe_hours (migrations 0005, 0023) sums up each probe's runs per UTC
 // hour and location: the
 // counters Stats reports, and the runs' durations counted in buckets, from
 // which Stats estimates percentiles. It is kept in the transactions that

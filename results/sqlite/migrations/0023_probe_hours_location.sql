@@ -1,5 +1,5 @@
--- 0022: probe_hours per location (SPEC §13), so that stats answers for
--- one location as history does. Like 0001 to 0021, this file never
+-- 0023: probe_hours per location (SPEC §13), so that stats answers for
+-- one location as history does. Like 0001 to 0022, this file never
 -- changes once shipped.
 
 -- SQLite cannot change a primary key in place: the table is built anew
@@ -9,7 +9,7 @@
 -- Every row copied becomes 'default', which is what its runs recorded:
 -- no daemon wrote another location before 0020, and a single instance
 -- runs from 'default'.
-CREATE TABLE probe_hours_0022 (
+CREATE TABLE probe_hours_0023 (
     probe                TEXT    NOT NULL,
     hour                 TEXT    NOT NULL, -- first 13 characters of started_at: '2026-10-26T13'
     location             TEXT    NOT NULL DEFAULT 'default' CHECK (location <> ''),
@@ -23,11 +23,11 @@ CREATE TABLE probe_hours_0022 (
     PRIMARY KEY (probe, hour, location)
 ) WITHOUT ROWID;
 
-INSERT INTO probe_hours_0022 (probe, hour, location, runs, pass, contract_error, unavailable,
+INSERT INTO probe_hours_0023 (probe, hour, location, runs, pass, contract_error, unavailable,
                               passed_after_retries, retries, duration_buckets)
 SELECT probe, hour, 'default', runs, pass, contract_error, unavailable,
        passed_after_retries, retries, duration_buckets
 FROM probe_hours;
 
 DROP TABLE probe_hours;
-ALTER TABLE probe_hours_0022 RENAME TO probe_hours;
+ALTER TABLE probe_hours_0023 RENAME TO probe_hours;
