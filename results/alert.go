@@ -74,6 +74,15 @@ const (
 	// or resolved alert follows until the verdict has been stable for
 	// stable_for; then one firing or resolved alert says where it settled.
 	AlertFlapping AlertKind = "flapping"
+	// AlertLocationSilent: one location of a probe of several locations
+	// recorded no run for two intervals (docs/locations.md). It tells of
+	// that location only; the probe's own firing and resolved alerts stay
+	// with the K-of-N decision. Alert.Locations holds that location's
+	// view, and the alert quotes its newest run.
+	AlertLocationSilent AlertKind = "location_silent"
+	// AlertLocationBack: a location announced silent recorded again; it
+	// ends the location_silent alert, as resolved ends firing.
+	AlertLocationBack AlertKind = "location_back"
 )
 
 // DeliveryState is where an alert is in the outbox.
@@ -334,6 +343,11 @@ type AlertState struct {
 	// within notify.flapping's window, and always the newest. Kept only
 	// while notify.flapping is set; at most MaxFlapChanges+1.
 	VerdictChanges []time.Time
+	// SilentLocations are the locations of a probe of several locations
+	// announced silent (a location_silent alert), each with when it was
+	// announced; nil when none is. The decider keeps it, so that a new
+	// decider neither announces one again nor misses its end.
+	SilentLocations map[string]time.Time
 }
 
 // IsFailing reports whether the verdict is failing: Failing, or Firing,

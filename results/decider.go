@@ -159,3 +159,36 @@ func LocationLines(views []LocationView) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// EncodeSilentLocations is an alert state's SilentLocations as the stores
+// keep them (alert_state.silent_locations): a JSON object of location to
+// the time it was announced silent; "" for none.
+func EncodeSilentLocations(m map[string]time.Time) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encode silent locations: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeSilentLocations reads what EncodeSilentLocations wrote; "" is
+// none (nil).
+func DecodeSilentLocations(s string) (map[string]time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]time.Time
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("decode silent locations: %w", err)
+	}
+	for k, t := range m {
+		m[k] = t.UTC()
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}

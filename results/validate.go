@@ -100,7 +100,7 @@ func validateDrift(d *Drift, r *Result) error {
 
 func validateAlert(a *Alert, rec *RunRecord) error {
 	switch a.Kind {
-	case AlertFiring, AlertReminder, AlertUpdate, AlertResolved, AlertDrift, AlertFlapping:
+	case AlertFiring, AlertReminder, AlertUpdate, AlertResolved, AlertDrift, AlertFlapping, AlertLocationSilent, AlertLocationBack:
 	default:
 		return fmt.Errorf("unknown kind %q", a.Kind)
 	}

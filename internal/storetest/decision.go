@@ -77,3 +77,48 @@ func recordDecision(t *testing.T, impl Impl) {
 		t.Errorf("RecordDecision fenced by a location's lease: %v, want a permanent refusal", err)
 	}
 }
+
+// silentLocations: the locations of a probe announced silent, each with
+// when, are kept in its alert state (what a new decider reads so as not to
+// announce one again), and a location_silent alert and its location_back
+// end are stored as the decider made them; a state with none reads nil.
+func silentLocations(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	ran := runAt("op-ap", "search", t0, results.Pass, "", 30, 1)
+	ran.Location = "ap-south"
+	recordRun(t, s, &results.RunRecord{Result: ran})
+
+	at := t0.Add(5 * time.Minute)
+	view := []results.LocationView{{Location: "ap-south", Silent: true, Outcome: results.Pass, LastRun: t0}}
+	a := results.NewAlert(results.AlertLocationSilent, &ran, at)
+	a.Locations, a.Decider, a.Receiver, a.NextAttemptAt = view, results.DeciderLease, "default/slack", at
+	st := results.AlertState{Probe: "search", SilentLocations: map[string]time.Time{"ap-south": at, "us-east": at.Add(-time.Minute)}}
+	if err := s.RecordDecision(ctx, &results.DecisionRecord{Probe: "search", At: at, AlertState: &st, Alerts: []results.Alert{a}}); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	states, err := s.AlertStates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states["search"].SilentLocations; !reflect.DeepEqual(got, st.SilentLocations) {
+		t.Errorf("silent locations read back: %v, want %v", got, st.SilentLocations)
+	}
+	stored := storedAlerts(t, s)
+	if len(stored) != 1 || stored[0].Kind != results.AlertLocationSilent || !reflect.DeepEqual(stored[0].Locations, view) {
+		t.Fatalf("stored alerts: %+v, want one location_silent with ap-south's view", stored)
+	}
+
+	back := results.NewAlert(results.AlertLocationBack, &ran, at.Add(time.Minute))
+	back.Locations, back.Decider, back.Receiver, back.NextAttemptAt = []results.LocationView{{Location: "ap-south", Outcome: results.Pass, LastRun: at}}, results.DeciderLease, "default/slack", at.Add(time.Minute)
+	none := results.AlertState{Probe: "search"}
+	if err := s.RecordDecision(ctx, &results.DecisionRecord{Probe: "search", At: at.Add(time.Minute), AlertState: &none, Alerts: []results.Alert{back}}); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	if states, err := s.AlertStates(ctx); err != nil || states["search"].SilentLocations != nil {
+		t.Errorf("silent locations after none: %v, %v; want nil", states["search"].SilentLocations, err)
+	}
+	if stored := storedAlerts(t, s); len(stored) != 2 || stored[1].Kind != results.AlertLocationBack {
+		t.Errorf("stored alerts: %+v, want location_silent then location_back", stored)
+	}
+}

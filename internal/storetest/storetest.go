@@ -122,6 +122,7 @@ var behaviours = []behaviour{
 	{"RecordRun/the node that ran it reads back", recordNode},
 	{"RecordRun/the location it ran from reads back, and History filters by it", recordLocation},
 	{"RecordDecision/the alert state and alerts, with each location's view, read back", recordDecision},
+	{"RecordDecision/the locations announced silent and their alerts, read back", silentLocations},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},

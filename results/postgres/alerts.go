@@ -15,7 +15,8 @@ import (
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
     notified::text, modes::text, announced::text, receivers::text, silenced_at,
-    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes,
+    silent_locations
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -45,22 +46,27 @@ func (s *Store) alertStates(ctx context.Context) (map[string]results.AlertState,
 			window                        int64
 			flappingSince                 *time.Time
 			changes                       []time.Time
+			silent                        *string
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
 			&notified, &modes, &announced, &receivers, &silenced,
-			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes); err != nil {
+			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes,
+			&silent); err != nil {
 			return nil, err
 		}
 		st.Window, st.FlappingSince = uint64(window), fromNull(flappingSince)
 		for _, t := range changes {
 			st.VerdictChanges = append(st.VerdictChanges, t.UTC())
 		}
-		var err1, err2, err3, err4 error
+		var err1, err2, err3, err4, err5 error
 		st.Notified, err1 = parseMode(notified)
 		st.Modes, err2 = parseModes(modes)
 		st.Announced, err3 = parseModes(announced)
 		st.Receivers, err4 = parseStrings(receivers)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		if silent != nil {
+			st.SilentLocations, err5 = results.DecodeSilentLocations(*silent)
+		}
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("alert state of %s: %w", st.Probe, err)
 		}
 		st.SilencedAt, st.FailingSince, st.LastNotifiedAt = fromNull(silenced), fromNull(since), fromNull(lastNotified)

@@ -62,9 +62,10 @@ ON CONFLICT (probe, fingerprint) DO UPDATE SET
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
     notified, modes, announced, receivers, silenced_at, epoch,
-    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes,
+    silent_locations
 ) VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8::text::jsonb, $9::text::jsonb, $10::text::jsonb, $11, $12,
-    $13, $14, $15, $16, $17, $18, $19)
+    $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -83,7 +84,8 @@ ON CONFLICT (probe) DO UPDATE SET
     window_runs          = excluded.window_runs,
     flapping             = excluded.flapping,
     flapping_since       = excluded.flapping_since,
-    verdict_changes      = excluded.verdict_changes`
+    verdict_changes      = excluded.verdict_changes,
+    silent_locations     = excluded.silent_locations`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
@@ -287,13 +289,19 @@ func queueAlertState(p *pipeline, st *results.AlertState, at time.Time, epoch in
 	modes, err2 := nullModes(st.Modes)
 	announced, err3 := nullModes(st.Announced)
 	receivers, err4 := nullStrings(st.Receivers)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	silent, err5 := results.EncodeSilentLocations(st.SilentLocations)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return fmt.Errorf("alert state: %w", err)
+	}
+	var silentCol *string
+	if silent != "" {
+		silentCol = &silent
 	}
 	p.exec("alert state", upsertAlertState, st.Probe, st.ConsecutiveFailures,
 		nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), dbTime(at),
 		notified, modes, announced, receivers, nullTime(st.SilencedAt), epoch,
-		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), dbTimes(st.VerdictChanges))
+		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), dbTimes(st.VerdictChanges),
+		silentCol)
 	return nil
 }
 

@@ -13,7 +13,8 @@ import (
 
 const selectAlertStates = `SELECT probe, consecutive_failures, failing_since, firing, last_notified_at,
     notified, modes, announced, receivers, silenced_at,
-    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes,
+    silent_locations
 FROM alert_state`
 
 // AlertStates returns the persisted alert state of every probe, keyed by
@@ -34,17 +35,20 @@ func (s *Store) AlertStates(ctx context.Context) (map[string]results.AlertState,
 			receivers                     sql.NullString
 			window                        int64
 			flappingSince, changes        sql.NullString
+			silent                        sql.NullString
 		)
 		if err := rows.Scan(&st.Probe, &st.ConsecutiveFailures, &since, &st.Firing, &lastNotified,
 			&notified, &modes, &announced, &receivers, &silenced,
-			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes); err != nil {
+			&st.Failing, &st.ConsecutivePasses, &window, &st.WindowRuns, &st.Flapping, &flappingSince, &changes,
+			&silent); err != nil {
 			return nil, fmt.Errorf("sqlite: alert states: %w", err)
 		}
 		st.Window = uint64(window)
-		var err6, err7 error
+		var err6, err7, err8 error
 		st.FlappingSince, err6 = parseNullTime(flappingSince)
 		st.VerdictChanges, err7 = parseTimes(changes)
-		if err := errors.Join(err6, err7); err != nil {
+		st.SilentLocations, err8 = results.DecodeSilentLocations(silent.String)
+		if err := errors.Join(err6, err7, err8); err != nil {
 			return nil, fmt.Errorf("sqlite: alert state of %s: %w", st.Probe, err)
 		}
 		var err1, err2, err3, err4, err5 error

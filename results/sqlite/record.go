@@ -62,8 +62,9 @@ ON CONFLICT (probe, fingerprint) DO UPDATE SET
 const upsertAlertState = `INSERT INTO alert_state (
     probe, consecutive_failures, failing_since, firing, last_notified_at, updated_at,
     notified, modes, announced, receivers, silenced_at,
-    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    failing, consecutive_passes, window_bits, window_runs, flapping, flapping_since, verdict_changes,
+    silent_locations
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (probe) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     failing_since        = excluded.failing_since,
@@ -81,7 +82,8 @@ ON CONFLICT (probe) DO UPDATE SET
     window_runs          = excluded.window_runs,
     flapping             = excluded.flapping,
     flapping_since       = excluded.flapping_since,
-    verdict_changes      = excluded.verdict_changes`
+    verdict_changes      = excluded.verdict_changes,
+    silent_locations     = excluded.silent_locations`
 
 const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
@@ -240,13 +242,15 @@ func writeAlertState(ctx context.Context, tx *sql.Tx, st *results.AlertState, at
 	announced, err3 := nullModes(st.Announced)
 	receivers, err4 := nullStrings(st.Receivers)
 	changes, err5 := nullTimes(st.VerdictChanges)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	silent, err6 := results.EncodeSilentLocations(st.SilentLocations)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return fmt.Errorf("alert state: %w", err)
 	}
 	_, err := tx.ExecContext(ctx, upsertAlertState, st.Probe, st.ConsecutiveFailures,
 		nullTime(st.FailingSince), st.Firing, nullTime(st.LastNotifiedAt), results.FormatTime(at),
 		notified, modes, announced, receivers, nullTime(st.SilencedAt),
-		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), changes)
+		st.Failing, st.ConsecutivePasses, int64(st.Window), st.WindowRuns, st.Flapping, nullTime(st.FlappingSince), changes,
+		sql.NullString{String: silent, Valid: silent != ""})
 	if err != nil {
 		return fmt.Errorf("alert state: %w", err)
 	}

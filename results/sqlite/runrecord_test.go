@@ -258,12 +258,12 @@ func TestAlertStateRoundTrip(t *testing.T) {
 			"announced": `[{"outcome":"contract_error","code":"unsupported_results_container"}]`,
 			"receivers": `["default/slack","routes[0]/alertmanager"]`, "silenced_at": "2026-10-26T13:07:59.173Z",
 			"failing": int64(0), "consecutive_passes": int64(0), "window_bits": int64(0), "window_runs": int64(0),
-			"flapping": int64(0), "flapping_since": nil, "verdict_changes": nil},
+			"flapping": int64(0), "flapping_since": nil, "verdict_changes": nil, "silent_locations": nil},
 		{"probe": "weather", "consecutive_failures": int64(0), "failing_since": nil,
 			"firing": int64(0), "last_notified_at": nil, "updated_at": "2026-10-26T13:09:00.123Z",
 			"notified": nil, "modes": nil, "announced": nil, "receivers": nil, "silenced_at": nil,
 			"failing": int64(0), "consecutive_passes": int64(0), "window_bits": int64(0), "window_runs": int64(0),
-			"flapping": int64(0), "flapping_since": nil, "verdict_changes": nil},
+			"flapping": int64(0), "flapping_since": nil, "verdict_changes": nil, "silent_locations": nil},
 	}
 	if !reflect.DeepEqual(rows, wantRows) {
 		t.Errorf("alert_state rows:\n got  %v\n want %v", rows, wantRows)
