@@ -192,3 +192,12 @@ func DecodeSilentLocations(s string) (map[string]time.Time, error) {
 	}
 	return m, nil
 }
+
+// SilentLocation is the location a location_silent or location_back
+// alert is about; "" for an alert of another kind.
+func (a *Alert) SilentLocation() string {
+	if (a.Kind != AlertLocationSilent && a.Kind != AlertLocationBack) || len(a.Locations) == 0 {
+		return ""
+	}
+	return a.Locations[0].Location
+}

@@ -30,6 +30,10 @@
 //     probe's active alert (alertname ToolpulseProbeFlapping, so the
 //     firing label set before it is ended in the same post) until the
 //     firing or resolved alert that says where the probe settled.
+//   - A location_silent alert (alertname ToolpulseLocationSilent, with a
+//     location label and no outcome or code) is a state of one location of
+//     a probe, kept and re-posted beside the probe's own active alert until
+//     its location_back ends it.
 //   - A shape_drift alert is an event, not a state: it is posted once,
 //     with endsAt = now + DriftTTL (default 1h, the window in which a
 //     probe's drift to one shape is alerted once), and never re-posted.
@@ -65,6 +69,9 @@ const (
 	// AlertNameFlapping names flapping alerts: active until the firing or
 	// resolved alert that says where the probe settled replaces it.
 	AlertNameFlapping = "ToolpulseProbeFlapping"
+	// AlertNameLocationSilent names location_silent alerts: one location
+	// of a probe recorded no run; active until its location_back.
+	AlertNameLocationSilent = "ToolpulseLocationSilent"
 )
 
 // Defaults of Config.
@@ -200,6 +207,10 @@ func (n *Notifier) Restore(ctx context.Context, alerts []results.Alert) error {
 			if _, ok := n.active[a.Probe]; !ok {
 				n.active[a.Probe] = n.postable(a)
 			}
+		case results.AlertLocationSilent:
+			if _, ok := n.active[silentKey(a)]; !ok {
+				n.active[silentKey(a)] = n.postable(a)
+			}
 		}
 	}
 	return nil
@@ -283,6 +294,17 @@ func (n *Notifier) sendAll(ctx context.Context, alerts []results.Alert) (retry b
 			p := n.postable(a)
 			p.EndsAt = now.Add(n.driftTTL)
 			batch = append(batch, p)
+		case results.AlertLocationSilent:
+			// Active, and re-posted, until the location records again:
+			// an alert of its own beside the probe's.
+			p := n.postable(a)
+			batch = append(batch, p)
+			next[silentKey(a)] = &p
+		case results.AlertLocationBack:
+			if prev, ok := active(silentKey(a)); ok {
+				batch = append(batch, prev.ending(now))
+				next[silentKey(a)] = nil
+			}
 		default:
 			return false, 0, n.fail(nil, "unknown alert kind %q", a.Kind)
 		}
@@ -336,4 +358,11 @@ func (n *Notifier) repost(ctx context.Context) {
 		n.logger.Warn("re-posting active alerts to Alertmanager failed; will try again",
 			"alerts", len(batch), "error", err.Error())
 	}
+}
+
+// silentKey is the key of a location's silence among the active alerts,
+// which are otherwise keyed by probe: a NUL, which no probe name holds,
+// keeps the two apart.
+func silentKey(a results.Alert) string {
+	return a.Probe + "\x00" + a.SilentLocation()
 }

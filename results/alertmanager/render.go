@@ -73,6 +73,12 @@ func (n *Notifier) postable(a results.Alert) postable {
 	if a.Kind == results.AlertFlapping {
 		labels["alertname"] = AlertNameFlapping
 	}
+	if a.Kind == results.AlertLocationSilent || a.Kind == results.AlertLocationBack {
+		// About the location, not the run it quotes.
+		labels["alertname"], labels["location"] = AlertNameLocationSilent, n.redact(a.SilentLocation())
+		delete(labels, "outcome")
+		delete(labels, "code")
+	}
 	if a.Kind == results.AlertDrift {
 		labels["alertname"] = AlertNameDrift
 		if a.Drift != nil {
@@ -120,6 +126,9 @@ func summary(a results.Alert) string {
 	}
 	if a.Kind == results.AlertFlapping {
 		return a.Probe + " flapping: quiet until it settles; this run: " + failure
+	}
+	if a.Kind == results.AlertLocationSilent {
+		return a.Probe + ": location " + results.LocationLines(a.Locations)
 	}
 	return a.Probe + " " + failure
 }

@@ -28,3 +28,21 @@ func TestRenderLocations(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderLocationSilent: a location_silent message names the probe and
+// the location in its header and its fallback text; location_back says
+// it records again.
+func TestRenderLocationSilent(t *testing.T) {
+	a := firingUnavailable()
+	a.Kind, a.Locations = results.AlertLocationSilent, []results.LocationView{{Location: "ap-south", Silent: true}}
+	m := Render(a)
+	checkLimits(t, m)
+	all := strings.Join(texts(t, m), "\n")
+	if !strings.Contains(all, a.Probe+": location ap-south silent") || !strings.Contains(m.Text, "location ap-south: silent, never ran") {
+		t.Errorf("location_silent message:\n%s\nfallback %q", all, m.Text)
+	}
+	a.Kind = results.AlertLocationBack
+	if m := Render(a); !strings.Contains(m.Text, a.Probe+": location ap-south recording again") {
+		t.Errorf("location_back fallback %q", m.Text)
+	}
+}

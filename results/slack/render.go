@@ -71,6 +71,10 @@ func emoji(a results.Alert) string {
 		return ":warning:"
 	case results.AlertFlapping:
 		return ":repeat:"
+	case results.AlertLocationSilent:
+		return ":mute:"
+	case results.AlertLocationBack:
+		return ":large_green_circle:"
 	}
 	if a.Outcome == results.Unavailable {
 		return ":large_orange_circle:"
@@ -92,6 +96,10 @@ func header(a results.Alert) string {
 		return fmt.Sprintf("%s %s", emoji(a), driftSubject(a))
 	case results.AlertFlapping:
 		return fmt.Sprintf("%s %s flapping: failing and passing by turns", emoji(a), a.Probe)
+	case results.AlertLocationSilent:
+		return fmt.Sprintf("%s %s: location %s silent", emoji(a), a.Probe, a.SilentLocation())
+	case results.AlertLocationBack:
+		return fmt.Sprintf("%s %s: location %s recording again", emoji(a), a.Probe, a.SilentLocation())
 	}
 	return fmt.Sprintf("%s %s: %s", emoji(a), a.Probe, a.Kind)
 }
@@ -178,6 +186,11 @@ func intro(a results.Alert) string {
 	case results.AlertFlapping:
 		return "Its verdict changed too often to page on each change (notify.flapping). " +
 			"No more messages until it has been stable; then one says whether it settled failing or passing."
+	case results.AlertLocationSilent:
+		return "This location recorded no run for two intervals: it counts neither as passing nor as failing, " +
+			"and the probe's own alerts come from its other locations. The run below is its last."
+	case results.AlertLocationBack:
+		return "This location records again, and counts again in the probe's verdict."
 	}
 	return ""
 }
@@ -430,6 +443,11 @@ func fallback(a results.Alert) string {
 		}
 	case results.AlertFlapping:
 		s = fmt.Sprintf("%s %s flapping: quiet until it settles; this run: %s", emoji(a), a.Probe, what)
+	case results.AlertLocationSilent, results.AlertLocationBack:
+		s = header(a)
+		if a.Kind == results.AlertLocationSilent && len(a.Locations) > 0 {
+			s = fmt.Sprintf("%s %s: location %s", emoji(a), a.Probe, a.Locations[0])
+		}
 	default:
 		s = fmt.Sprintf("%s %s %s: %s", emoji(a), a.Probe, a.Kind, what)
 	}

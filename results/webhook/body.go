@@ -48,6 +48,9 @@ type Payload struct {
 	// fleet's decider made about a probe of several locations (SPEC §13);
 	// omitted on an alert about a probe of one location.
 	Locations []Location `json:"locations,omitempty"`
+	// Location is the location a location_silent or location_back alert
+	// is about (its one entry in Locations); omitted on other kinds.
+	Location string `json:"location,omitempty"`
 }
 
 // Location is one location's part of a fleet-wide decision: whether its
@@ -99,6 +102,7 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 		Resolving:   a.Resolving,
 		// Cut again: the outbox may hold an excerpt a release cut longer.
 		ResponseExcerpt: n.redact(results.Excerpt(a.ResponseExcerpt)),
+		Location:        a.SilentLocation(),
 	}
 	if a.FailingSince.IsZero() {
 		p.StartedAt = p.CreatedAt

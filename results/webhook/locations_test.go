@@ -53,3 +53,29 @@ func TestBodyLocations(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLocationSilent: a location_silent alert posts its kind and
+// names its location; an alert of another kind names none.
+func TestBodyLocationSilent(t *testing.T) {
+	n, err := New(Config{URL: "https://hooks.example.com" + hookPath, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := firing()
+	a.Locations = []results.LocationView{{Location: "ap-south", Silent: true}}
+	if p := n.Payload(a); p.Location != "" {
+		t.Errorf("a firing alert names location %q", p.Location)
+	}
+	a.Kind = results.AlertLocationSilent
+	body, err := n.Body(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Kind     string `json:"kind"`
+		Location string `json:"location"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil || got.Kind != "location_silent" || got.Location != "ap-south" {
+		t.Errorf("location_silent body: %s (%v)", body, err)
+	}
+}
