@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"maps"
 	"math/bits"
 	"slices"
 	"time"
@@ -417,5 +418,6 @@ func sameState(a, b results.AlertState) bool {
 		a.Window == b.Window && a.WindowRuns == b.WindowRuns &&
 		a.Flapping == b.Flapping &&
 		a.FlappingSince.Equal(b.FlappingSince) &&
-		slices.EqualFunc(a.VerdictChanges, b.VerdictChanges, time.Time.Equal)
+		slices.EqualFunc(a.VerdictChanges, b.VerdictChanges, time.Time.Equal) &&
+		maps.EqualFunc(a.SilentLocations, b.SilentLocations, time.Time.Equal)
 }

@@ -155,6 +155,11 @@ func (dc *decider) decide(ctx context.Context, p *checks.Probe, storeNow time.Ti
 	}
 	rc.checkSilence(ctx, &run)
 	decideFleet(&run, n, failing, locs, vs)
+	// A location's silence is announced on its own, never as the probe's
+	// failure: the K-of-N decision above keeps firing and resolving.
+	var silent, back []judged
+	run.next.SilentLocations, silent, back = silentChanges(prev.SilentLocations, locs, run.now)
+	run.alerts = append(run.alerts, silentAlerts(silent, back, run.now, run.silenced)...)
 	creditMaintenance(&run)
 	rc.addressAlerts(&run)
 	if known && sameState(run.next, prev) && len(run.alerts) == 0 {

@@ -204,8 +204,8 @@ func TestDeciderKOfNAndFailover(t *testing.T) {
 	}
 	minute(second, "fail", "fail", "silent")
 	got = minute(second, "fail", "pass", "silent")
-	if len(got) != 0 {
-		t.Errorf("one failing, one silent, one passing: %v, want no resolve", kinds(got))
+	if !slices.Equal(kinds(got), []results.AlertKind{results.AlertLocationSilent}) {
+		t.Errorf("one failing, one silent, one passing: %v, want no resolve, only ap-south's location_silent", kinds(got))
 	}
 	db.mu.Lock()
 	st := db.states["search"]
@@ -214,10 +214,92 @@ func TestDeciderKOfNAndFailover(t *testing.T) {
 		t.Errorf("the state after a silent location: %+v, want still firing", st)
 	}
 	got = minute(second, "fail", "pass", "pass")
-	if len(got) != 1 || got[0].Kind != results.AlertResolved {
-		t.Fatalf("ap-south back and passing: %v, want one resolved alert", kinds(got))
+	if !slices.Equal(kinds(got), []results.AlertKind{results.AlertResolved, results.AlertLocationBack}) {
+		t.Fatalf("ap-south back and passing: %v, want one resolved alert and ap-south's location_back", kinds(got))
 	}
 	if v := got[0].Locations; len(v) != 3 || v[2].Silent || v[0].Failing != true {
 		t.Errorf("the resolved alert's locations: %+v", v)
+	}
+}
+
+// TestDeciderLocationSilent: a location of a passing probe that stops
+// recording is announced once, location_silent, to the probe's route,
+// and pages nobody; a new decider after a failover does not announce it
+// again; its return is announced once, location_back.
+func TestDeciderLocationSilent(t *testing.T) {
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(alertT0)
+	db := &decisionDB{now: alertT0, epoch: 1, states: map[string]results.AlertState{}}
+	probe := &checks.Probe{Name: "search", Interval: time.Minute, Locations: []string{"eu-west", "us-east", "ap-south"}}
+	cfg := &checks.Config{Probes: []*checks.Probe{probe}, Notify: notifyOn(1, time.Hour, true, "unavailable")}
+	rc := NewRecorder(nil, cfg.Notify, RecorderOptions{Deliver: true, Clock: clock})
+	rc.SetConfig(cfg, true)
+	newDecider := func(epoch int64) *decider {
+		return &decider{store: db, states: db.AlertStates, rc: rc, config: func() *checks.Config { return cfg },
+			fence: results.Fence{Location: results.DeciderLease, Epoch: epoch}, logger: rc.logger,
+			wake: func() {}, fenced: func() {}}
+	}
+	// minute runs eu-west and us-east, passing, and ap-south unless
+	// apDead, then a round of dc; it returns the alerts stored.
+	minute := func(dc *decider, apDead bool) []results.Alert {
+		t.Helper()
+		db.advance(clock, time.Minute)
+		db.ran("eu-west", false)
+		db.ran("us-east", false)
+		if !apDead {
+			db.ran("ap-south", false)
+		}
+		before := len(db.since(0))
+		if err := dc.round(ctx); err != nil {
+			t.Fatalf("round: %v", err)
+		}
+		return db.since(before)
+	}
+
+	first := newDecider(1)
+	minute(first, false)
+	var silent []results.Alert
+	for range 4 { // silent after 2m10s without a run
+		silent = append(silent, minute(first, true)...)
+	}
+	if len(silent) != 1 || silent[0].Kind != results.AlertLocationSilent {
+		t.Fatalf("ap-south dead for four minutes: %v, want one location_silent and no firing", silent)
+	}
+	a := silent[0]
+	if len(a.Locations) != 1 || a.Locations[0].Location != "ap-south" || !a.Locations[0].Silent ||
+		a.Receiver != "default/slack" || a.State != results.DeliveryPending || a.Decider != results.DeciderLease {
+		t.Errorf("the location_silent alert: %+v", a)
+	}
+	db.mu.Lock()
+	st := db.states["search"]
+	db.mu.Unlock()
+	if st.IsFailing() || st.Firing || !st.SilentLocations["ap-south"].Equal(a.CreatedAt) {
+		t.Errorf("the state with ap-south silent: %+v, want passing, ap-south announced at %v", st, a.CreatedAt)
+	}
+
+	// Failover while ap-south is still dead: the new decider reads what
+	// was announced and says nothing again.
+	db.mu.Lock()
+	db.epoch = 2
+	db.mu.Unlock()
+	second := newDecider(2)
+	for range 2 {
+		if got := minute(second, true); len(got) != 0 {
+			t.Errorf("the new decider, ap-south still silent: %+v, want no repeat", got)
+		}
+	}
+
+	back := minute(second, false)
+	if len(back) != 1 || back[0].Kind != results.AlertLocationBack || back[0].Locations[0].Location != "ap-south" || back[0].Locations[0].Silent {
+		t.Fatalf("ap-south records again: %+v, want one location_back", back)
+	}
+	if got := minute(second, false); len(got) != 0 {
+		t.Errorf("ap-south recording: %+v, want nothing more", got)
+	}
+	db.mu.Lock()
+	st = db.states["search"]
+	db.mu.Unlock()
+	if st.SilentLocations != nil {
+		t.Errorf("silent locations after ap-south's return: %v, want none", st.SilentLocations)
 	}
 }

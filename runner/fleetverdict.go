@@ -179,3 +179,62 @@ func views(locs []judged) []results.LocationView {
 	}
 	return slices.Clip(out)
 }
+
+// silentChanges is the location_silent rule for one probe of several
+// locations: from the locations announced silent before (announced, each
+// with when) and the locations' verdicts now, the locations to announce
+// silent now, those announced that recorded again, and the locations
+// announced after both, nil for none:
+//
+//   - a silent location not yet announced is announced, at now, when it
+//     ran at all: one that never ran has no run to quote, and is shown as
+//     silent in the probe's messages;
+//   - an announced location still silent stays announced, with its time;
+//   - an announced location that is not silent any more is back;
+//   - an announced location the probe no longer runs from is forgotten,
+//     without an alert: the config dropped it.
+func silentChanges(announced map[string]time.Time, locs []judged, now time.Time) (next map[string]time.Time, silent, back []judged) {
+	for _, j := range locs {
+		at, was := announced[j.view.Location]
+		switch {
+		case j.view.Silent && was:
+		case j.view.Silent && j.newest != nil:
+			silent = append(silent, j)
+			at, was = now, true
+		case was:
+			back = append(back, j)
+			was = false
+		}
+		if was {
+			if next == nil {
+				next = map[string]time.Time{}
+			}
+			next[j.view.Location] = at
+		}
+	}
+	return next, silent, back
+}
+
+// silentAlerts are the alerts of silentChanges: a location_silent alert
+// for each location in silent and a location_back for each in back, each
+// quoting that location's newest run and showing its view alone, made by
+// the decider at now. A silence covering the probe records the
+// location_silent alerts skipped; a location_back is never muted.
+func silentAlerts(silent, back []judged, now time.Time, silenced bool) []results.Alert {
+	var out []results.Alert
+	add := func(kind results.AlertKind, j judged) {
+		a := results.NewAlert(kind, j.newest, now)
+		a.Locations, a.Decider = []results.LocationView{j.view}, results.DeciderLease
+		if kind == results.AlertLocationSilent && silenced {
+			a.State, a.LastError = results.DeliverySkipped, silencedError
+		}
+		out = append(out, a)
+	}
+	for _, j := range silent {
+		add(results.AlertLocationSilent, j)
+	}
+	for _, j := range back {
+		add(results.AlertLocationBack, j)
+	}
+	return out
+}

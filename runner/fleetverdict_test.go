@@ -2,6 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,5 +97,85 @@ func TestFleetVerdict(t *testing.T) {
 				t.Errorf("kOfN(%d, %+v, %v) = %v, want %v", tc.k, vs, tc.was, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSilentChanges is the location_silent rule, table-tested.
+func TestSilentChanges(t *testing.T) {
+	now := alertT0.Add(time.Hour)
+	earlier := alertT0
+	ran := &results.Result{Probe: "search", OperationID: "op-1", Outcome: results.Pass}
+	loc := func(name string, silent, everRan bool) judged {
+		j := judged{view: results.LocationView{Location: name, Silent: silent}}
+		if everRan {
+			j.newest = ran
+		}
+		return j
+	}
+	names := func(js []judged) []string {
+		var out []string
+		for _, j := range js {
+			out = append(out, j.view.Location)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name         string
+		announced    map[string]time.Time
+		locs         []judged
+		want         map[string]time.Time
+		silent, back []string
+	}{
+		{name: "all recording, none announced",
+			locs: []judged{loc("eu", false, true), loc("us", false, true)}},
+		{name: "a location turns silent: announced now",
+			locs: []judged{loc("eu", false, true), loc("us", true, true)},
+			want: map[string]time.Time{"us": now}, silent: []string{"us"}},
+		{name: "still silent: kept with its time, not announced again",
+			announced: map[string]time.Time{"us": earlier},
+			locs:      []judged{loc("eu", false, true), loc("us", true, true)},
+			want:      map[string]time.Time{"us": earlier}},
+		{name: "records again: back",
+			announced: map[string]time.Time{"us": earlier},
+			locs:      []judged{loc("eu", false, true), loc("us", false, true)},
+			back:      []string{"us"}},
+		{name: "never ran: not announced",
+			locs: []judged{loc("eu", false, true), loc("ap", true, false)}},
+		{name: "dropped from the probe: forgotten without an alert",
+			announced: map[string]time.Time{"gone": earlier},
+			locs:      []judged{loc("eu", false, true)}},
+		{name: "two at once, one back",
+			announced: map[string]time.Time{"eu": earlier},
+			locs:      []judged{loc("eu", false, true), loc("us", true, true), loc("ap", true, true)},
+			want:      map[string]time.Time{"us": now, "ap": now}, silent: []string{"us", "ap"}, back: []string{"eu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, silent, back := silentChanges(tc.announced, tc.locs, now)
+			if !maps.EqualFunc(next, tc.want, time.Time.Equal) || (next == nil) != (tc.want == nil) {
+				t.Errorf("announced after: %v, want %v", next, tc.want)
+			}
+			if !slices.Equal(names(silent), tc.silent) || !slices.Equal(names(back), tc.back) {
+				t.Errorf("silent %v back %v, want silent %v back %v", names(silent), names(back), tc.silent, tc.back)
+			}
+		})
+	}
+}
+
+// TestSilentAlerts: a location_silent alert quotes the location's run and
+// shows its view alone; a silence skips it, but never a location_back.
+func TestSilentAlerts(t *testing.T) {
+	r := &results.Result{Probe: "search", OperationID: "op-7", Outcome: results.Pass}
+	ap := judged{view: results.LocationView{Location: "ap", Silent: true}, newest: r}
+	us := judged{view: results.LocationView{Location: "us"}, newest: r}
+	got := silentAlerts([]judged{ap}, []judged{us}, alertT0, true)
+	if len(got) != 2 {
+		t.Fatalf("alerts: %+v, want two", got)
+	}
+	if a := got[0]; a.Kind != results.AlertLocationSilent || a.OperationID != "op-7" || a.State != results.DeliverySkipped ||
+		a.LastError != silencedError || len(a.Locations) != 1 || a.Locations[0].Location != "ap" || a.Decider != results.DeciderLease {
+		t.Errorf("the silenced location_silent alert: %+v", a)
+	}
+	if b := got[1]; b.Kind != results.AlertLocationBack || b.State != results.DeliveryPending || b.Locations[0].Location != "us" {
+		t.Errorf("the location_back alert under a silence: %+v, want pending", b)
 	}
 }
