@@ -47,7 +47,8 @@ probes:
 // two of three page once, the message listing each location; the
 // decider stopping hands over without paging again; all passing resolves
 // once, from the new decider; with a location killed (silent) and one failing, nobody
-// is paged: the dead location counts neither way.
+// is paged: the dead location counts neither way, and is announced once
+// on its own (location_silent).
 func TestDeciderOnPostgres(t *testing.T) {
 	db := pgtest.Database(t)
 	var mu sync.Mutex
@@ -238,10 +239,14 @@ func TestDeciderOnPostgres(t *testing.T) {
 	setFailing("eu-west")
 	runsOf(4, "eu-west", "us-east")
 	time.Sleep(time.Second)
-	if got := sent(); len(got) != 2 {
-		t.Errorf("with ap-south dead and eu-west failing: %d messages, want still 2:\n%s", len(got), strings.Join(got[2:], "\n"))
+	// ap-south's silence is announced on its own, once; it pages nobody.
+	if got := sent(); len(got) != 3 || !strings.Contains(got[2], "search: location ap-south silent") {
+		t.Errorf("with ap-south dead and eu-west failing: %d messages, want 2 and ap-south's location_silent:\n%s", len(got), strings.Join(got[min(2, len(got)):], "\n"))
 	}
 	if n := pgtest.Exec(t, db, `SELECT count(*) FROM alerts WHERE probe = 'search' AND decider = '_decider' AND kind = 'firing'`); strings.TrimSpace(n) != "1" {
 		t.Errorf("firing alerts the decider recorded: %s, want 1", n)
+	}
+	if n := pgtest.Exec(t, db, `SELECT count(*) FROM alerts WHERE probe = 'search' AND kind = 'location_silent' AND locations->0->>'location' = 'ap-south'`); strings.TrimSpace(n) != "1" {
+		t.Errorf("location_silent alerts recorded: %s, want 1 about ap-south", n)
 	}
 }
