@@ -193,20 +193,6 @@ func (d *deliverer) putOff(ctx context.Context, alerts []results.Alert, due time
 	return true
 }
 
-// markRetry records a failed attempt of a, to be tried again at next.
-func (d *deliverer) markRetry(ctx context.Context, a results.Alert, tries int, next time.Time, err error) bool {
-	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
-	defer cancel()
-	d.observer.AlertFailed(&a, false)
-	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, results.ClipBytes(err.Error(), maxLastError)); merr != nil {
-		d.storeFailed("mark_alert_retry", merr)
-		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
-		return false
-	}
-	d.logger.Warn("alert delivery failed; will retry", append(d.attrs(a, tries, err), "group", a.GroupKey, "next_attempt_at", next)...)
-	return true
-}
-
 // sendGroup is send for a group.
 func (d *deliverer) sendGroup(ctx context.Context, g results.AlertGroup) (retry bool, retryAfter time.Duration, err error) {
 	return d.guard(ctx, func(sctx context.Context) (bool, time.Duration, error) { return d.sender.SendGroup(sctx, g) })

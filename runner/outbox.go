@@ -328,17 +328,7 @@ func (d *deliverer) deliver(ctx context.Context, a results.Alert) bool {
 	case tries >= d.maxTries:
 		return d.giveUp(ctx, a, tries, fmt.Sprintf("gave up after %d tries: %v", tries, err))
 	}
-	next := d.now().Add(d.backoff(tries, retryAfter))
-	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
-	defer cancel()
-	d.observer.AlertFailed(&a, false)
-	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, results.ClipBytes(err.Error(), maxLastError)); merr != nil {
-		d.storeFailed("mark_alert_retry", merr)
-		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
-		return false
-	}
-	d.logger.Warn("alert delivery failed; will retry", append(d.attrs(a, tries, err), "next_attempt_at", next)...)
-	return true
+	return d.markRetry(ctx, a, tries, d.now().Add(d.backoff(tries, retryAfter)), err)
 }
 
 // send calls the Sender with a timeout of its own and the shutdown grace,
@@ -370,6 +360,24 @@ func (d *deliverer) guard(ctx context.Context, call func(context.Context) (bool,
 		}
 	}()
 	return call(sctx)
+}
+
+// markRetry records a failed attempt of a, to be tried again at next.
+func (d *deliverer) markRetry(ctx context.Context, a results.Alert, tries int, next time.Time, err error) bool {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+	defer cancel()
+	d.observer.AlertFailed(&a, false)
+	if merr := d.store.MarkAlertRetry(mctx, a.ID, tries, next, results.ClipBytes(err.Error(), maxLastError)); merr != nil {
+		d.storeFailed("mark_alert_retry", merr)
+		d.logger.Error("recording an alert retry failed", append(d.attrs(a, tries, err), "store_error", merr)...)
+		return false
+	}
+	attrs := d.attrs(a, tries, err)
+	if a.GroupKey != "" {
+		attrs = append(attrs, "group", a.GroupKey)
+	}
+	d.logger.Warn("alert delivery failed; will retry", append(attrs, "next_attempt_at", next)...)
+	return true
 }
 
 // backoff returns the wait before the retry that follows try number tries
