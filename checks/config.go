@@ -330,6 +330,17 @@ type MCP struct {
 	// destructiveHint: true; without it such a run ends as
 	// destructive_tool without the call.
 	AllowDestructive bool
+	// Watch is what the probe's definition covers besides its tool and the
+	// server's instructions, name and version (SPEC §10.1): the server's
+	// prompts/list and resources/list listings, read every run.
+	Watch MCPWatch
+}
+
+// MCPWatch names the listings an MCP probe reads for definition drift,
+// from its watch: list.
+type MCPWatch struct {
+	Prompts   bool
+	Resources bool
 }
 
 // Retries bounds the attempts of one run (SPEC §2).

@@ -158,6 +158,11 @@ var invalidConfigs = []struct {
 	{rule: "mcp-is-error", want: []string{
 		`testdata/invalid-mcp-is-error.yaml:7:67: probes[0].mcp.is_error: unknown outcome "pass" for a result with isError: true; expected contract_error or unavailable`,
 	}},
+	{rule: "mcp-watch", want: []string{
+		`testdata/invalid-mcp-watch.yaml:7:74: probes[0].mcp.watch[1]: unknown listing "templates"; expected prompts or resources`,
+		"testdata/invalid-mcp-watch.yaml:7:85: probes[0].mcp.watch[2]: prompts is listed twice",
+		"testdata/invalid-mcp-watch.yaml:10:64: probes[1].mcp.watch: expected a list, got a string",
+	}},
 	{rule: "mcp-neither", want: []string{
 		"testdata/invalid-mcp-neither.yaml:6:5: probes[0]: a probe needs one of request (an HTTP call, at least request.url), mcp (an MCP tool call, at least mcp.url and mcp.tool) or steps (a list of calls run in order, each a request or an mcp)",
 	}},
@@ -186,7 +191,7 @@ var invalidConfigs = []struct {
 	}},
 	{rule: "mcp-unknown-key", want: []string{
 		"testdata/invalid-mcp-unknown-key.yaml:7:10: probes[0].mcp: tool is required: the name of the tool to call, as tools/list gives it",
-		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, headers, tool, arguments, is_error, allow_destructive`,
+		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, headers, tool, arguments, is_error, allow_destructive, watch`,
 	}},
 	{rule: "mcp-url", want: []string{
 		"testdata/invalid-mcp-url.yaml:7:16: probes[0].mcp.url: expected an absolute http:// or https:// URL: no scheme",

@@ -35,6 +35,7 @@ func TestLoadValidMCP(t *testing.T) {
 						"tags": []any{"a", "b"}, "hint": nil},
 					IsError:          results.Unavailable,
 					AllowDestructive: true,
+					Watch:            MCPWatch{Prompts: true, Resources: true},
 				},
 				// a tenth of the interval: no jitter is written
 				Timeout: 4 * time.Second,

@@ -17,7 +17,7 @@ import (
 var (
 	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
-	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
+	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
@@ -38,6 +38,9 @@ var probeKinds = []struct{ key, what string }{
 }
 
 // isErrorOutcomes are the outcomes mcp.is_error may name.
+// watchables are what mcp.watch may name.
+var watchables = []string{"prompts", "resources"}
+
 var isErrorOutcomes = []string{string(results.ContractError), string(results.Unavailable)}
 
 // probe decodes, validates and resolves one probe; it returns nil when the
@@ -301,6 +304,8 @@ func (l *loader) mcp(e entry) *MCP {
 			m.IsError = results.Outcome(s)
 		case "allow_destructive":
 			m.AllowDestructive, _ = d.boolean(x.value, x.path)
+		case "watch":
+			m.Watch = l.watch(x)
 		}
 	})
 	if !ok {
@@ -313,6 +318,34 @@ func (l *loader) mcp(e entry) *MCP {
 		d.errorf(e.value, "%s: tool is required: the name of the tool to call, as tools/list gives it", e.path)
 	}
 	return m
+}
+
+// watch decodes mcp.watch: the listings besides tools/list whose change is
+// a definition drift. Null is none.
+func (l *loader) watch(x entry) MCPWatch {
+	d := l.d
+	var w MCPWatch
+	items, ok := d.list(x.value, x.path)
+	if !ok {
+		return w
+	}
+	var seen []string
+	for i, item := range items {
+		p := index(x.path, i)
+		s, ok := d.str(item, p)
+		switch {
+		case !ok:
+		case !slices.Contains(watchables, s):
+			d.errorf(item, "%s: unknown listing %q; expected %s", p, s, orList(watchables))
+		case slices.Contains(seen, s):
+			d.errorf(item, "%s: %s is listed twice", p, s)
+		default:
+			seen = append(seen, s)
+			w.Prompts = w.Prompts || s == "prompts"
+			w.Resources = w.Resources || s == "resources"
+		}
+	}
+	return w
 }
 
 // arguments decodes mcp.arguments, the tool call's fixture: a JSON object,

@@ -139,6 +139,12 @@ func Schema() ([]byte, error) {
 				"description": "the tool's arguments, the known fixture; default {}"},
 			"is_error":          map[string]any{"enum": isErrorOutcomes, "description": "how a result with isError: true counts; default contract_error"},
 			"allow_destructive": withDoc(boolSchema(), "call a tool annotated destructiveHint: true; default false"),
+			"watch": map[string]any{
+				"type":        []string{"array", "null"},
+				"uniqueItems": true,
+				"items":       map[string]any{"enum": watchables},
+				"description": "listings besides tools/list whose change is a definition drift: prompts, resources; default none",
+			},
 		}),
 		"consumer": str(),
 		"labels": map[string]any{
