@@ -7,6 +7,11 @@
 //
 // Only Fields count: the name is what finds the tool, and a server's
 // _meta or title may change without changing what the tool is.
+//
+// A probe's definition also covers the server itself (server.go, SPEC
+// §10.1): its instructions, name and version, and the prompts and
+// resources listings a probe watches, each a part beside the tool's
+// Fields.
 package tooldef
 
 import (
@@ -16,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +30,9 @@ import (
 
 // Fields are the keys of a tools/list entry whose change is a definition
 // drift.
-var Fields = []string{"description", "inputSchema", "outputSchema", "annotations"}
+// execution (taskSupport) is one: a tool that turns to requiring tasks
+// fails every plain call.
+var Fields = []string{"description", "inputSchema", "outputSchema", "annotations", "execution"}
 
 // MaxValueRunes caps each value a diff line shows.
 const MaxValueRunes = 120
@@ -166,6 +174,29 @@ func Diff(was, now Definition) []string {
 	return lines
 }
 
+// Comparable returns was and now without what only one of them watched,
+// so that Diff says what changed on the server and not in what toolpulse
+// reads: a listing a probe started or stopped watching, and, against a
+// definition stored before the server was watched (one without a server
+// part), every part and the execution field, which those did not cover.
+func Comparable(was, now Definition) (Definition, Definition) {
+	w, n := maps.Clone(was), maps.Clone(now)
+	_, watchedServer := was[PartServer]
+	for _, k := range []string{PartServer, PartPrompts, PartResources} {
+		_, inWas := w[k]
+		_, inNow := n[k]
+		if inWas != inNow {
+			delete(w, k)
+			delete(n, k)
+		}
+	}
+	if !watchedServer {
+		delete(w, "execution")
+		delete(n, "execution")
+	}
+	return w, n
+}
+
 // DescriptionChange returns the old and new description, each capped at
 // maxRunes, and whether the description changed.
 func DescriptionChange(was, now Definition, maxRunes int) (before, after string, changed bool) {
@@ -208,8 +239,8 @@ func diffValue(lines *[]string, path string, was, now any) {
 	if same(was, now) {
 		return
 	}
-	if path == "description" {
-		*lines = append(*lines, "description: changed")
+	if path == "description" || path == PartServer+".instructions" {
+		*lines = append(*lines, path+": changed")
 		return
 	}
 	*lines = append(*lines, path+": "+show(was)+" -> "+show(now))
@@ -224,6 +255,10 @@ func same(a, b any) bool {
 // join appends key to a dotted path; a key that is not a plain name is
 // quoted in brackets, so that a path reads back unambiguously.
 func join(path, key string) string {
+	if path == PartPrompts || path == PartResources {
+		// An entry of a listing, by its name or URI: prompts[summarize].
+		return path + "[" + key + "]"
+	}
 	if plain(key) {
 		if path == "" {
 			return key

@@ -42,6 +42,8 @@ func TestFingerprint(t *testing.T) {
 		"annotations":  strings.Replace(weather, `"readOnlyHint":true`, `"readOnlyHint":false`, 1),
 		"output schema": strings.Replace(weather, `"annotations"`,
 			`"outputSchema":{"type":"object"},"annotations"`, 1),
+		"execution": strings.Replace(weather, `"annotations"`,
+			`"execution":{"taskSupport":"required"},"annotations"`, 1),
 	} {
 		if parse(t, changed).Fingerprint() == base.Fingerprint() {
 			t.Errorf("a change of the %s kept the fingerprint", name)
