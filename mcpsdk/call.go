@@ -51,6 +51,9 @@ type Request struct {
 	// Schemas keeps compiled outputSchemas from one call to the next; nil
 	// compiles the tool's schema on every call.
 	Schemas *Schemas
+	// Watch names the listings besides tools/list the call reads, once the
+	// tool is listed, for definition drift (watch.go).
+	Watch Watch
 }
 
 // Answer is what one Call got: a verdict, what a consumer's rules see, and
@@ -79,6 +82,16 @@ type Answer struct {
 	// so that definition drift can be judged on every run that got that
 	// far. What rules see as tool is this value.
 	Tool json.RawMessage
+	// Server is what the server said of itself in the last handshake
+	// (initialize, or server/discover): its serverInfo and instructions.
+	// Zero when no handshake succeeded.
+	Server ServerInfo
+	// Prompts and Resources are the entries of prompts/list and
+	// resources/list, every page, raw, when Request.Watch asks for them:
+	// nil when the listing was not read (not watched, or the call ended
+	// before it), empty when the server lists none or declares no such
+	// capability.
+	Prompts, Resources []json.RawMessage
 	// Result is the tools/call result as the server sent it, raw (a
 	// CallToolResult: content, structuredContent, isError); what rules see
 	// as result. Nil when no result arrived.
@@ -174,6 +187,9 @@ type call struct {
 	reinitialized bool
 	tool          json.RawMessage
 	def           toolDef
+	server        ServerInfo
+	prompts       []json.RawMessage // watch.go; nil until read
+	resources     []json.RawMessage
 	result        json.RawMessage
 	// response and isError are what rules see of result, once judgeResult
 	// has read it (parsed); answer reads them from result otherwise.
@@ -271,6 +287,7 @@ func (c *call) once() *verdict {
 	if init := cs.InitializeResult(); init != nil {
 		c.version = init.ProtocolVersion
 	}
+	c.server = serverOf(cs)
 	if c.listing != nil {
 		return c.listAll(cs)
 	}
@@ -278,6 +295,9 @@ func (c *call) once() *verdict {
 		if v := c.list(cs); v != nil {
 			return v
 		}
+	}
+	if v := c.watch(cs); v != nil {
+		return v
 	}
 	if c.def.destructive() && !c.req.AllowDestructive {
 		return &verdict{code: results.CodeDestructiveTool, exchange: -1,
@@ -344,7 +364,8 @@ func (c *call) call(cs *mcp.ClientSession) *verdict {
 
 // answer assembles what the call got.
 func (c *call) answer() *Answer {
-	a := &Answer{ProtocolVersion: c.version, Reinitialized: c.reinitialized, Tool: c.tool, Result: c.result}
+	a := &Answer{ProtocolVersion: c.version, Reinitialized: c.reinitialized, Tool: c.tool, Result: c.result,
+		Server: c.server, Prompts: c.prompts, Resources: c.resources}
 	xs := c.rec.snapshot()
 	if c.callX >= 0 && c.callX < len(xs) {
 		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
