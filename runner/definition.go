@@ -10,10 +10,12 @@ import (
 	"github.com/toolpulse/toolpulse/results/tooldef"
 )
 
-// Definition drift (SPEC §10, "Drift, twice"): an MCP probe's tool
-// definition, its tools/list entry, is fingerprinted every run that
-// listed it, and a definition that differs from the probe's previous one
-// is a drift event of kind definition. The previous definition lives in
+// Definition drift (SPEC §10, "Drift, twice", and §10.1): an MCP probe's
+// definition, its tool's tools/list entry with what the server says of
+// itself and the listings the probe watches (results/tooldef), is
+// fingerprinted every run that listed the tool, and a definition that
+// differs from the probe's previous one is a drift event of kind
+// definition. The previous definition lives in
 // memory, read from the store on the probe's first run after a start, so
 // a restart neither misses a change nor announces an unchanged one; the
 // first definition a probe ever shows is its baseline, not a drift.
@@ -76,7 +78,7 @@ func (rc *Recorder) judgeDefinition(ctx context.Context, r *results.Result, now 
 	if r.Tool == nil || r.Tool.Fingerprint == "" || r.Tool.Canonical == "" {
 		return nil, learn, nil
 	}
-	cur, err := tooldef.Parse([]byte(r.Tool.Canonical))
+	cur, err := tooldef.ParseStored([]byte(r.Tool.Canonical))
 	if err != nil {
 		rc.logger.Warn("run's tool definition does not parse; definition drift not judged", "probe", r.Probe,
 			"fingerprint", r.Tool.Fingerprint, "error", err)
@@ -94,6 +96,13 @@ func (rc *Recorder) judgeDefinition(ctx context.Context, r *results.Result, now 
 	if e.fingerprint == "" || e.fingerprint == r.Tool.Fingerprint {
 		return nil, learn, nil
 	}
+	diff := tooldef.Diff(tooldef.Comparable(e.definition, cur))
+	if len(diff) == 0 {
+		// Only what toolpulse reads changed (a listing the probe started
+		// watching, a definition stored before the server was watched):
+		// the run's definition is the new baseline, silently.
+		return nil, learn, nil
+	}
 	drift = &results.Drift{
 		Kind:        results.DriftDefinition,
 		Probe:       r.Probe,
@@ -101,7 +110,7 @@ func (rc *Recorder) judgeDefinition(ctx context.Context, r *results.Result, now 
 		DetectedAt:  now,
 		Baseline:    e.fingerprint,
 		Current:     r.Tool.Fingerprint,
-		Diff:        tooldef.Diff(e.definition, cur),
+		Diff:        diff,
 	}
 	if before, after, changed := tooldef.DescriptionChange(e.definition, cur, results.DescriptionRunes); changed {
 		drift.Before, drift.After = before, after
@@ -125,7 +134,7 @@ func (rc *Recorder) loadDefinition(ctx context.Context, probe string) (*definiti
 	if !found {
 		return e, nil
 	}
-	d, err := tooldef.Parse([]byte(stored.Canonical))
+	d, err := tooldef.ParseStored([]byte(stored.Canonical))
 	if err != nil {
 		rc.logger.Warn("stored tool definition does not read; taking the next one as the baseline",
 			"probe", probe, "fingerprint", stored.Fingerprint, "error", err)

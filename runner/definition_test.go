@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/tooldef"
@@ -21,6 +22,11 @@ import (
 type definitionFixture struct {
 	*driftFixture
 	srv *mcptest.Server
+	// url, when set, is the server probed instead of srv's; watch is the
+	// probe's mcp.watch; edit, when set, changes the rest of its mcp.
+	url   string
+	watch checks.MCPWatch
+	edit  func(*checks.MCP)
 }
 
 func newDefinitionFixture(t *testing.T) *definitionFixture {
@@ -35,6 +41,13 @@ func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 	f.clock.Advance(time.Minute)
 	p := mcpProbe(f.srv, results.ContractError)
 	p.Name = "external_search"
+	if f.url != "" {
+		p.Steps[0].MCP.URL = f.url
+	}
+	p.Steps[0].MCP.Watch = f.watch
+	if f.edit != nil {
+		f.edit(p.Steps[0].MCP)
+	}
 	r := prober.NewExecutor(prober.Options{}).Run(context.Background(), p)
 	if r.Tool == nil || r.Tool.Fingerprint == "" || !json.Valid([]byte(r.Tool.Canonical)) {
 		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)

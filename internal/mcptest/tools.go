@@ -16,6 +16,9 @@ type Tool struct {
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	Annotations  *Annotations
+	// Execution is the tool's execution object as listed
+	// ({"taskSupport":"required"}); nil leaves it out.
+	Execution json.RawMessage
 	// Handler answers a tools/call. Nil echoes the arguments as a text
 	// item, and also as structuredContent when the tool has an
 	// OutputSchema.
@@ -66,6 +69,7 @@ type listed struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
 }
 
 func (t Tool) listing() listed {
@@ -73,7 +77,8 @@ func (t Tool) listing() listed {
 	if len(in) == 0 {
 		in = json.RawMessage(`{"type":"object"}`)
 	}
-	return listed{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	return listed{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+		Execution: t.Execution}
 }
 
 // call runs the tool's handler, or the echo default.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -40,6 +41,9 @@ type answerMeta struct {
 	// result and tool are an MCP probe's raw CallToolResult and tools/list
 	// entry (SPEC §10); nil for HTTP.
 	result, tool []byte
+	// session is an MCP probe's whole answer, what its definition is made
+	// of (tooldef.go); nil for HTTP.
+	session *mcpsdk.Answer
 }
 
 // attemptResult is how one attempt went.

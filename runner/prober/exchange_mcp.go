@@ -49,7 +49,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
 		MaxBodyBytes: x.maxBody, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
-		Now: x.e.now, Schemas: &x.e.schemas,
+		Now: x.e.now, Schemas: &x.e.schemas, Watch: mcpsdk.Watch{Prompts: m.Watch.Prompts, Resources: m.Watch.Resources},
 	})
 	if err != nil {
 		// The loader makes every Request Call accepts; this is a bug.
@@ -115,7 +115,7 @@ func (x *mcpExchange) answer() ([]byte, answerMeta) {
 		return nil, answerMeta{}
 	}
 	return x.last.Response, answerMeta{status: x.last.Status, headers: x.last.Headers,
-		result: x.last.Result, tool: x.last.Tool}
+		result: x.last.Result, tool: x.last.Tool, session: x.last}
 }
 
 var _ exchange = (*mcpExchange)(nil)

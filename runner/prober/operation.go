@@ -169,7 +169,7 @@ func (op *operation) call(res *results.Result, s *checks.Step, t http.RoundTripp
 			if q.MCP != nil && !op.p.MultiStep() {
 				// Whatever the outcome after the listing: definition drift
 				// is judged on every run that got that far.
-				res.Tool = toolDefinitionOf(meta.tool)
+				res.Tool = definitionOf(meta.session, q.MCP.Watch)
 			}
 		}
 		if failure != nil {

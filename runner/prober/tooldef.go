@@ -3,22 +3,37 @@ package prober
 import (
 	"encoding/json"
 
+	"github.com/toolpulse/toolpulse/checks"
+	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/tooldef"
 )
 
-// toolDefinitionOf is the definition of an MCP run's tools/list entry;
-// nil when the run got none, or one that is not a JSON object (mcpsdk
-// checks that it is). Its fingerprint is of the whole definition, its
-// text what tooldef keeps of it (Stored), which is also what the next
-// run's is compared with.
-func toolDefinitionOf(entry json.RawMessage) *results.ToolDefinition {
-	if len(entry) == 0 {
+// definitionOf is the definition an MCP run showed (SPEC §10, §10.1): its
+// tools/list entry, what the server said of itself in the handshake, and
+// the listings the probe watches; nil when the run got no entry, or one
+// that is not a JSON object (mcpsdk checks that it is). Its fingerprint is
+// of the whole definition, its text what tooldef keeps of it (Stored),
+// which is also what the next run's is compared with.
+//
+// A run that did not read a listing it watches (the listing failed, which
+// fails the run) has no definition either: the last whole one stays the
+// baseline, and the next whole one is compared with it, so that a change
+// made while the listing failed is still announced.
+func definitionOf(a *mcpsdk.Answer, watch checks.MCPWatch) *results.ToolDefinition {
+	if a == nil || len(a.Tool) == 0 || (watch.Prompts && a.Prompts == nil) || (watch.Resources && a.Resources == nil) {
 		return nil
 	}
-	d, err := tooldef.Parse(entry)
+	d, err := tooldef.Parse(a.Tool)
 	if err != nil {
 		return nil
+	}
+	d.WithServer(tooldef.Server{Name: a.Server.Name, Version: a.Server.Version, Instructions: a.Server.Instructions})
+	for listing, entries := range map[string][]json.RawMessage{tooldef.PartPrompts: a.Prompts, tooldef.PartResources: a.Resources} {
+		if entries != nil {
+			// mcpsdk hands over only objects, which WithListing takes.
+			_ = d.WithListing(listing, entries)
+		}
 	}
 	return &results.ToolDefinition{Fingerprint: d.Fingerprint(), Canonical: d.Stored().Canonical()}
 }
