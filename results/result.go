@@ -174,9 +174,10 @@ type Result struct {
 // RanFrom is the location r ran from, named: DefaultLocation for "".
 func (r *Result) RanFrom() string { return LocationOrDefault(r.Location) }
 
-// ToolDefinition is the watched part of an MCP tool's tools/list entry
-// (results/tooldef): its fingerprint and its canonical JSON, what
-// definition drift compares from run to run.
+// ToolDefinition is the watched part of an MCP tool's tools/list entry,
+// with what the server says of itself and the listings the probe watches
+// (results/tooldef, SPEC §10.1): its fingerprint and its canonical JSON,
+// what definition drift compares from run to run.
 type ToolDefinition struct {
 	Fingerprint string
 	// Canonical is the definition's canonical JSON; "" when a store read

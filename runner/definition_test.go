@@ -39,6 +39,16 @@ func newDefinitionFixture(t *testing.T) *definitionFixture {
 func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 	f.t.Helper()
 	f.clock.Advance(time.Minute)
+	r := prober.NewExecutor(prober.Options{}).Run(context.Background(), f.probe())
+	if r.Tool == nil || r.Tool.Fingerprint == "" || !json.Valid([]byte(r.Tool.Canonical)) {
+		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)
+	}
+	d := mustWrite(f.t, f.p, &r)
+	return &r, alertsOfDrift(d.Alerts)
+}
+
+// probe is the fixture's MCP probe.
+func (f *definitionFixture) probe() *checks.Probe {
 	p := mcpProbe(f.srv, results.ContractError)
 	p.Name = "external_search"
 	if f.url != "" {
@@ -48,12 +58,7 @@ func (f *definitionFixture) runMCP() (*results.Result, []results.Alert) {
 	if f.edit != nil {
 		f.edit(p.Steps[0].MCP)
 	}
-	r := prober.NewExecutor(prober.Options{}).Run(context.Background(), p)
-	if r.Tool == nil || r.Tool.Fingerprint == "" || !json.Valid([]byte(r.Tool.Canonical)) {
-		f.t.Fatalf("run %s %v carries no tool definition: %+v", r.Outcome, r.Error, r.Tool)
-	}
-	d := mustWrite(f.t, f.p, &r)
-	return &r, alertsOfDrift(d.Alerts)
+	return p
 }
 
 // definitionDrifts are the stored drifts of kind definition.
