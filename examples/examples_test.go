@@ -74,8 +74,8 @@ func TestMCPExample(t *testing.T) {
 	p := cfg.Probes[0]
 	m := p.Steps[0].MCP
 	if m.URL != "http://127.0.0.1:8099/mcp" || m.Tool != "search_docs" || m.Arguments["query"] != "API migration guide" ||
-		m.IsError != results.ContractError || m.AllowDestructive {
-		t.Errorf("probe %s: url %s, tool %s, arguments %v, is_error %s, allow_destructive %v", p.Name, m.URL, m.Tool, m.Arguments, m.IsError, m.AllowDestructive)
+		m.IsError != results.ContractError || m.AllowDestructive || m.Watch != (checks.MCPWatch{Prompts: true, Resources: true}) {
+		t.Errorf("probe %s: url %s, tool %s, arguments %v, is_error %s, allow_destructive %v, watch %+v", p.Name, m.URL, m.Tool, m.Arguments, m.IsError, m.AllowDestructive, m.Watch)
 	}
 	if auth := m.Headers["Authorization"]; auth.Reveal() != "Bearer example-docs-token" || fmt.Sprint(auth) == auth.Reveal() {
 		t.Errorf("Authorization %q (printed %v), want the token from DOCS_MCP_TOKEN, printed redacted", auth.Reveal(), auth)
@@ -84,7 +84,7 @@ func TestMCPExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"headers:", "${DOCS_MCP_TOKEN}", "is_error:", "allow_destructive:"} {
+	for _, key := range []string{"headers:", "${DOCS_MCP_TOKEN}", "is_error:", "allow_destructive:", "watch:"} {
 		if !bytes.Contains(raw, []byte(key)) {
 			t.Errorf("examples/mcp/checks.yaml does not show %s", key)
 		}
