@@ -105,6 +105,7 @@ func TestComparable(t *testing.T) {
 		want     []string
 	}{
 		{"stored before the server was watched", legacy, definition(t, tasks, srv, []string{summarize}, nil), nil},
+		{"recorded by a node that does not watch the server yet", definition(t, tasks, srv, nil, nil), legacy, nil},
 		{"watch added", definition(t, weather, srv, nil, nil), definition(t, weather, srv, []string{summarize}, []string{readme}), nil},
 		{"watch removed", definition(t, weather, srv, []string{summarize}, []string{readme}), definition(t, weather, srv, nil, nil), nil},
 		{"execution added", definition(t, weather, srv, nil, nil), definition(t, tasks, srv, nil, nil),

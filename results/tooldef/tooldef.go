@@ -176,12 +176,15 @@ func Diff(was, now Definition) []string {
 
 // Comparable returns was and now without what only one of them watched,
 // so that Diff says what changed on the server and not in what toolpulse
-// reads: a listing a probe started or stopped watching, and, against a
-// definition stored before the server was watched (one without a server
-// part), every part and the execution field, which those did not cover.
+// reads: a listing a probe started or stopped watching, and, where either
+// was recorded before the server was watched (one without a server part:
+// an earlier toolpulse, or an earlier node of a fleet during an upgrade),
+// every part and the execution field, which those did not cover.
 func Comparable(was, now Definition) (Definition, Definition) {
 	w, n := maps.Clone(was), maps.Clone(now)
-	_, watchedServer := was[PartServer]
+	_, wasWatched := was[PartServer]
+	_, nowWatched := now[PartServer]
+	watchedServer := wasWatched && nowWatched
 	for _, k := range []string{PartServer, PartPrompts, PartResources} {
 		_, inWas := w[k]
 		_, inNow := n[k]
