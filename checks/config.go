@@ -336,7 +336,7 @@ type MCP struct {
 	// secret.
 	Env map[string]Secret
 	// Dir is a stdio server's working directory; "" is toolpulse's.
-	Dir string
+	Dir     string
 	Headers map[string]Secret // every header value is treated as a secret
 	Tool    string            // the tool's name as tools/list gives it; never empty
 	// Arguments is the known fixture: the tools/call arguments, as rule
