@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,7 +360,8 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lastLines is the last n non-blank lines, each cut at 200 bytes, joined
+// lastLines is the last n non-blank lines (after the last line that
+// names an error when they do not), each cut at 200 bytes, joined
 // by " | ", valid UTF-8 without control characters.
 func (w *tailWriter) lastLines(n int) string {
 	w.mu.Lock()
@@ -381,10 +383,25 @@ func (w *tailWriter) lastLines(n int) string {
 		}
 		lines = append(lines, l)
 	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if len(lines) <= n {
+		return strings.Join(lines, " | ")
 	}
-	return strings.Join(lines, " | ")
+	tail := lines[len(lines)-n:]
+	// A stack trace's last lines are frames; the line that says what went
+	// wrong comes before them, and goes first.
+	if !slices.ContainsFunc(tail, saysError) {
+		for i := len(lines) - n - 1; i >= 0; i-- {
+			if saysError(lines[i]) {
+				return lines[i] + " … " + strings.Join(tail, " | ")
+			}
+		}
+	}
+	return strings.Join(tail, " | ")
+}
+
+func saysError(line string) bool {
+	l := strings.ToLower(line)
+	return strings.Contains(l, "error") || strings.Contains(l, "fatal") || strings.Contains(l, "panic") || strings.Contains(l, "exception")
 }
 
 // redactEnv replaces the values of the server's env in s.
