@@ -7,6 +7,10 @@ import "testing"
 const (
 	MemoryPackage     = "@modelcontextprotocol/server-memory"
 	FilesystemPackage = "@modelcontextprotocol/server-filesystem"
+	// MemoryPackageOld is server-memory 2026.1.26 under an npm alias,
+	// installed beside the current one: the upgrade a definition drift
+	// test makes.
+	MemoryPackageOld = "server-memory-2026.1.26"
 )
 
 // NPMServer is an installed npm MCP server package and the node that runs
