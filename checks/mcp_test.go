@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -210,10 +211,11 @@ func TestLoadValidStdio(t *testing.T) {
 	}
 	p := cfg.Probe("memory_canary")
 	m := p.Steps[0].MCP
+	dir, _ := filepath.Abs("testdata/servers/memory") // relative to the config, as every path
 	want := &MCP{
 		Command:   []string{"npx", "-y", "@modelcontextprotocol/server-memory@2026.1.26"},
 		Env:       map[string]Secret{"MEMORY_FILE_PATH": "/var/tmp/canary.json", "API_KEY": "stdio-env-secret-42"},
-		Dir:       "/tmp",
+		Dir:       dir,
 		Tool:      "read_graph",
 		Arguments: map[string]any{},
 		IsError:   results.ContractError,

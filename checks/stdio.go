@@ -83,12 +83,19 @@ func (l *loader) commandEnv(x entry) map[string]Secret {
 	return out
 }
 
-// commandDir decodes mcp.dir, a stdio server's working directory.
+// commandDir decodes mcp.dir, a stdio server's working directory; a
+// relative one is the config's directory's, as every path of the config
+// is. Whether it exists is the run's to find: a directory made after the
+// daemon starts must not need a restart.
 func (l *loader) commandDir(x entry) string {
 	d := l.d
 	s, ok := d.str(x.value, x.path)
-	if ok && strings.TrimSpace(s) == "" {
-		d.errorf(x.value, "%s: must not be empty; leave dir out to start the server in toolpulse's own directory", x.path)
+	if !ok {
+		return ""
 	}
-	return s
+	if strings.TrimSpace(s) == "" {
+		d.errorf(x.value, "%s: must not be empty; leave dir out to start the server in toolpulse's own directory", x.path)
+		return ""
+	}
+	return l.abs(s)
 }
