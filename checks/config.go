@@ -309,7 +309,17 @@ func (p *Probe) MCPTarget() *results.MCPTarget {
 	if c == nil || c.MCP == nil {
 		return nil
 	}
-	return &results.MCPTarget{Tool: c.MCP.Tool, Server: p.ScrubURL(results.MCPServer(c.MCP.URL))}
+	return &results.MCPTarget{Tool: c.MCP.Tool, Server: p.ScrubURL(c.MCP.Server())}
+}
+
+// Server names the MCP server as every surface shows it: the URL written
+// by results.MCPServer, or "stdio: " and the command, which holds no
+// secret (those go in env).
+func (m *MCP) Server() string {
+	if len(m.Command) > 0 {
+		return results.StdioServer(m.Command)
+	}
+	return results.MCPServer(m.URL)
 }
 
 // MCP is the tool call an MCP probe makes (SPEC §10): one fresh session on
@@ -317,7 +327,16 @@ func (p *Probe) MCPTarget() *results.MCPTarget {
 type MCP struct {
 	// URL is the server's Streamable HTTP endpoint, absolute http(s). A
 	// password in it is a secret (Config.Secrets), as in Request.URL.
-	URL     string
+	// Exactly one of URL and Command is set.
+	URL string
+	// Command starts a stdio server for each run (SPEC §10.1): the
+	// program and its arguments, run without a shell.
+	Command []string
+	// Env is added to a stdio server's environment; every value is a
+	// secret.
+	Env map[string]Secret
+	// Dir is a stdio server's working directory; "" is toolpulse's.
+	Dir     string
 	Headers map[string]Secret // every header value is treated as a secret
 	Tool    string            // the tool's name as tools/list gives it; never empty
 	// Arguments is the known fixture: the tools/call arguments, as rule
@@ -427,6 +446,9 @@ func (c *Config) Secrets() []string {
 				addQuery(s.MCP.URL, nil)
 				addURL(s.MCP.URL)
 				addHeaders(s.MCP.Headers)
+				for _, v := range s.MCP.Env {
+					add(v)
+				}
 			}
 		}
 	}

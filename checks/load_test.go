@@ -82,7 +82,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-fixture.yaml:8:17: consumers[0].fixtures[0].expect: unknown outcome "passed"; expected pass, contract_error or unavailable`,
 		"testdata/invalid-fixture.yaml:11:39: consumers[0].fixtures[1].expect.code: a pass has no code; code is for contract_error and unavailable",
 		"testdata/invalid-fixture.yaml:12:9: consumers[0].fixtures[2]: response or result is required: the decoded answer, or an MCP tool's whole CallToolResult",
-		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled, tool_server_error, session_lost, tool_unavailable`,
+		`testdata/invalid-fixture.yaml:13:46: consumers[0].fixtures[2].expect.code: "invalid_json" is not an unavailable code; expected one of timeout, connection_refused, connection_reset, dns_error, tls_error, network_error, server_error, rate_limited, canceled, tool_server_error, session_lost, tool_unavailable, server_exited`,
 		"testdata/invalid-fixture.yaml:16:22: consumers[0].fixtures[3].min_results: must not be negative, got -1",
 	}},
 	{rule: "header-name", want: []string{
@@ -151,6 +151,18 @@ var invalidConfigs = []struct {
 		"testdata/invalid-mcp-both.yaml:9:5: probes[0].mcp: not allowed next to request; a probe has exactly one of request, mcp or steps",
 		"testdata/invalid-mcp-both.yaml:12:5: probes[1].request: not allowed next to mcp; a probe has exactly one of request, mcp or steps",
 	}},
+	{rule: "mcp-command", want: []string{
+		"testdata/invalid-mcp-command.yaml:7:54: probes[0].mcp.command: not allowed next to url (line 7:16); an MCP server is reached either at a url or by starting a command",
+		"testdata/invalid-mcp-command.yaml:10:10: probes[1].mcp: url or command is required: the server's Streamable HTTP endpoint, or the command that starts a stdio server",
+		`testdata/invalid-mcp-command.yaml:13:20: probes[2].mcp.command: must not be empty; expected the program and its arguments, such as [npx, -y, "@scope/server@1.2.3"]`,
+		"testdata/invalid-mcp-command.yaml:16:21: probes[3].mcp.command[0]: the program must not be empty",
+		"testdata/invalid-mcp-command.yaml:19:20: probes[4].mcp.command: expected a list, got a string",
+		"testdata/invalid-mcp-command.yaml:22:46: probes[5].mcp.headers: only for a server at a url; a stdio server takes its settings from command and env",
+		"testdata/invalid-mcp-command.yaml:25:50: probes[6].mcp.env: only for a server started by command; a url's server has its own environment",
+		"testdata/invalid-mcp-command.yaml:25:67: probes[6].mcp.dir: only for a server started by command",
+		`testdata/invalid-mcp-command.yaml:28:43: probes[7].mcp.env: "A=B" is not a valid environment variable name; it must be non-empty and hold no = or NUL`,
+		"testdata/invalid-mcp-command.yaml:28:59: probes[7].mcp.dir: must not be empty; leave dir out to start the server in toolpulse's own directory",
+	}},
 	{rule: "mcp-header", want: []string{
 		"testdata/invalid-mcp-header.yaml:11:9: probes[0].mcp.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
 		`testdata/invalid-mcp-header.yaml:13:9: probes[0].mcp.headers: header "authorization" repeats "Authorization"; header names are case-insensitive`,
@@ -191,12 +203,12 @@ var invalidConfigs = []struct {
 	}},
 	{rule: "mcp-unknown-key", want: []string{
 		"testdata/invalid-mcp-unknown-key.yaml:7:10: probes[0].mcp: tool is required: the name of the tool to call, as tools/list gives it",
-		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, headers, tool, arguments, is_error, allow_destructive, watch`,
+		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, command, env, dir, headers, tool, arguments, is_error, allow_destructive, watch`,
 	}},
 	{rule: "mcp-url", want: []string{
 		"testdata/invalid-mcp-url.yaml:7:16: probes[0].mcp.url: expected an absolute http:// or https:// URL: no scheme",
 		`testdata/invalid-mcp-url.yaml:10:16: probes[1].mcp.url: expected an absolute http:// or https:// URL: scheme "ws"`,
-		"testdata/invalid-mcp-url.yaml:13:10: probes[2].mcp: url is required: the server's Streamable HTTP endpoint",
+		"testdata/invalid-mcp-url.yaml:13:10: probes[2].mcp: url or command is required: the server's Streamable HTTP endpoint, or the command that starts a stdio server",
 	}},
 	{rule: "method", want: []string{
 		`testdata/invalid-method.yaml:7:23: probes[0].request.method: unknown HTTP method "FETCH"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,

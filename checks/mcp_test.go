@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -198,5 +199,35 @@ func TestMCPProbeKindIsExclusive(t *testing.T) {
 		"checks.yaml:5:62: probes[1].request: not allowed next to mcp; a probe has exactly one of request, mcp or steps"
 	if err == nil || err.Error() != want {
 		t.Errorf("errors:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestLoadValidStdio: a stdio MCP probe gets its command, env and dir as
+// written, its env values count as secrets, and it names its server by the
+// command, without the env.
+func TestLoadValidStdio(t *testing.T) {
+	cfg, err := Load("testdata/valid-mcp-stdio.yaml", mapEnv(map[string]string{"MEMORY_FILE": "/var/tmp/canary.json"}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	p := cfg.Probe("memory_canary")
+	m := p.Steps[0].MCP
+	dir, _ := filepath.Abs("testdata/servers/memory") // relative to the config, as every path
+	want := &MCP{
+		Command:   []string{"npx", "-y", "@modelcontextprotocol/server-memory@2026.1.26"},
+		Env:       map[string]Secret{"MEMORY_FILE_PATH": "/var/tmp/canary.json", "API_KEY": "stdio-env-secret-42"},
+		Dir:       dir,
+		Tool:      "read_graph",
+		Arguments: map[string]any{},
+		IsError:   results.ContractError,
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("MCP = %+v, want %+v", m, want)
+	}
+	if !slices.Contains(cfg.Secrets(), "stdio-env-secret-42") {
+		t.Errorf("Secrets() = %q, want the env value among them", cfg.Secrets())
+	}
+	if got, want := p.MCPTarget().Server, "stdio: npx -y @modelcontextprotocol/server-memory@2026.1.26"; got != want {
+		t.Errorf("MCPTarget().Server = %q, want %q", got, want)
 	}
 }

@@ -17,7 +17,7 @@ import (
 var (
 	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
-	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch"}
+	mcpKeys     = []string{"url", "command", "env", "dir", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
@@ -276,13 +276,19 @@ func (l *loader) endpointURL(x entry) string {
 func (l *loader) mcp(e entry) *MCP {
 	d := l.d
 	m := &MCP{Arguments: map[string]any{}, IsError: results.ContractError}
-	var urlN, toolN ast.Node
+	var urlN, toolN, commandN, headersN, envN, dirN ast.Node
 	_, ok := d.object(e.value, e.path, mcpKeys, func(x entry) {
 		switch x.key {
 		case "url":
 			m.URL, urlN = l.endpointURL(x), x.value
+		case "command":
+			m.Command, commandN = l.command(x), x.value
+		case "env":
+			m.Env, envN = l.commandEnv(x), x.value
+		case "dir":
+			m.Dir, dirN = l.commandDir(x), x.value
 		case "headers":
-			m.Headers = l.headers(x)
+			m.Headers, headersN = l.headers(x), x.value
 		case "tool":
 			toolN = x.value
 			var ok bool
@@ -311,9 +317,7 @@ func (l *loader) mcp(e entry) *MCP {
 	if !ok {
 		return m
 	}
-	if urlN == nil {
-		d.errorf(e.value, "%s: url is required: the server's Streamable HTTP endpoint", e.path)
-	}
+	l.mcpServer(e, urlN, commandN, headersN, envN, dirN)
 	if toolN == nil {
 		d.errorf(e.value, "%s: tool is required: the name of the tool to call, as tools/list gives it", e.path)
 	}

@@ -131,8 +131,11 @@ func Schema() ([]byte, error) {
 			"body":             str(),
 			"follow_redirects": withDoc(boolSchema(), "follow 3xx answers, up to 10, never into link-local addresses, nor private or loopback ones unless the probe's own host is there; false: the 3xx is the answer, judged by expect.status; default true"),
 		}),
-		"mcp": b.object("mcp", mcpKeys, []string{"url", "tool"}, map[string]any{
+		"mcp": mcpSchema(b.object("mcp", mcpKeys, []string{"tool"}, map[string]any{
 			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "the MCP server's Streamable HTTP endpoint, absolute http:// or https://"},
+			"command": map[string]any{"type": "array", "minItems": 1, "items": scalarString(), "description": "start a stdio MCP server for each run: the program and its arguments, no shell"},
+			"env":     withDoc(stringMap(), "added to the stdio server's environment; values are secrets"),
+			"dir":     withDoc(nonEmptyString(), "the stdio server's working directory"),
 			"headers": stringMap(),
 			"tool":    withDoc(nonEmptyString(), "the name of the tool to call, as tools/list gives it"),
 			"arguments": map[string]any{"type": []string{"object", "null"},
@@ -145,7 +148,7 @@ func Schema() ([]byte, error) {
 				"items":       map[string]any{"enum": watchables},
 				"description": "listings besides tools/list whose change is a definition drift: prompts, resources; default none",
 			},
-		}),
+		})),
 		"consumer": str(),
 		"labels": map[string]any{
 			"type":                 "object",
@@ -466,4 +469,16 @@ func withLocations(tuning, locations map[string]any) map[string]any {
 	}
 	out["locations"] = locations
 	return out
+}
+
+// mcpSchema adds to mcp's object schema what the loader checks across its
+// keys: exactly one of url and command, headers only with url, env and dir
+// only with command.
+func mcpSchema(o map[string]any) map[string]any {
+	o["oneOf"] = []any{
+		map[string]any{"required": []string{"url"}, "not": map[string]any{"anyOf": []any{
+			map[string]any{"required": []string{"env"}}, map[string]any{"required": []string{"dir"}}}}},
+		map[string]any{"required": []string{"command"}, "not": map[string]any{"required": []string{"headers"}}},
+	}
+	return o
 }

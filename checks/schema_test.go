@@ -91,7 +91,7 @@ func validate(t *testing.T, s *jsonschema.Schema, path string) error {
 // accepts, the schema accepts too.
 func TestSchemaAcceptsExamples(t *testing.T) {
 	s := compiledSchema(t)
-	configs := []string{"../checks.yaml", "testdata/valid-full.yaml", "testdata/valid-mcp.yaml"}
+	configs := []string{"../checks.yaml", "testdata/valid-full.yaml", "testdata/valid-mcp.yaml", "testdata/valid-mcp-stdio.yaml"}
 	err := fs.WalkDir(os.DirFS("../examples"), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Name() == "checks.yaml" {
 			configs = append(configs, filepath.Join("../examples", p))

@@ -21,8 +21,12 @@ const maxPages = 10
 
 // Request is one call of one MCP tool: the probe's mcp: settings, resolved.
 type Request struct {
-	// URL is the server's Streamable HTTP endpoint.
+	// URL is the server's Streamable HTTP endpoint. Exactly one of URL and
+	// Command is set.
 	URL string
+	// Command, when set, starts a stdio server for each session of the
+	// call and ends it with the session (SPEC §10.1).
+	Command *Command
 	// Header is added to every HTTP request of the session (Authorization);
 	// a header the transport sets itself (Mcp-Session-Id,
 	// MCP-Protocol-Version, Content-Type, Accept) is never replaced. Values
@@ -41,7 +45,7 @@ type Request struct {
 	MaxBodyBytes int64
 	// HTTPClient carries the TLS settings and the connection pool; its
 	// Transport (http.DefaultTransport when nil) sends every exchange. The
-	// call's deadline is the context's.
+	// call's deadline is the context's. Only a URL's call needs one.
 	HTTPClient *http.Client
 	// ClientName and ClientVersion are the clientInfo the session
 	// announces; "toolpulse" and "dev" when empty.
@@ -153,6 +157,9 @@ func Call(ctx context.Context, req Request) (*Answer, error) {
 }
 
 func (r Request) check() error {
+	if r.Command != nil {
+		return r.checkCommand()
+	}
 	switch {
 	case r.URL == "":
 		return errors.New("mcpsdk: Request.URL is empty")
@@ -198,6 +205,8 @@ type call struct {
 	parsed   bool
 	callX    int // the tools/call exchange, -1 before it
 	failure  *verdict
+	// stdio is the server of the last session, for a call with a Command.
+	stdio *stdioServer
 
 	// listing, when set, makes the session a ListTools one: every page of
 	// tools/list, no tools/call.
@@ -217,16 +226,18 @@ func newCall(ctx context.Context, req Request) *call {
 	c := &call{req: req, parent: ctx, life: life, endAll: endAll, op: op, stop: stop, callX: -1, drops: &dropLog{}}
 	c.rec = &recorder{now: now, limit: req.MaxBodyBytes, stop: stop}
 
-	header := req.Header.Clone()
-	host := header.Get("Host")
-	header.Del("Host")
-	next := req.HTTPClient.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	if req.HTTPClient != nil {
+		header := req.Header.Clone()
+		host := header.Get("Host")
+		header.Del("Host")
+		next := req.HTTPClient.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		hc := *req.HTTPClient
+		hc.Transport = &wireTripper{next: next, header: header, host: host, life: life, rec: c.rec, tool: req.Tool}
+		c.hc = &hc
 	}
-	hc := *req.HTTPClient
-	hc.Transport = &wireTripper{next: next, header: header, host: host, life: life, rec: c.rec, tool: req.Tool}
-	c.hc = &hc
 
 	name, version := req.ClientName, req.ClientVersion
 	if name == "" {
@@ -277,8 +288,14 @@ func (c *call) run() {
 // the tool), call, close.
 func (c *call) once() *verdict {
 	from := c.rec.count()
-	t := Transport(c.req.URL, c.hc)
-	t.MaxEventSize = maxEventSize(c.req.MaxBodyBytes)
+	var t mcp.Transport
+	if c.req.Command != nil {
+		t = c.stdioTransport()
+	} else {
+		ht := Transport(c.req.URL, c.hc)
+		ht.MaxEventSize = maxEventSize(c.req.MaxBodyBytes)
+		t = ht
+	}
 	cs, err := c.client.Connect(c.op, t, nil)
 	if err != nil {
 		return c.connectFailure(from, err)
@@ -377,7 +394,7 @@ func (c *call) answer() *Answer {
 		a.Response, a.IsError = ResponseOf(c.result)
 	}
 	if v := c.failure; v != nil {
-		a.Err = results.NewError(v.code, "%s", c.scrub(v.message))
+		a.Err = results.NewError(v.code, "%s", c.failureText(v))
 		a.RetryAfter, a.RetryAfterSet = v.retryAfter, v.retryAfterSet
 	}
 	for i, x := range xs {
@@ -394,6 +411,10 @@ func (c *call) answer() *Answer {
 			e.Duration = c.rec.now().Sub(x.started)
 		}
 		switch {
+		case x.stdio:
+			if e.Method == "" {
+				e.Method = "response"
+			}
 		case x.httpMethod != http.MethodPost:
 			e.Method = x.httpMethod
 		case e.Method == "":

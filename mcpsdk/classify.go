@@ -157,7 +157,7 @@ func (c *call) judgeExchange(method string, i int) *verdict {
 		return &verdict{code: results.CodeResponseTooLarge, exchange: i, message: fmt.Sprintf("%s: the answer exceeds max_body_bytes (%d)", what, c.req.MaxBodyBytes)}
 	case x.status == 0 && x.err != nil:
 		return &verdict{code: results.TransportCode(x.err), exchange: i, message: what + ": " + errorText(x.err)}
-	case x.status/100 != 2:
+	case x.status/100 != 2 && !x.stdio:
 		return c.judgeStatus(method, i, x)
 	case x.err != nil && x.response == nil:
 		return &verdict{code: results.TransportCode(x.err), exchange: i, message: what + ": reading the answer: " + errorText(x.err)}

@@ -19,8 +19,11 @@ import (
 // tools`: the settings of a Request that a session without a tools/call
 // uses, with the same meaning.
 type ListRequest struct {
-	// URL is the server's Streamable HTTP endpoint.
+	// URL is the server's Streamable HTTP endpoint; exactly one of URL and
+	// Command is set.
 	URL string
+	// Command starts a stdio server for the listing, as in Request.
+	Command *Command
 	// Header is added to every HTTP request of the session; values are
 	// secrets, as in Request.
 	Header http.Header
@@ -79,20 +82,23 @@ func ListTools(ctx context.Context, req ListRequest) (*ToolList, error) {
 		return nil, err
 	}
 	c := newCall(ctx, Request{
-		URL: req.URL, Header: req.Header, MaxBodyBytes: req.MaxBodyBytes, HTTPClient: req.HTTPClient,
+		URL: req.URL, Command: req.Command, Header: req.Header, MaxBodyBytes: req.MaxBodyBytes, HTTPClient: req.HTTPClient,
 		ClientName: req.ClientName, ClientVersion: req.ClientVersion, Now: req.Now,
 	})
 	c.listing = &listing{}
 	defer c.end()
 	c.run()
 	if v := c.failure; v != nil {
-		return nil, results.NewError(v.code, "%s", c.scrub(v.message))
+		return nil, results.NewError(v.code, "%s", c.failureText(v))
 	}
 	l := c.listing
 	return &ToolList{ProtocolVersion: c.version, Server: l.server, Tools: l.tools, Truncated: l.truncated}, nil
 }
 
 func (r ListRequest) check() error {
+	if r.Command != nil {
+		return Request{URL: r.URL, Command: r.Command, Tool: "-", MaxBodyBytes: r.MaxBodyBytes}.checkCommand()
+	}
 	switch {
 	case r.URL == "":
 		return errors.New("mcpsdk: ListRequest.URL is empty")

@@ -33,6 +33,7 @@ import (
 // exchange is one HTTP exchange as the wire carried it.
 type exchange struct {
 	httpMethod string
+	stdio      bool            // a message on a stdio server's pipes, or its start or stop: no HTTP
 	method     string          // the JSON-RPC method; "" for a response the client sent, DELETE, GET
 	id         json.RawMessage // the request's id; nil for a notification or a response
 	session    int             // which session of the call: 1, or 2 after a re-initialization
@@ -91,7 +92,7 @@ func (r *recorder) last(method string, from int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.exchanges) - 1; i >= from && i >= 0; i-- {
-		if r.exchanges[i].method == method && r.exchanges[i].httpMethod == http.MethodPost {
+		if r.exchanges[i].method == method && (r.exchanges[i].httpMethod == http.MethodPost || r.exchanges[i].stdio) {
 			return i
 		}
 	}

@@ -37,6 +37,10 @@ const (
 	// whose mcp.is_error says unavailable: the tool says it cannot do the
 	// work now, which the probe counts as the tool being down, and retries.
 	CodeToolUnavailable Code = "tool_unavailable"
+	// CodeServerExited is a stdio MCP server (mcp.command) that could not
+	// be started, or whose process ended or closed its stdout before the
+	// session was done (SPEC §10.1).
+	CodeServerExited Code = "server_exited"
 )
 
 // Codes of the contract_error outcome: a response arrived but the caller
@@ -105,7 +109,7 @@ const (
 var UnavailableCodes = []Code{
 	CodeTimeout, CodeConnectionRefused, CodeConnectionReset, CodeDNSError,
 	CodeTLSError, CodeNetworkError, CodeServerError, CodeRateLimited, CodeCanceled,
-	CodeToolServerError, CodeSessionLost, CodeToolUnavailable,
+	CodeToolServerError, CodeSessionLost, CodeToolUnavailable, CodeServerExited,
 }
 
 // ContractCodes lists every built-in code of the contract_error outcome.

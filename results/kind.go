@@ -3,6 +3,8 @@ package results
 import (
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 )
 
 // ProbeKind is what a probe calls: an HTTP endpoint or an MCP tool. Every
@@ -55,4 +57,18 @@ func MCPServer(rawURL string) string {
 	}
 	clean := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 	return clean.String()
+}
+
+// StdioServer is how every surface names a stdio MCP server started by
+// argv: "stdio: " and the command, an argument with a space or a quote
+// quoted. The command holds no secret; those go in its environment.
+func StdioServer(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
+			a = strconv.Quote(a)
+		}
+		parts[i] = a
+	}
+	return "stdio: " + strings.Join(parts, " ")
 }

@@ -33,7 +33,7 @@ func probeTargets(cfg *checks.Config) map[string]probeTarget {
 // callTarget names one call: an MCP tool on its server, or an HTTP request.
 func callTarget(req checks.Request, mcp *checks.MCP) string {
 	if mcp != nil {
-		return results.ToolTarget(mcp.Tool, results.MCPServer(mcp.URL))
+		return results.ToolTarget(mcp.Tool, mcp.Server())
 	}
 	return results.HTTPTarget(req.Method, req.URL)
 }

@@ -196,7 +196,7 @@ func newStepConfigViews(p *checks.Probe) []stepConfigView {
 		st := &p.Steps[i]
 		v := stepConfigView{Name: st.Name, Kind: st.Kind(), Verify: st.Until != nil, Always: st.Always}
 		if st.MCP != nil {
-			v.Target = "tool " + st.MCP.Tool + " at " + results.MCPServer(st.MCP.URL)
+			v.Target = "tool " + st.MCP.Tool + " at " + st.MCP.Server()
 		} else {
 			method := cmp.Or(st.Request.Method, http.MethodGet)
 			if u, err := url.Parse(st.Request.URL); err == nil && u.Host != "" {

@@ -945,6 +945,10 @@ func mentionProblems(parser *kong.Kong, args []string) []string {
 			}
 		}
 	}
+	// After --, the words are another program's (mcp tools -- COMMAND).
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[:i]
+	}
 	var out []string
 	for _, f := range synopsisFlag.FindAllStringSubmatch(strings.Join(args, " "), -1) {
 		if !flags[f[1]] {

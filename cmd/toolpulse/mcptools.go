@@ -25,8 +25,11 @@ type mcpCmd struct {
 }
 
 type mcpToolsCmd struct {
-	URL     string        `required:"" placeholder:"URL" help:"The server's Streamable HTTP endpoint (http:// or https://)."`
+	URL     string        `placeholder:"URL" help:"The server's Streamable HTTP endpoint (http:// or https://); or give a stdio server's command after --."`
 	Header  []string      `placeholder:"K=V" sep:"none" help:"Add this header to every request (repeatable), such as Authorization=Bearer ...; values are never printed."`
+	Env     []string      `placeholder:"K=V" sep:"none" help:"With a command: add this variable to the stdio server's environment (repeatable); values are never printed."`
+	Dir     string        `placeholder:"DIR" help:"With a command: the stdio server's working directory."`
+	Command []string      `arg:"" optional:"" passthrough:"" placeholder:"COMMAND" help:"A stdio server to start instead of --url, after --: the program and its arguments, run without a shell, such as -- npx -y @modelcontextprotocol/server-memory@2026.8.31."`
 	Format  string        `enum:"table,json" default:"table" help:"Output: table, or json (the raw definitions and the server, as docs/cli.md shows it)."`
 	Timeout time.Duration `default:"10s" help:"Give up on the server after this long."`
 }
@@ -35,9 +38,15 @@ type mcpToolsCmd struct {
 // pages) and prints the listing. A server that cannot be reached or
 // fails is exit 69; one whose answers are not usable MCP is exit 65.
 func (m *mcpToolsCmd) Run(e *env) error {
-	endpoint, err := parseMCPURL(m.URL)
+	stdio, err := m.stdioCommand()
 	if err != nil {
 		return err
+	}
+	var endpoint string
+	if stdio == nil {
+		if endpoint, err = parseMCPURL(m.URL); err != nil {
+			return err
+		}
 	}
 	header, err := parseHeaders(m.Header)
 	if err != nil {
@@ -50,13 +59,17 @@ func (m *mcpToolsCmd) Run(e *env) error {
 	defer cancel()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
-	list, err := mcpsdk.ListTools(ctx, mcpsdk.ListRequest{
+	req := mcpsdk.ListRequest{
 		URL: endpoint, Header: header, MaxBodyBytes: checks.DefaultMaxBodyBytes,
 		// A redirect is not followed, as in a probe: the headers ride on
 		// every request, and would go wherever the server points.
 		HTTPClient: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
-	})
+	}
+	if stdio != nil {
+		req = mcpsdk.ListRequest{Command: stdio, MaxBodyBytes: req.MaxBodyBytes, ClientName: req.ClientName, ClientVersion: req.ClientVersion}
+	}
+	list, err := mcpsdk.ListTools(ctx, req)
 	var failed *results.Error
 	switch {
 	case errors.As(err, &failed):

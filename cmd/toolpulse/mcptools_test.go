@@ -221,7 +221,7 @@ func TestMCPToolsFailures(t *testing.T) {
 			"toolpulse: --header #1: want NAME=VALUE (the value is not shown)"},
 		{"header with a bad name", []string{"--url", failing.URL, "--header", "Authorization: Bearer mcp-tools-s3cret=="}, exitUsage,
 			"toolpulse: --header #1: the part before = is not a header name (the flag is not shown)"},
-		{"no url", nil, exitUsage, "toolpulse: missing flags: --url=URL"},
+		{"no url", nil, exitUsage, "toolpulse: want --url URL, or a stdio server's command after --"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,8 +22,10 @@ import (
 // a temporary directory and sets both.
 const (
 	// NPMDirEnv names a directory whose node_modules holds
-	// @modelcontextprotocol/server-everything and
-	// @modelcontextprotocol/inspector-cli.
+	// @modelcontextprotocol/server-everything,
+	// @modelcontextprotocol/inspector-cli and the stdio servers
+	// @modelcontextprotocol/server-memory and
+	// @modelcontextprotocol/server-filesystem.
 	NPMDirEnv = "TOOLPULSE_MCP_NPM_DIR"
 	// NPMTestEnv set to "required" (or CI=true) makes a missing node,
 	// package or network namespace fail the test instead of skipping it.

@@ -46,11 +46,15 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 		header.Set("User-Agent", x.e.userAgent)
 	}
 	x.last = nil
-	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
+	req := mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
 		MaxBodyBytes: x.maxBody, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
 		Now: x.e.now, Schemas: &x.e.schemas, Watch: mcpsdk.Watch{Prompts: m.Watch.Prompts, Resources: m.Watch.Resources},
-	})
+	}
+	if len(m.Command) > 0 {
+		req.URL, req.Header, req.HTTPClient, req.Command = "", nil, nil, stdioCommand(m)
+	}
+	ans, err := mcpsdk.Call(a.ctx, req)
 	if err != nil {
 		// The loader makes every Request Call accepts; this is a bug.
 		return attemptResult{code: results.CodeInternalError, message: "building the MCP call: " + err.Error()}
@@ -70,11 +74,24 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 		}
 		return res
 	}
+	if len(m.Command) > 0 {
+		return res // a stdio session has no HTTP status for expect.status to judge
+	}
 	if code := codeOf(nil, ans.Status, x.s.Expect.Status); code != "" {
 		res.code, res.message = code, "tools/call answered HTTP "+http.StatusText(ans.Status)
 		res.blamed = lastCall(res.exchanges)
 	}
 	return res
+}
+
+// stdioCommand is the stdio server of m (SPEC §10.1), its env revealed
+// for the process alone.
+func stdioCommand(m *checks.MCP) *mcpsdk.Command {
+	env := make(map[string]string, len(m.Env))
+	for k, v := range m.Env {
+		env[k] = v.Reveal()
+	}
+	return &mcpsdk.Command{Argv: m.Command, Env: env, Dir: m.Dir}
 }
 
 // exchangeRows are a session's exchanges as attempt rows, and the index
