@@ -168,6 +168,9 @@ type Request struct {
 	// never into an address the probe's own host is not in (see the
 	// runner's redirect policy).
 	NoRedirects bool
+	// OAuth, when set, gets the bearer token the request carries (SPEC
+	// §10.1).
+	OAuth *OAuth
 }
 
 // Kind is results.ProbeSteps for a multi-step probe, and the kind of its
@@ -330,6 +333,9 @@ type MCP struct {
 	// destructiveHint: true; without it such a run ends as
 	// destructive_tool without the call.
 	AllowDestructive bool
+	// OAuth, when set, gets the bearer token every request of the session
+	// carries (SPEC §10.1).
+	OAuth *OAuth
 }
 
 // Retries bounds the attempts of one run (SPEC §2).
@@ -404,6 +410,17 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
+	// The client secret, and the Basic credentials it travels in to the
+	// token endpoint, which an endpoint may echo. The token is the run's
+	// own secret: the engine scrubs it.
+	addOAuth := func(o *OAuth) {
+		if o == nil {
+			return
+		}
+		add(o.ClientSecret)
+		add(Secret(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(o.ClientID) + ":" + url.QueryEscape(o.ClientSecret.Reveal())))))
+		addURL(o.TokenURL)
+	}
 	for _, p := range c.Probes {
 		for _, s := range p.URLSecrets {
 			add(s)
@@ -412,10 +429,12 @@ func (c *Config) Secrets() []string {
 			addQuery(s.Request.URL, s.Request.Query)
 			addURL(s.Request.URL)
 			addHeaders(s.Request.Headers)
+			addOAuth(s.Request.OAuth)
 			if s.MCP != nil {
 				addQuery(s.MCP.URL, nil)
 				addURL(s.MCP.URL)
 				addHeaders(s.MCP.Headers)
+				addOAuth(s.MCP.OAuth)
 			}
 		}
 	}

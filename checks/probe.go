@@ -16,8 +16,8 @@ import (
 
 var (
 	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
-	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
-	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive"}
+	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects", "auth"}
+	mcpKeys     = []string{"url", "headers", "tool", "arguments", "is_error", "allow_destructive", "auth"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
@@ -198,7 +198,8 @@ func (l *loader) probeName(e entry, p *Probe) {
 
 func (l *loader) request(e entry, r *Request) {
 	d := l.d
-	var methodN, urlN, jsonN, bodyN ast.Node
+	var methodN, urlN, jsonN, bodyN, headersN ast.Node
+	var auth *entry
 	methodOK := true
 	_, ok := d.object(e.value, e.path, requestKeys, func(x entry) {
 		switch x.key {
@@ -208,7 +209,9 @@ func (l *loader) request(e entry, r *Request) {
 		case "url":
 			r.URL, urlN = l.endpointURL(x), x.value
 		case "headers":
-			r.Headers = l.headers(x)
+			r.Headers, headersN = l.headers(x), x.keyN
+		case "auth":
+			auth = &x
 		case "query":
 			var es []entry
 			r.Query, es, _ = d.stringMap(x.value, x.path)
@@ -233,6 +236,9 @@ func (l *loader) request(e entry, r *Request) {
 	})
 	if !ok {
 		return
+	}
+	if auth != nil {
+		r.OAuth = l.auth(*auth, r.Headers, headersN)
 	}
 	if jsonN != nil && bodyN != nil {
 		d.errorf(bodyN, "%s: json and body are mutually exclusive; send either a JSON fixture or raw text", e.path)
@@ -273,13 +279,16 @@ func (l *loader) endpointURL(x entry) string {
 func (l *loader) mcp(e entry) *MCP {
 	d := l.d
 	m := &MCP{Arguments: map[string]any{}, IsError: results.ContractError}
-	var urlN, toolN ast.Node
+	var urlN, toolN, headersN ast.Node
+	var auth *entry
 	_, ok := d.object(e.value, e.path, mcpKeys, func(x entry) {
 		switch x.key {
 		case "url":
 			m.URL, urlN = l.endpointURL(x), x.value
 		case "headers":
-			m.Headers = l.headers(x)
+			m.Headers, headersN = l.headers(x), x.keyN
+		case "auth":
+			auth = &x
 		case "tool":
 			toolN = x.value
 			var ok bool
@@ -305,6 +314,9 @@ func (l *loader) mcp(e entry) *MCP {
 	})
 	if !ok {
 		return m
+	}
+	if auth != nil {
+		m.OAuth = l.auth(*auth, m.Headers, headersN)
 	}
 	if urlN == nil {
 		d.errorf(e.value, "%s: url is required: the server's Streamable HTTP endpoint", e.path)
