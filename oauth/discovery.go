@@ -62,6 +62,13 @@ func (s *Source) discover(ctx context.Context, c *http.Client, rec *recorder) er
 		s.noMetadata = true
 		return ErrNoMetadata
 	}
+	if !covers(rm.Resource, s.resource) {
+		// RFC 9728 §3.3: metadata for another resource could send the
+		// client secret to an authorization server the probe's server
+		// does not trust.
+		return &Error{Code: results.CodeAuthDiscovery, Message: fmt.Sprintf(
+			"the protected resource metadata is for resource %q, which does not cover %s (RFC 9728 §3.3)", clean(rm.Resource), clean(s.resource))}
+	}
 	if len(rm.AuthorizationServers) == 0 {
 		return &Error{Code: results.CodeAuthDiscovery, Message: "the protected resource metadata names no authorization_servers"}
 	}
@@ -102,6 +109,21 @@ func (s *Source) discover(ctx context.Context, c *http.Client, rec *recorder) er
 		s.style = oauth2.AuthStyleInParams
 	}
 	return nil
+}
+
+// covers reports whether the metadata's resource names the probe's URL:
+// the same origin, and a path that is the URL's or a parent of it.
+func covers(resource, target string) bool {
+	r, err1 := url.Parse(resource)
+	u, err2 := url.Parse(target)
+	if err1 != nil || err2 != nil || resource == "" {
+		return false
+	}
+	if !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
+		return false
+	}
+	rp, up := strings.TrimSuffix(r.Path, "/"), strings.TrimSuffix(u.Path, "/")
+	return rp == "" || rp == up || strings.HasPrefix(up, rp+"/")
 }
 
 // candidate is one place authorization server metadata may be.

@@ -54,3 +54,26 @@ func TestWellKnown(t *testing.T) {
 		t.Errorf("issuer places = %q, want %q", got, want)
 	}
 }
+
+// TestCovers: protected resource metadata counts only for its own
+// resource and the paths under it (RFC 9728 §3.3).
+func TestCovers(t *testing.T) {
+	for _, tt := range []struct {
+		resource, target string
+		want             bool
+	}{
+		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp", true},
+		{"https://mcp.example.com/", "https://mcp.example.com/mcp", true},
+		{"https://mcp.example.com", "https://mcp.example.com/v1/mcp", true},
+		{"https://MCP.example.com/v1", "https://mcp.example.com/v1/mcp", true},
+		{"https://mcp.example.com/v1", "https://mcp.example.com/v10/mcp", false},
+		{"https://mcp.example.com/other", "https://mcp.example.com/mcp", false},
+		{"https://evil.example/mcp", "https://mcp.example.com/mcp", false},
+		{"http://mcp.example.com/mcp", "https://mcp.example.com/mcp", false},
+		{"", "https://mcp.example.com/mcp", false},
+	} {
+		if got := covers(tt.resource, tt.target); got != tt.want {
+			t.Errorf("covers(%q, %q) = %v, want %v", tt.resource, tt.target, got, tt.want)
+		}
+	}
+}

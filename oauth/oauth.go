@@ -242,6 +242,11 @@ func (s *Source) Unauthorized(token string, wwwAuthenticate []string) bool {
 		s.token, s.refused = "", token
 		better = true
 	}
+	if token == "" && !better {
+		// Nothing names the metadata yet: the next run looks in the
+		// well-known places again, which a server may have filled since.
+		s.noMetadata = false
+	}
 	return better
 }
 
