@@ -276,3 +276,27 @@ func TestOAuthFailures(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRunHTTPOAuth is BenchmarkRunHTTP with OAuth client credentials:
+// every run but the first reuses the cached token, which the provider
+// checks with the authorization server (in the same process, so its CPU
+// counts in cpu-ns/op as the provider's does).
+func BenchmarkRunHTTPOAuth(b *testing.B) {
+	body := []byte(searchBody(benchRunItems))
+	as := oauthtest.Start(b, oauthtest.Config{ClientID: oauthClient, ClientSecret: oauthSecret})
+	resource := as.Protect(b, "/search", false, func(meta string) http.Handler {
+		return as.Require(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		}), meta)
+	})
+	p := testProbe(b, strings.TrimSuffix(resource, "/search"))
+	delete(p.Steps[0].Request.Headers, "Authorization")
+	p.Steps[0].Request.OAuth = &checks.OAuth{ClientID: oauthClient, ClientSecret: oauthSecret, TokenURL: as.TokenURL()}
+	e := NewExecutor(Options{})
+	defer e.CloseIdleConnections()
+	measureRuns(b, e, p)
+	if n := len(as.Requests()); n != 1 {
+		b.Errorf("%d token requests, want 1: every run after the first reuses the token", n)
+	}
+}
