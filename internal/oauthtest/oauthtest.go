@@ -28,7 +28,6 @@ import (
 	"github.com/go-oauth2/oauth2/v4/manage"
 	"github.com/go-oauth2/oauth2/v4/models"
 	"github.com/go-oauth2/oauth2/v4/server"
-	"github.com/go-oauth2/oauth2/v4/store"
 )
 
 // Config is an authorization server's clients and tokens.
@@ -75,12 +74,8 @@ func Start(t testing.TB, cfg Config) *Server {
 	}
 	manager := manage.NewDefaultManager()
 	manager.SetClientTokenCfg(&manage.Config{AccessTokenExp: cfg.Lifetime})
-	manager.MustTokenStorage(store.NewMemoryTokenStore())
-	clients := store.NewClientStore()
-	if err := clients.Set(cfg.ClientID, &models.Client{ID: cfg.ClientID, Secret: cfg.ClientSecret}); err != nil {
-		t.Fatal(err)
-	}
-	manager.MapClientStorage(clients)
+	manager.MapTokenStorage(&tokens{byAccess: map[string]oauth2.TokenInfo{}})
+	manager.MapClientStorage(clients{cfg.ClientID: &models.Client{ID: cfg.ClientID, Secret: cfg.ClientSecret}})
 	srv := server.NewDefaultServer(manager)
 	srv.SetAllowedGrantType(oauth2.ClientCredentials)
 	srv.SetClientInfoHandler(func(r *http.Request) (string, string, error) {
@@ -253,3 +248,49 @@ func (s *Server) Accepted() []string {
 	defer s.mu.Unlock()
 	return slices.Clone(s.accepted)
 }
+
+// clients is the server's one client. The library's own store says
+// "not found" of an unknown client, which its server answers with 500;
+// an authorization server answers 401 invalid_client.
+type clients map[string]*models.Client
+
+func (c clients) GetByID(_ context.Context, id string) (oauth2.ClientInfo, error) {
+	if cl, ok := c[id]; ok {
+		return cl, nil
+	}
+	return nil, errors.ErrInvalidClient
+}
+
+// tokens keeps the issued tokens in memory. The library's memory store
+// starts a goroutine per store that nothing can stop.
+type tokens struct {
+	mu       sync.Mutex
+	byAccess map[string]oauth2.TokenInfo
+}
+
+func (ts *tokens) Create(_ context.Context, info oauth2.TokenInfo) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.byAccess[info.GetAccess()] = info
+	return nil
+}
+
+func (ts *tokens) RemoveByAccess(_ context.Context, access string) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.byAccess, access)
+	return nil
+}
+
+func (ts *tokens) GetByAccess(_ context.Context, access string) (oauth2.TokenInfo, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.byAccess[access], nil
+}
+
+// The client credentials grant issues neither codes nor refresh tokens.
+
+func (ts *tokens) RemoveByCode(context.Context, string) error                     { return nil }
+func (ts *tokens) RemoveByRefresh(context.Context, string) error                  { return nil }
+func (ts *tokens) GetByCode(context.Context, string) (oauth2.TokenInfo, error)    { return nil, nil }
+func (ts *tokens) GetByRefresh(context.Context, string) (oauth2.TokenInfo, error) { return nil, nil }
