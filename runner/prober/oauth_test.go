@@ -256,14 +256,18 @@ func TestOAuthFailures(t *testing.T) {
 	}{
 		{"wrong secret", resource, "", "not-the-secret", results.ContractError, results.CodeAuthRejected, 1, "refused the client credentials: HTTP 401 invalid_client"},
 		{"scope refused", resource, "", "${PROBE_SECRET}", results.ContractError, results.CodeAuthRejected, 1, "invalid_scope"},
+		{"unknown client", resource, "", "${PROBE_SECRET}", results.ContractError, results.CodeAuthRejected, 1, "invalid_client"},
 		{"unreachable", resource, fmt.Sprintf(", token_url: %q", closed), "${PROBE_SECRET}", results.Unavailable, results.CodeConnectionRefused, 2, "requesting the OAuth token"},
 		{"down", resource, fmt.Sprintf(", token_url: %q", down.TokenURL()), "${PROBE_SECRET}", results.Unavailable, results.CodeServerError, 2, "the token endpoint answered HTTP 503"},
 		{"no metadata", bare, "", "${PROBE_SECRET}", results.ContractError, results.CodeAuthDiscovery, 1, "resource_metadata"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			block := credentials(tt.secret, tt.extra)
-			if tt.name == "scope refused" {
+			switch tt.name {
+			case "scope refused":
 				block = strings.Replace(block, "search:read", "admin", 1)
+			case "unknown client":
+				block = strings.Replace(block, oauthClient, "stranger", 1)
 			}
 			p := oauthProbe(t, fmt.Sprintf(`request: {url: %q, %s}`, tt.url, block))
 			res := NewExecutor(Options{}).Run(context.Background(), p)
