@@ -168,6 +168,9 @@ type Request struct {
 	// never into an address the probe's own host is not in (see the
 	// runner's redirect policy).
 	NoRedirects bool
+	// OAuth, when set, gets the bearer token the request carries (SPEC
+	// §10.1).
+	OAuth *OAuth
 }
 
 // Kind is results.ProbeSteps for a multi-step probe, and the kind of its
@@ -353,6 +356,9 @@ type MCP struct {
 	// server's instructions, name and version (SPEC §10.1): the server's
 	// prompts/list and resources/list listings, read every run.
 	Watch MCPWatch
+	// OAuth, when set, gets the bearer token every request of the session
+	// carries (SPEC §10.1).
+	OAuth *OAuth
 }
 
 // MCPWatch names the listings an MCP probe reads for definition drift,
@@ -434,6 +440,17 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
+	// The client secret, and the Basic credentials it travels in to the
+	// token endpoint, which an endpoint may echo. The token is the run's
+	// own secret: the engine scrubs it.
+	addOAuth := func(o *OAuth) {
+		if o == nil {
+			return
+		}
+		add(o.ClientSecret)
+		add(Secret(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(o.ClientID) + ":" + url.QueryEscape(o.ClientSecret.Reveal())))))
+		addURL(o.TokenURL)
+	}
 	for _, p := range c.Probes {
 		for _, s := range p.URLSecrets {
 			add(s)
@@ -442,6 +459,7 @@ func (c *Config) Secrets() []string {
 			addQuery(s.Request.URL, s.Request.Query)
 			addURL(s.Request.URL)
 			addHeaders(s.Request.Headers)
+			addOAuth(s.Request.OAuth)
 			if s.MCP != nil {
 				addQuery(s.MCP.URL, nil)
 				addURL(s.MCP.URL)
@@ -449,6 +467,7 @@ func (c *Config) Secrets() []string {
 				for _, v := range s.MCP.Env {
 					add(v)
 				}
+				addOAuth(s.MCP.OAuth)
 			}
 		}
 	}

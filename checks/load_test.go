@@ -162,6 +162,7 @@ var invalidConfigs = []struct {
 		"testdata/invalid-mcp-command.yaml:25:67: probes[6].mcp.dir: only for a server started by command",
 		`testdata/invalid-mcp-command.yaml:28:43: probes[7].mcp.env: "A=B" is not a valid environment variable name; it must be non-empty and hold no = or NUL`,
 		"testdata/invalid-mcp-command.yaml:28:59: probes[7].mcp.dir: must not be empty; leave dir out to start the server in toolpulse's own directory",
+		"testdata/invalid-mcp-command.yaml:31:43: probes[8].mcp.auth: only for a server at a url; a stdio server takes its credentials from env",
 	}},
 	{rule: "mcp-header", want: []string{
 		"testdata/invalid-mcp-header.yaml:11:9: probes[0].mcp.headers: \"X Api Key\" is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~",
@@ -203,7 +204,17 @@ var invalidConfigs = []struct {
 	}},
 	{rule: "mcp-unknown-key", want: []string{
 		"testdata/invalid-mcp-unknown-key.yaml:7:10: probes[0].mcp: tool is required: the name of the tool to call, as tools/list gives it",
-		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, command, env, dir, headers, tool, arguments, is_error, allow_destructive, watch`,
+		`testdata/invalid-mcp-unknown-key.yaml:7:45: probes[0].mcp: unknown key "toll" (did you mean "tool"?); expected one of url, command, env, dir, headers, tool, arguments, is_error, allow_destructive, watch, auth`,
+	}},
+	{rule: "oauth", want: []string{
+		"testdata/invalid-oauth.yaml:7:90: probes[0].mcp.auth.oauth_client_credentials: client_id is required",
+		"testdata/invalid-oauth.yaml:10:80: probes[1].request.auth.oauth_client_credentials: client_secret is required (use ${VAR} to keep it out of the file)",
+		`testdata/invalid-oauth.yaml:16:88: probes[2].request.auth.oauth_client_credentials.token_url: expected an absolute http:// or https:// URL: scheme "ftp"`,
+		"testdata/invalid-oauth.yaml:16:123: probes[2].request.auth.oauth_client_credentials.scopes[0]: a scope is a non-empty word without spaces, quotes or backslashes (RFC 6749 §3.3)",
+		"testdata/invalid-oauth.yaml:21:7: probes[3].request.headers: Authorization conflicts with auth: the OAuth token is sent as the Authorization header",
+		"testdata/invalid-oauth.yaml:25:63: probes[4].mcp.auth: expected oauth_client_credentials",
+		`testdata/invalid-oauth.yaml:25:64: probes[4].mcp.auth: unknown key "api_key"; expected one of oauth_client_credentials`,
+		`testdata/invalid-oauth.yaml:28:123: probes[5].mcp.auth.oauth_client_credentials: unknown key "scope" (did you mean "scopes"?); expected one of client_id, client_secret, scopes, audience, resource, token_url`,
 	}},
 	{rule: "mcp-url", want: []string{
 		"testdata/invalid-mcp-url.yaml:7:16: probes[0].mcp.url: expected an absolute http:// or https:// URL: no scheme",

@@ -16,8 +16,8 @@ import (
 
 var (
 	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
-	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects"}
-	mcpKeys     = []string{"url", "command", "env", "dir", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch"}
+	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects", "auth"}
+	mcpKeys     = []string{"url", "command", "env", "dir", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch", "auth"}
 	tlsKeys     = []string{"ca_file", "insecure"}
 	methods     = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
@@ -201,7 +201,8 @@ func (l *loader) probeName(e entry, p *Probe) {
 
 func (l *loader) request(e entry, r *Request) {
 	d := l.d
-	var methodN, urlN, jsonN, bodyN ast.Node
+	var methodN, urlN, jsonN, bodyN, headersN ast.Node
+	var auth *entry
 	methodOK := true
 	_, ok := d.object(e.value, e.path, requestKeys, func(x entry) {
 		switch x.key {
@@ -211,7 +212,9 @@ func (l *loader) request(e entry, r *Request) {
 		case "url":
 			r.URL, urlN = l.endpointURL(x), x.value
 		case "headers":
-			r.Headers = l.headers(x)
+			r.Headers, headersN = l.headers(x), x.keyN
+		case "auth":
+			auth = &x
 		case "query":
 			var es []entry
 			r.Query, es, _ = d.stringMap(x.value, x.path)
@@ -236,6 +239,9 @@ func (l *loader) request(e entry, r *Request) {
 	})
 	if !ok {
 		return
+	}
+	if auth != nil {
+		r.OAuth = l.auth(*auth, r.Headers, headersN)
 	}
 	if jsonN != nil && bodyN != nil {
 		d.errorf(bodyN, "%s: json and body are mutually exclusive; send either a JSON fixture or raw text", e.path)
@@ -276,7 +282,8 @@ func (l *loader) endpointURL(x entry) string {
 func (l *loader) mcp(e entry) *MCP {
 	d := l.d
 	m := &MCP{Arguments: map[string]any{}, IsError: results.ContractError}
-	var urlN, toolN, commandN, headersN, envN, dirN ast.Node
+	var urlN, toolN, commandN, headersN, headersKeyN, envN, dirN ast.Node
+	var auth *entry
 	_, ok := d.object(e.value, e.path, mcpKeys, func(x entry) {
 		switch x.key {
 		case "url":
@@ -288,7 +295,9 @@ func (l *loader) mcp(e entry) *MCP {
 		case "dir":
 			m.Dir, dirN = l.commandDir(x), x.value
 		case "headers":
-			m.Headers, headersN = l.headers(x), x.value
+			m.Headers, headersN, headersKeyN = l.headers(x), x.value, x.keyN
+		case "auth":
+			auth = &x
 		case "tool":
 			toolN = x.value
 			var ok bool
@@ -318,6 +327,13 @@ func (l *loader) mcp(e entry) *MCP {
 		return m
 	}
 	l.mcpServer(e, urlN, commandN, headersN, envN, dirN)
+	if auth != nil {
+		if commandN != nil {
+			d.errorf(auth.value, "%s.auth: only for a server at a url; a stdio server takes its credentials from env", e.path)
+		} else {
+			m.OAuth = l.auth(*auth, m.Headers, headersKeyN)
+		}
+	}
 	if toolN == nil {
 		d.errorf(e.value, "%s: tool is required: the name of the tool to call, as tools/list gives it", e.path)
 	}

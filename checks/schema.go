@@ -116,6 +116,16 @@ func Schema() ([]byte, error) {
 
 	locationList := map[string]any{"type": "array", "minItems": 1, "uniqueItems": true, "items": locationSchema(false),
 		"description": "where the probe runs from; default: every location the probes name, or the single location default"}
+	auth := b.object("auth", authKeys, []string{"oauth_client_credentials"}, map[string]any{
+		"oauth_client_credentials": b.object("oauth_client_credentials", oauthKeys, []string{"client_id", "client_secret"}, map[string]any{
+			"client_id":     withDoc(nonEmptyString(), "the OAuth client's id"),
+			"client_secret": withDoc(nonEmptyString(), "the OAuth client's secret; a secret: write ${VAR}"),
+			"scopes":        map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": `^[^\s"\\]+$`}, "description": "the scopes the token request asks for"},
+			"audience":      withDoc(str(), "sent to the token endpoint as its audience parameter"),
+			"resource":      withDoc(map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)"}, "sent to the token endpoint as its resource parameter (RFC 8707); default: the resource the discovered metadata names"),
+			"token_url":     withDoc(map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)"}, "the token endpoint; default: discovered from the server's protected resource metadata (RFC 9728) and its authorization server's (RFC 8414)"),
+		}),
+	})
 	probeProps := map[string]any{
 		"locations": locationList,
 		"alert_when": b.object("alert_when", alertWhenKeys, nil, map[string]any{
@@ -130,6 +140,7 @@ func Schema() ([]byte, error) {
 			"json":             map[string]any{"description": "the JSON body sent"},
 			"body":             str(),
 			"follow_redirects": withDoc(boolSchema(), "follow 3xx answers, up to 10, never into link-local addresses, nor private or loopback ones unless the probe's own host is there; false: the 3xx is the answer, judged by expect.status; default true"),
+			"auth":             auth,
 		}),
 		"mcp": mcpSchema(b.object("mcp", mcpKeys, []string{"tool"}, map[string]any{
 			"url":     map[string]any{"type": "string", "pattern": "^(https?://|\\$\\{)", "description": "the MCP server's Streamable HTTP endpoint, absolute http:// or https://"},
@@ -148,6 +159,7 @@ func Schema() ([]byte, error) {
 				"items":       map[string]any{"enum": watchables},
 				"description": "listings besides tools/list whose change is a definition drift: prompts, resources; default none",
 			},
+			"auth": auth,
 		})),
 		"consumer": str(),
 		"labels": map[string]any{

@@ -103,6 +103,19 @@ const (
 	// redirect's target is never connected to, so its answer is never
 	// stored.
 	CodeRedirectRefused Code = "redirect_refused"
+
+	// Codes of a probe with OAuth client credentials (SPEC §10.1).
+
+	// CodeAuthRejected is a token endpoint that refused the probe's client
+	// credentials (HTTP 400, 401 or 403: invalid_client, invalid_scope,
+	// unauthorized_client...). An endpoint that cannot be reached is
+	// unavailable with the transport's code instead.
+	CodeAuthRejected Code = "auth_rejected"
+	// CodeAuthDiscovery is a probe without token_url whose token endpoint
+	// could not be found: no protected resource metadata (RFC 9728), no
+	// authorization server metadata (RFC 8414 or OpenID Connect) or one
+	// without a token endpoint, or a token answer without an access token.
+	CodeAuthDiscovery Code = "auth_discovery"
 )
 
 // UnavailableCodes lists every code of the unavailable outcome.
@@ -120,6 +133,7 @@ var ContractCodes = []Code{
 	CodeToolMissing, CodeToolInput, CodeToolError, CodeOutputSchema, CodeMCPProtocol,
 	CodeNeedsInput, CodeDestructiveTool,
 	CodeClaimMismatch, CodeCaptureFailed, CodeRedirectRefused,
+	CodeAuthRejected, CodeAuthDiscovery,
 }
 
 // Outcome returns the outcome a code belongs to. Unknown codes, such as those

@@ -44,6 +44,11 @@ var owners = map[string]string{
 	// depends on it already, so it adds no module to the binary
 	// (santhosh-tekuri, above, is for checks/ tests only).
 	"github.com/google/jsonschema-go": module + "/mcpsdk",
+
+	// The client credentials grant of probes with OAuth (SPEC §10.1).
+	"golang.org/x/oauth2": module + "/oauth",
+	// A real authorization server on loopback, for tests only.
+	"github.com/go-oauth2/oauth2": module + "/internal/oauthtest",
 }
 
 // forbidden lists edges between our own packages that would turn siblings
@@ -68,6 +73,9 @@ var forbidden = map[string][]string{
 	module + "/internal/storetest": {module + "/results/sqlite", module + "/results/postgres", module + "/cmd"},
 	// The fleet's store stands beside the embedded one, never on it.
 	module + "/results/postgres": {module + "/checks", module + "/runner", module + "/consumers", module + "/results/sqlite"},
+	// The token source speaks OAuth and nothing else: the engine hands it
+	// plain credentials and a client.
+	module + "/oauth": {module + "/checks", module + "/runner", module + "/mcpsdk", module + "/web", module + "/cmd", module + "/results/"},
 	// The engine's test providers serve the engine's and the daemon's tests alike.
 	module + "/internal/probetest": {module + "/runner", module + "/cmd"},
 }
@@ -104,7 +112,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			kit := within(pkg, module+"/internal/testkit") || pkg == module+"/internal/mcptest"
-			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp && pkg != module+"/internal/probetest") || (imp == module+"/internal/refunddesk" && pkg != imp) || (imp == module+"/internal/probetest" && pkg != imp) || (imp == module+"/internal/longmessage" && pkg != imp) {
+			if (within(imp, module+"/internal/testkit") && !kit) || (imp == module+"/internal/storetest" && pkg != imp) || (imp == module+"/internal/mcptest" && pkg != imp && pkg != module+"/internal/probetest") || (imp == module+"/internal/refunddesk" && pkg != imp) || (imp == module+"/internal/probetest" && pkg != imp) || (imp == module+"/internal/longmessage" && pkg != imp) || (imp == module+"/internal/oauthtest" && pkg != imp) {
 				t.Errorf("%s imports %s: only tests may", pkg, imp)
 			}
 			if within(imp, module+"/internal/harness") && pkg != module+"/cmd/toolpulse-bench" && !within(pkg, module+"/internal/testkit") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolpulse/toolpulse/internal/harness"
+	"github.com/toolpulse/toolpulse/internal/oauthtest"
 	"github.com/toolpulse/toolpulse/internal/testkit/e2e"
 )
 
@@ -26,7 +27,8 @@ import (
 // message. Each secret is also searched in the base64 form Basic auth
 // sends. Credentials in a URL, a query's api_key and a ${VAR} token in the
 // path of an HTTP or MCP URL, must not show either, nor reach a webhook or
-// an Alertmanager.
+// an Alertmanager. Nor may an OAuth client secret, or any access token a
+// real authorization server issued to a probe and the provider echoed.
 func TestSecretsStayHidden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon for a few seconds")
@@ -39,9 +41,15 @@ func TestSecretsStayHidden(t *testing.T) {
 		querySecret   = "qkey-secret-4b8d"
 		botSecret     = "123456:bot-secret-9c2e"
 		mcpSecret     = "mcp-secret-1f7a"
+		oauthSecret   = "oauth-secret-6b3e"
 	)
 	secrets := []string{headerSecret, urlSecret, webhookSecret, tokenSecret, harness.MintedToken,
-		base64.StdEncoding.EncodeToString([]byte("svc:" + urlSecret)), querySecret, botSecret, mcpSecret}
+		base64.StdEncoding.EncodeToString([]byte("svc:" + urlSecret)), querySecret, botSecret, mcpSecret,
+		oauthSecret, base64.StdEncoding.EncodeToString([]byte("probe:" + oauthSecret)), "wrong-oauth-secret-2c7d"}
+
+	// A real authorization server: the OAuth probes' tokens come from it
+	// (SPEC §10.1), and each one it issued is a secret too.
+	as := oauthtest.Start(t, oauthtest.Config{ClientID: "probe", ClientSecret: oauthSecret})
 
 	// An echo provider: /ok echoes the Authorization header inside valid
 	// JSON the consumer rejects; /err answers 500 with it in the body; /key
@@ -114,14 +122,22 @@ func TestSecretsStayHidden(t *testing.T) {
 			{Name: "bot_path", Request: harness.Request{URL: echo + "/bot${TP_BOT_TOKEN}/getMe"}, Consumer: "list_only", Labels: urlLabels},
 			{Name: "mcp_path", MCP: &harness.MCP{URL: "http://" + e2e.FreeAddr(t) + "/t/${TP_MCP_TOKEN}/mcp", Tool: "search"},
 				Consumer: "list_only", Labels: urlLabels},
+			// OAuth client credentials: the provider echoes the token it
+			// gets; a token endpoint refuses a wrong secret; an MCP
+			// server that is down is reached with a token in hand.
+			{Name: "oauth_echo", Request: harness.Request{URL: echo + "/ok", OAuth: oauthCreds("${TP_OAUTH_SECRET}", as.TokenURL())}, Consumer: "list_only"},
+			{Name: "oauth_echo_error", Request: harness.Request{URL: echo + "/err", OAuth: oauthCreds("${TP_OAUTH_SECRET}", as.TokenURL())}, Consumer: "list_only"},
+			{Name: "oauth_refused", Request: harness.Request{URL: echo + "/ok", OAuth: oauthCreds("wrong-oauth-secret-2c7d", as.TokenURL())}, Consumer: "list_only"},
+			{Name: "oauth_mcp", MCP: &harness.MCP{URL: "http://" + e2e.FreeAddr(t) + "/mcp", Tool: "search", OAuth: oauthCreds("${TP_OAUTH_SECRET}", as.TokenURL())},
+				Consumer: "list_only"},
 		},
 	}
 	d := e2e.StartCommand(t, harness.Command{Args: []string{"-c", e2e.Config(t, dir, cfg), "run", "--grace", "2s"},
-		Env: []string{"TP_QUERY_KEY=" + querySecret, "TP_BOT_TOKEN=" + botSecret, "TP_MCP_TOKEN=" + mcpSecret}})
+		Env: []string{"TP_QUERY_KEY=" + querySecret, "TP_BOT_TOKEN=" + botSecret, "TP_MCP_TOKEN=" + mcpSecret, "TP_OAUTH_SECRET=" + oauthSecret}})
 	db := filepath.Join(dir, "results.db")
 	d.WaitFor("every probe to fail twice and alerts to go out", func() bool {
-		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 10 &&
-			countRows(t, db, "SELECT count(*) FROM results") >= 13 && len(slack.Messages()) >= 9 && receivedBoth()
+		return countRows(t, db, "SELECT count(DISTINCT probe) FROM results WHERE outcome <> 'pass'") == 14 &&
+			countRows(t, db, "SELECT count(*) FROM results") >= 17 && len(slack.Messages()) >= 9 && receivedBoth()
 	})
 
 	var served strings.Builder
@@ -143,7 +159,10 @@ func TestSecretsStayHidden(t *testing.T) {
 		"/probes/captured_token", "/probes/captured_token_error", "/api/v1/probes/captured_token/results", "/api/v1/probes/captured_token_error/results",
 		"/api/v1/probes/echo_body/results", "/api/v1/probes/url_creds/results", "/api/v1/probes/url_creds_down/results", "/nope",
 		"/probes/query_key", "/probes/bot_path", "/probes/mcp_path", "/?show=all",
-		"/api/v1/probes/query_key/results", "/api/v1/probes/bot_path/results", "/api/v1/probes/mcp_path/results"} {
+		"/api/v1/probes/query_key/results", "/api/v1/probes/bot_path/results", "/api/v1/probes/mcp_path/results",
+		"/probes/oauth_echo", "/probes/oauth_echo_error", "/probes/oauth_refused", "/probes/oauth_mcp",
+		"/api/v1/probes/oauth_echo/results", "/api/v1/probes/oauth_echo_error/results", "/api/v1/probes/oauth_refused/results",
+		"/api/v1/probes/oauth_mcp/results"} {
 		get(p, "Bearer "+tokenSecret)
 	}
 	get("/", "Bearer wrong") // a refused request says nothing either
@@ -171,6 +190,11 @@ func TestSecretsStayHidden(t *testing.T) {
 	mu.Lock()
 	receivers := received.String()
 	mu.Unlock()
+	issued := as.Issued()
+	if len(issued) == 0 {
+		d.T.Errorf("the authorization server issued no token: the OAuth probes prove nothing")
+	}
+	secrets = append(secrets, issued...)
 	outputs := map[string]string{
 		"the daemon's logs": d.Log.String(), "the database files": stored.String(),
 		"the pages and API": served.String(), "the Slack messages": slackText.String(),
@@ -190,7 +214,13 @@ func TestSecretsStayHidden(t *testing.T) {
 			d.T.Errorf("no redaction marker in %s: the echoes never got there, so the search proves nothing", where)
 		}
 	}
-	if !strings.Contains(served.String(), "connection_refused") || !strings.Contains(served.String(), "server_error") {
+	if !strings.Contains(served.String(), "connection_refused") || !strings.Contains(served.String(), "server_error") ||
+		!strings.Contains(served.String(), "auth_rejected") {
 		d.T.Errorf("the pages do not show the failures the test drove")
 	}
+}
+
+// oauthCreds are an OAuth probe's client credentials with secret.
+func oauthCreds(secret, tokenURL string) *harness.OAuth {
+	return &harness.OAuth{ClientID: "probe", ClientSecret: secret, TokenURL: tokenURL, Scopes: []string{"search:read"}}
 }

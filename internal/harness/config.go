@@ -175,6 +175,7 @@ type MCP struct {
 	URL       string
 	Tool      string
 	Arguments map[string]any
+	OAuth     *OAuth
 }
 
 // Request is a probe's request: map. JSON is the fixture sent as the
@@ -185,6 +186,28 @@ type Request struct {
 	Headers map[string]string
 	Query   map[string]string
 	JSON    any
+	OAuth   *OAuth
+}
+
+// OAuth is a request's or an MCP call's auth.oauth_client_credentials.
+type OAuth struct {
+	ClientID, ClientSecret, TokenURL string
+	Scopes                           []string
+}
+
+func (o *OAuth) flow() string {
+	m := map[string]any{"client_id": o.ClientID, "client_secret": o.ClientSecret}
+	if o.TokenURL != "" {
+		m["token_url"] = o.TokenURL
+	}
+	if len(o.Scopes) > 0 {
+		scopes := make([]any, len(o.Scopes))
+		for i, s := range o.Scopes {
+			scopes[i] = s
+		}
+		m["scopes"] = scopes
+	}
+	return "{oauth_client_credentials: " + flow(m) + "}"
 }
 
 // ListOnly is the strict consumer of the seed-000 drill: it accepts
@@ -371,6 +394,9 @@ func (r Request) flow() string {
 	if r.JSON != nil {
 		parts = append(parts, "json: "+flow(r.JSON))
 	}
+	if r.OAuth != nil {
+		parts = append(parts, "auth: "+r.OAuth.flow())
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
@@ -405,6 +431,9 @@ func (m MCP) flow() string {
 	parts := []string{"url: " + strconv.Quote(m.URL), "tool: " + scalar(m.Tool)}
 	if m.Arguments != nil {
 		parts = append(parts, "arguments: "+flow(m.Arguments))
+	}
+	if m.OAuth != nil {
+		parts = append(parts, "auth: "+m.OAuth.flow())
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -31,6 +31,7 @@ type httpExchange struct {
 	req     *retryablehttp.Request
 	client  http.Client          // the redirect policy around the probe's shared transport and its guarded ones
 	retry   retryablehttp.Client // one request per Do, see above
+	auth    *bearer              // the OAuth client credentials; nil without
 
 	// What the last attempt received.
 	status   int
@@ -40,12 +41,13 @@ type httpExchange struct {
 }
 
 // newHTTPExchange builds s's request around the shared transport t.
-func newHTTPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper) (*httpExchange, error) {
+// With auth, every attempt carries its OAuth token.
+func newHTTPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper, auth *bearer) (*httpExchange, error) {
 	req, err := newRequest(s.Request, e.userAgent)
 	if err != nil {
 		return nil, err
 	}
-	x := &httpExchange{e: e, s: s, maxBody: maxBody, req: req}
+	x := &httpExchange{e: e, s: s, maxBody: maxBody, req: req, auth: auth}
 	req.SetResponseHandler(x.readBody)
 	// Every transport leaves DisableCompression false on purpose: it then
 	// asks for gzip and decodes it, and max_body_bytes counts decoded bytes.
@@ -71,6 +73,22 @@ func newHTTPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTri
 // status by expect.status. A status that fails keeps the body read for the
 // sample, and decides the code whatever happened to the body.
 func (x *httpExchange) attempt(a *attempt) attemptResult {
+	if x.auth == nil {
+		return x.send(a)
+	}
+	return x.auth.attempt(a, func(token string) sent {
+		if token == "" {
+			x.req.Header.Del("Authorization")
+		} else {
+			x.req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res := x.send(a)
+		return sent{method: x.req.Method, res: res, unauthorized: x.status == http.StatusUnauthorized, challenges: x.header.Values("WWW-Authenticate")}
+	})
+}
+
+// send sends the request once, as it stands.
+func (x *httpExchange) send(a *attempt) attemptResult {
 	x.status, x.header, x.body, x.redirect = 0, nil, nil, ""
 	resp, err := x.retry.Do(x.req.WithContext(a.ctx))
 	if resp != nil {

@@ -23,27 +23,55 @@ type mcpExchange struct {
 	maxBody int64 // the probe's max_body_bytes
 	client  *http.Client
 	last    *mcpsdk.Answer // what the last attempt got; nil before one
+	// auth is the OAuth client credentials, nil without; challenges then
+	// sees the session's 401s.
+	auth       *bearer
+	challenges *challengeRecorder
 }
 
 // newMCPExchange builds step s's exchange around the shared transport t.
 // Redirects are not followed: the auth headers travel with every request
 // of the session, and a redirect to another origin must not take them
 // along; a 3xx is judged as any unexpected status.
-func newMCPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper) *mcpExchange {
-	return &mcpExchange{e: e, s: s, maxBody: maxBody, client: &http.Client{
+// With auth, every request of the session carries the OAuth token.
+func newMCPExchange(e *Executor, s *checks.Step, maxBody int64, t http.RoundTripper, auth *bearer) *mcpExchange {
+	x := &mcpExchange{e: e, s: s, maxBody: maxBody, auth: auth}
+	if auth != nil {
+		x.challenges = &challengeRecorder{next: t}
+		t = x.challenges
+	}
+	x.client = &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
+	return x
 }
 
 func (x *mcpExchange) attempt(a *attempt) attemptResult {
+	if x.auth == nil {
+		return x.session(a, "")
+	}
+	return x.auth.attempt(a, func(token string) sent {
+		x.challenges.take()
+		res := x.session(a, token)
+		got, challenges := x.challenges.take()
+		return sent{res: res, unauthorized: got, challenges: challenges}
+	})
+}
+
+// session runs one MCP session, its requests with token as their bearer
+// token when it is not "".
+func (x *mcpExchange) session(a *attempt, token string) attemptResult {
 	m := x.s.MCP
-	header := make(http.Header, len(m.Headers)+1)
+	header := make(http.Header, len(m.Headers)+2)
 	for k, v := range m.Headers {
 		header.Set(k, v.Reveal())
 	}
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", x.e.userAgent)
+	}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
 	}
 	x.last = nil
 	req := mcpsdk.Request{

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/oauth"
 	"github.com/toolpulse/toolpulse/results"
 )
 
@@ -73,6 +74,11 @@ type Executor struct {
 	// keeps one per fingerprint, and a new process cannot know whether its
 	// shape already has one.
 	shapes map[*checks.Probe]string
+	// sources holds the OAuth token source of each call with client
+	// credentials, forgotten by CloseIdleConnections as shapes are: the
+	// probes of a reloaded config are new values, their credentials may
+	// have changed.
+	sources map[sourceKey]*oauth.Source
 }
 
 // SetRedactor replaces the redactor, for a reloaded config whose secrets
@@ -83,10 +89,11 @@ func (e *Executor) SetRedactor(r *results.Redactor) { e.redactor.Store(r) }
 // ones left nil.
 func NewExecutor(opts Options) *Executor {
 	e := &Executor{
-		logger: opts.Logger,
-		rand:   opts.Rand,
-		newID:  opts.NewID,
-		shapes: map[*checks.Probe]string{},
+		logger:  opts.Logger,
+		rand:    opts.Rand,
+		newID:   opts.NewID,
+		shapes:  map[*checks.Probe]string{},
+		sources: map[sourceKey]*oauth.Source{},
 	}
 	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
@@ -120,6 +127,7 @@ func NewExecutor(opts Options) *Executor {
 func (e *Executor) CloseIdleConnections() {
 	e.mu.Lock()
 	e.shapes = map[*checks.Probe]string{}
+	e.sources = map[sourceKey]*oauth.Source{}
 	e.mu.Unlock()
 	e.transports.closeIdle()
 }

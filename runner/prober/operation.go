@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -56,6 +57,14 @@ type operation struct {
 // redactor scrubs the config's secrets and the run's own.
 func (op *operation) redactor() *results.Redactor {
 	return op.e.redactor.Load().With(op.secrets...)
+}
+
+// addSecret scrubs v, a secret the run came to hold (an OAuth token),
+// from everything the run reports.
+func (op *operation) addSecret(v string) {
+	if !slices.Contains(op.secrets, v) {
+		op.secrets = append(op.secrets, v)
+	}
 }
 
 // maxMessage bounds a message built from an error's text.
@@ -227,9 +236,9 @@ func (op *operation) exchange(s *checks.Step, t http.RoundTripper) (exchange, *r
 		return &cannedExchange{s: s, answers: answers}, nil
 	}
 	if s.MCP != nil {
-		return newMCPExchange(op.e, s, op.p.MaxBodyBytes, t), nil
+		return newMCPExchange(op.e, s, op.p.MaxBodyBytes, t, newBearer(op, s, s.MCP.OAuth, s.MCP.URL, t)), nil
 	}
-	hx, err := newHTTPExchange(op.e, s, op.p.MaxBodyBytes, t)
+	hx, err := newHTTPExchange(op.e, s, op.p.MaxBodyBytes, t, newBearer(op, s, s.Request.OAuth, s.Request.URL, t))
 	if err != nil {
 		return nil, results.NewError(results.CodeInternalError, "building the request: %v", err)
 	}
