@@ -45,6 +45,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       3 * time.Second,
 			MaxBodyBytes: 65536,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 			Labels:       map[string]string{"team": "weather"},
 		},
 		{
@@ -59,6 +60,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 		{
 			Name: "null_arguments",
@@ -72,6 +74,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 		{
 			Name: "http_items",
@@ -85,6 +88,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 	}
 	if len(cfg.Probes) != len(want) {
