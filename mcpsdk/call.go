@@ -51,6 +51,10 @@ type Request struct {
 	// Schemas keeps compiled outputSchemas from one call to the next; nil
 	// compiles the tool's schema on every call.
 	Schemas *Schemas
+	// Trace, unless it is the zero Trace, marks every HTTP request of the
+	// session with a span of it: traceparent and tracestate headers, and
+	// the same in a request's params._meta (SPEC §10.1).
+	Trace results.Trace
 }
 
 // Answer is what one Call got: a verdict, what a consumer's rules see, and
@@ -210,6 +214,9 @@ func newCall(ctx context.Context, req Request) *call {
 	}
 	hc := *req.HTTPClient
 	hc.Transport = &wireTripper{next: next, header: header, host: host, life: life, rec: c.rec, tool: req.Tool}
+	if req.Trace.On() {
+		hc.Transport = &traceTripper{next: hc.Transport, trace: req.Trace}
+	}
 	c.hc = &hc
 
 	name, version := req.ClientName, req.ClientVersion
