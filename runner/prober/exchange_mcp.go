@@ -23,6 +23,7 @@ type mcpExchange struct {
 	maxBody int64 // the probe's max_body_bytes
 	client  *http.Client
 	last    *mcpsdk.Answer // what the last attempt got; nil before one
+	trace   results.Trace  // the run's; the zero Trace with trace off
 }
 
 // newMCPExchange builds step s's exchange around the shared transport t.
@@ -49,7 +50,7 @@ func (x *mcpExchange) attempt(a *attempt) attemptResult {
 	ans, err := mcpsdk.Call(a.ctx, mcpsdk.Request{
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
 		MaxBodyBytes: x.maxBody, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
-		Now: x.e.now, Schemas: &x.e.schemas,
+		Now: x.e.now, Schemas: &x.e.schemas, Trace: x.trace,
 	})
 	if err != nil {
 		// The loader makes every Request Call accepts; this is a bug.
