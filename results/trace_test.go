@@ -101,3 +101,13 @@ func TestParseTraceparent(t *testing.T) {
 		}
 	}
 }
+
+// TestNewAlertKeepsTrace: an alert names the trace of the run it is about,
+// so that every receiver can show it.
+func TestNewAlertKeepsTrace(t *testing.T) {
+	r := results.Result{OperationID: "op", Probe: "p", Outcome: results.Unavailable,
+		Error: results.NewError(results.CodeTimeout, "no answer"), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+	if a := results.NewAlert(results.AlertFiring, &r, r.StartedAt); a.TraceID != r.TraceID {
+		t.Errorf("NewAlert: trace %q, want the run's %s", a.TraceID, r.TraceID)
+	}
+}
