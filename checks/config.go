@@ -150,6 +150,11 @@ type Probe struct {
 	Locations []string
 	// AlertWhen is alert_when: see AlertLocations.
 	AlertWhen AlertWhen
+	// Trace marks every request of a run with a W3C traceparent and a
+	// synthetic tracestate (SPEC §10.1): trace:, true by default. It is
+	// false when a header of the probe sets traceparent itself: the
+	// probe's own trace context wins, and toolpulse adds none.
+	Trace bool
 }
 
 // Request is the known fixture a probe sends.

@@ -78,6 +78,7 @@ type tuning struct {
 	baseDelay, maxDelay, budget setting[time.Duration]
 	status                      setting[[]int]
 	minResults                  setting[int]
+	trace                       setting[bool]
 	probe                       string // the probe's name; "" for defaults:
 }
 
@@ -93,6 +94,7 @@ func builtinTuning() tuning {
 		budget:       builtin(DefaultBudget),
 		status:       builtin(DefaultStatus),
 		minResults:   builtin(DefaultMinResults),
+		trace:        builtin(true),
 	}
 }
 
@@ -108,14 +110,15 @@ func (t tuning) over(o tuning) tuning {
 	t.budget = t.budget.over(o.budget)
 	t.status = t.status.over(o.status)
 	t.minResults = t.minResults.over(o.minResults)
+	t.trace = t.trace.over(o.trace)
 	return t
 }
 
 var (
 	tuningKeys = []string{"interval", "jitter", "timeout", "max_body_bytes", "retries", "expect"}
-	// defaultsKeys are those of defaults:, tuningKeys and the probes'
+	// defaultsKeys are those of defaults:, tuningKeys, trace and the probes'
 	// default locations (locations.go).
-	defaultsKeys = append(slices.Clone(tuningKeys), "locations")
+	defaultsKeys = append(slices.Clone(tuningKeys), "locations", "trace")
 	retriesKeys  = []string{"max_attempts", "base_delay", "max_delay", "budget"}
 	expectKeys   = []string{"status", "min_results"}
 )
@@ -177,6 +180,9 @@ func (d *decoder) tuningKey(e entry, origin int, t *tuning) bool {
 				t.minResults = s
 			}
 		})
+	case "trace":
+		v, ok := d.boolean(e.value, e.path)
+		t.trace = setting[bool]{v: v, node: e.value, path: e.path, origin: origin, set: true, bad: !ok}
 	default:
 		return false
 	}

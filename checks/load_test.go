@@ -122,7 +122,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-many.yaml:11:11: probes[0].name: "Bad Name" is not a valid probe name; use lower-case letters, digits, _, . and -`,
 		`testdata/invalid-many.yaml:12:54: probes[0].request.method: unknown HTTP method "get"; expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS`,
 		`testdata/invalid-many.yaml:13:15: probes[0].consumer: unknown consumer "nope"; defined consumers: c`,
-		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when`,
+		`testdata/invalid-many.yaml:14:5: probes[0]: unknown key "colour"; expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when, trace`,
 	}},
 	{rule: "max-attempts", want: []string{
 		"testdata/invalid-max-attempts.yaml:3:27: defaults.retries.max_attempts: must be between 1 and 10 (attempts in total, the first included), got 0",
@@ -331,7 +331,7 @@ var invalidConfigs = []struct {
 		`testdata/invalid-unknown-consumer.yaml:8:15: probes[0].consumer: unknown consumer "select_result"; defined consumers: select_results`,
 	}},
 	{rule: "unknown-key", want: []string{
-		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when`,
+		`testdata/invalid-unknown-key.yaml:9:5: probes[0]: unknown key "intervall" (did you mean "interval"?); expected one of name, request, mcp, steps, fixtures, consumer, interval, jitter, timeout, max_body_bytes, retries, expect, labels, tls, locations, alert_when, trace`,
 	}},
 	{rule: "unset-env", want: []string{
 		"testdata/invalid-unset-env.yaml:3:10: server.token: environment variable TOOLPULSE_TOKEN is not set; set it, or give a default with ${TOOLPULSE_TOKEN:-default}",
@@ -513,6 +513,7 @@ func TestLoadValidFull(t *testing.T) {
 			// defaults:
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 			Labels:       map[string]string{"team": "search", "tier": "1"},
 		},
 		{
@@ -527,6 +528,7 @@ func TestLoadValidFull(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 		{
 			Name: "plain-get",
@@ -540,6 +542,7 @@ func TestLoadValidFull(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 	}
 	if len(cfg.Probes) != len(wantProbes) {
@@ -638,6 +641,7 @@ probes:
 		Jitter:       5 * time.Second,
 		MaxBodyBytes: 1048576,
 		Locations:    []string{results.DefaultLocation},
+		Trace:        true,
 	}
 	if len(cfg.Probes) != 1 {
 		t.Fatalf("got %d probes", len(cfg.Probes))

@@ -47,6 +47,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       3 * time.Second,
 			MaxBodyBytes: 65536,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 			Labels:       map[string]string{"team": "weather"},
 		},
 		{
@@ -61,6 +62,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 		{
 			Name: "null_arguments",
@@ -74,6 +76,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 		{
 			Name: "http_items",
@@ -87,6 +90,7 @@ func TestLoadValidMCP(t *testing.T) {
 			Jitter:       DefaultJitter,
 			MaxBodyBytes: DefaultMaxBodyBytes,
 			Locations:    []string{results.DefaultLocation},
+			Trace:        true,
 		},
 	}
 	if len(cfg.Probes) != len(want) {

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when")...)
+	probeKeys   = append([]string{"name", "request", "mcp", "steps", "fixtures", "consumer"}, append(slices.Clone(tuningKeys), "labels", "tls", "locations", "alert_when", "trace")...)
 	requestKeys = []string{"method", "url", "headers", "query", "json", "body", "follow_redirects", "auth"}
 	mcpKeys     = []string{"url", "command", "env", "dir", "headers", "tool", "arguments", "is_error", "allow_destructive", "watch", "auth"}
 	tlsKeys     = []string{"ca_file", "insecure"}
@@ -119,6 +119,7 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 	d.check(t)
 	p.Interval, p.Jitter = t.interval.v, t.jitter.v
 	p.MaxBodyBytes = t.maxBodyBytes.v
+	p.Trace = t.trace.v
 	if isSteps {
 		p.Steps = l.steps(*stepsE, t)
 	} else {
@@ -126,6 +127,9 @@ func (l *loader) probe(item ast.Node, path string, defaults tuning) *Probe {
 		call.Retries = Retries{MaxAttempts: t.maxAttempts.v, BaseDelay: t.baseDelay.v, MaxDelay: t.maxDelay.v, Budget: t.budget.v}
 		call.Expect = Expect{Status: slices.Clone(t.status.v), MinResults: t.minResults.v}
 		p.Steps = []Step{call}
+	}
+	if p.Trace && setsTraceparent(p.Steps) {
+		p.Trace = false
 	}
 	switch {
 	case fixturesE != nil && !isSteps:

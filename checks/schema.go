@@ -34,6 +34,7 @@ func Schema() ([]byte, error) {
 		"jitter":         durationSchema("the first run starts at a random offset in [0, jitter); unset everywhere, it is 5s or a tenth of the interval, whichever is smaller", false),
 		"timeout":        durationSchema("per attempt, including reading the body", true),
 		"max_body_bytes": withDoc(integer(1), "largest response body read"),
+		"trace":          withDoc(boolSchema(), "send a W3C traceparent and a tracestate marking the call synthetic with every request, and keep the trace id with the run; default true"),
 		"retries": b.object("retries", retriesKeys, nil, map[string]any{
 			"max_attempts": withDoc(intSchema(ptr(int64(1)), ptr(int64(10))), "attempts in total, the first included"),
 			"base_delay":   durationSchema("first back-off", true),

@@ -58,6 +58,10 @@ type Request struct {
 	// Watch names the listings besides tools/list the call reads, once the
 	// tool is listed, for definition drift (watch.go).
 	Watch Watch
+	// Trace, unless it is the zero Trace, marks every HTTP request of the
+	// session with a span of it: traceparent and tracestate headers, and
+	// the same in a request's params._meta (SPEC §10.1).
+	Trace results.Trace
 }
 
 // Answer is what one Call got: a verdict, what a consumer's rules see, and
@@ -236,6 +240,9 @@ func newCall(ctx context.Context, req Request) *call {
 		}
 		hc := *req.HTTPClient
 		hc.Transport = &wireTripper{next: next, header: header, host: host, life: life, rec: c.rec, tool: req.Tool}
+		if req.Trace.On() {
+			hc.Transport = &traceTripper{next: hc.Transport, trace: req.Trace}
+		}
 		c.hc = &hc
 	}
 

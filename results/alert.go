@@ -158,6 +158,11 @@ type Alert struct {
 	// probe's order, on the alerts the fleet's decider makes. nil on an
 	// alert about a probe of one location, which looks as it always did.
 	Locations []LocationView
+	// TraceID is the W3C trace id of the run the alert is about
+	// (Result.TraceID, SPEC §10.1), so that the reader can find the run in
+	// the provider's traces; "" for an untraced run. Stores read it from
+	// the run's results row.
+	TraceID string
 	// Decider is the lease of the instance that decided the alert: the
 	// decider's (DeciderLease) for a fleet-wide alert, whose outbox
 	// delivers it; "" for an alert a run of one location raised.
@@ -184,6 +189,7 @@ func NewAlert(kind AlertKind, r *Result, now time.Time) Alert {
 		HTTPStatus:  r.HTTPStatus,
 		Consumer:    r.Consumer,
 		State:       DeliveryPending,
+		TraceID:     r.TraceID,
 	}
 	if r.Error != nil {
 		a.Code, a.Message = r.Error.Code, r.Error.Message

@@ -32,6 +32,9 @@ type Envelope struct {
 	// Location is where the operation ran from (Result.RanFrom, SPEC
 	// §13): "default" for a single instance that names none.
 	Location string `json:"location"`
+	// TraceID is the W3C trace id the run's requests carried (Result.TraceID,
+	// SPEC §10.1); absent for a probe with trace: false.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // EnvelopeStep is one step of a steps probe's run as the envelope shows
@@ -95,7 +98,7 @@ func (r *Result) Envelope() Envelope {
 		}
 		env.Shape = &EnvelopeShape{Fingerprint: r.Shape.Fingerprint, Baseline: r.Shape.Baseline, Drift: drift}
 	}
-	env.Step, env.Node, env.Location = r.Step, r.Node, r.RanFrom()
+	env.Step, env.Node, env.Location, env.TraceID = r.Step, r.Node, r.RanFrom(), r.TraceID
 	for _, st := range r.Steps {
 		es := EnvelopeStep{Name: st.Name, Outcome: st.Outcome, DurationMS: st.Duration.Milliseconds(),
 			Polls: st.Polls, Always: st.Always, Skipped: st.Skipped}

@@ -169,6 +169,11 @@ type Result struct {
 	// DefaultLocation and reads DefaultLocation back as "", so that a
 	// result of today's single instance is what it was. RanFrom names it.
 	Location string
+	// TraceID is the W3C trace id every request of the run carried in its
+	// traceparent (SPEC §10.1), 32 hex digits, so that the provider's trace
+	// of the run can be found; "" for a probe with trace: false and for
+	// rows stored before traces were.
+	TraceID string
 }
 
 // RanFrom is the location r ran from, named: DefaultLocation for "".

@@ -161,6 +161,15 @@ func TestEnvelopeGolden(t *testing.T) {
 			Attempts: []Attempt{{Number: 1}}, HTTPStatus: 200, SelectedCount: 1, ValidatedCount: 1,
 			Consumer: ConsumerRef{Name: "search_runs", Version: "1", RuleHash: "0011223344556677"},
 		}},
+		// A traced run names the trace its requests carried (SPEC §10.1).
+		{"trace", Result{
+			OperationID: "2d3e4f5a-0000-4000-8000-000000000005", Probe: "tracker",
+			TraceID:   "4bf92f3577b34da6a3ce929d0e0e4736",
+			StartedAt: started, Duration: 30 * time.Millisecond, Outcome: Unavailable,
+			Error:    NewError(CodeServerError, "HTTP 503 Service Unavailable"),
+			Attempts: []Attempt{{Number: 1, HTTPStatus: 503}}, HTTPStatus: 503,
+			Consumer: ConsumerRef{Name: "search_runs", Version: "1", RuleHash: "0011223344556677"},
+		}},
 		// A steps probe names the step that decided, and lists each step.
 		{"steps", Result{
 			OperationID: "6b5a4c3d-0000-4000-8000-000000000003", Probe: "refund_order_31",

@@ -26,6 +26,9 @@ type runPageView struct {
 	Steps        []runStepView
 	Attempts     []attemptView // a single probe's
 	Exchanges    bool          // the attempts are an MCP session's exchanges
+	// TraceID is the W3C trace the run's requests carried (SPEC §10.1),
+	// to look the run up in the provider's traces; "" when untraced.
+	TraceID string
 }
 
 // runStepView is one step of a steps run with the attempts it made.
@@ -45,7 +48,7 @@ type runStepView struct {
 
 func newRunPageView(now time.Time, r *results.Result) *runPageView {
 	v := &runPageView{Probe: r.Probe, ProbeHref: "/probes/" + url.PathEscape(r.Probe), Kind: r.EffectiveKind(),
-		Run: newRunView(now, r), DecidingStep: r.Step}
+		Run: newRunView(now, r), DecidingStep: r.Step, TraceID: r.TraceID}
 	if r.Error != nil {
 		v.Message = r.Error.Message
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -174,7 +175,10 @@ type historyRow struct {
 	Step *string `json:"step"`
 	// Location is where the run ran from (SPEC §13): default for a
 	// single instance that names none.
-	Location    string           `json:"location"`
+	Location string `json:"location"`
+	// TraceID is the W3C trace id the run's requests carried (SPEC
+	// §10.1); null for an untraced run.
+	TraceID     *string          `json:"trace_id"`
 	AttemptList []attemptRowJSON `json:"attempt_list,omitempty"`
 	// Steps are a steps probe's run_steps rows; absent for a single probe.
 	Steps []stepRowJSON `json:"steps,omitempty"`
@@ -234,7 +238,7 @@ func toHistoryRow(r *results.Result, withAttempts bool) historyRow {
 		DurationMS: r.Duration.Milliseconds(), Outcome: r.Outcome, Attempts: r.AttemptCount(),
 		HTTPStatus: optInt(r.HTTPStatus), SelectedCount: r.SelectedCount, ValidatedCount: r.ValidatedCount,
 		Consumer: r.Consumer.Name, ConsumerVersion: r.Consumer.Version, RuleHash: r.Consumer.RuleHash,
-		Kind: string(r.EffectiveKind()), Step: optString(r.Step), Location: r.RanFrom(),
+		Kind: string(r.EffectiveKind()), Step: optString(r.Step), Location: r.RanFrom(), TraceID: optString(r.TraceID),
 	}
 	for _, st := range r.Steps {
 		sr := stepRowJSON{Step: st.Name, Outcome: st.Outcome, StartedAt: results.FormatTime(st.StartedAt),
@@ -291,7 +295,7 @@ func writeHistoryJSON(w io.Writer, rows []results.Result, withAttempts bool) err
 var historyColumns = []string{"operation_id", "probe", "started_at", "duration_ms", "outcome", "code", "message",
 	"retryable", "attempts", "http_status", "selected_count", "validated_count", "shape_fingerprint",
 	"consumer", "consumer_version", "rule_hash", "response_sample", "shape_baseline", "shape_drift",
-	"kind", "mcp_tool", "mcp_server", "step", "location"}
+	"kind", "mcp_tool", "mcp_server", "step", "location", "trace_id"}
 
 func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 	cw := csv.NewWriter(w)
@@ -317,7 +321,7 @@ func writeHistoryCSV(w io.Writer, rows []results.Result) error {
 			string(r.Outcome), deref(r.Code), deref(r.Message), strconv.FormatBool(r.Retryable),
 			strconv.Itoa(r.Attempts), status, strconv.Itoa(r.SelectedCount), strconv.Itoa(r.ValidatedCount),
 			deref(r.ShapeFingerprint), csvCell(r.Consumer), csvCell(r.ConsumerVersion), csvCell(r.RuleHash), deref(r.ResponseSample),
-			deref(r.ShapeBaseline), deref(r.ShapeDrift), csvCell(r.Kind), deref(r.MCPTool), deref(r.MCPServer), deref(r.Step), csvCell(r.Location)}); err != nil {
+			deref(r.ShapeBaseline), deref(r.ShapeDrift), csvCell(r.Kind), deref(r.MCPTool), deref(r.MCPServer), deref(r.Step), csvCell(r.Location), deref(r.TraceID)}); err != nil {
 			return err
 		}
 	}
@@ -372,14 +376,27 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 	if withLocation {
 		locationHeader, locationGap = "LOCATION\t", "\t"
 	}
+	// A TRACE column, the provider's trace to look the run up by, only
+	// when a run listed was traced (SPEC §10.1).
+	withTrace := slices.ContainsFunc(rows, func(r results.Result) bool { return r.TraceID != "" })
+	trace := func(r *results.Result) string {
+		if !withTrace {
+			return ""
+		}
+		return cmp.Or(r.TraceID, "-") + "\t"
+	}
+	traceHeader, traceGap := "", ""
+	if withTrace {
+		traceHeader, traceGap = "TRACE\t", "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\tMESSAGE\n", locationHeader, toolHeader, stepHeader, paint("OUTCOME", "", colour))
+	fmt.Fprintf(tw, "STARTED\tPROBE\t%s%s%s%s\tCODE\tATTEMPTS\tLATENCY\tHTTP\t%sMESSAGE\n", locationHeader, toolHeader, stepHeader, paint("OUTCOME", "", colour), traceHeader)
 	for i := range rows {
 		r := &rows[i]
 		code, message := present.CodeAndMessage(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s%s%s%s\t%s\t%d\t%s\t%s\t%s\n", results.FormatTime(r.StartedAt), present.Printable(r.Probe), location(r), tool(r), step(r.Step),
+		fmt.Fprintf(tw, "%s\t%s\t%s%s%s%s\t%s\t%d\t%s\t%s\t%s%s\n", results.FormatTime(r.StartedAt), present.Printable(r.Probe), location(r), tool(r), step(r.Step),
 			paint(string(r.Outcome), r.Outcome, colour), code, r.AttemptCount(), present.FormatLatency(r.Duration),
-			present.StatusText(r.HTTPStatus), message)
+			present.StatusText(r.HTTPStatus), trace(r), message)
 		if withAttempts {
 			for _, a := range r.Attempts {
 				acode := present.Printable(a.Verdict())
@@ -387,8 +404,8 @@ func writeHistoryTable(w io.Writer, rows []results.Result, withAttempts, colour 
 				if a.Wait > 0 {
 					detail = strings.TrimSpace(detail + " (then waited " + present.FormatLatency(a.Wait) + ")")
 				}
-				fmt.Fprintf(tw, "  %s\t\t%s%s%s\t%s\t\t%s\t%s\t%s\n", present.Printable(attemptLabel(a)), locationGap, toolGap, step(a.Step), acode, present.FormatLatency(a.Duration),
-					present.StatusText(a.HTTPStatus), detail)
+				fmt.Fprintf(tw, "  %s\t\t%s%s%s\t%s\t\t%s\t%s\t%s%s\n", present.Printable(attemptLabel(a)), locationGap, toolGap, step(a.Step), acode, present.FormatLatency(a.Duration),
+					present.StatusText(a.HTTPStatus), traceGap, detail)
 			}
 		}
 	}

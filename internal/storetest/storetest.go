@@ -121,6 +121,7 @@ var behaviours = []behaviour{
 	{"RecordRun/each step's drift, and a reset of the probe resets its steps", recordStepDrift},
 	{"RecordRun/the node that ran it reads back", recordNode},
 	{"RecordRun/the location it ran from reads back, and History filters by it", recordLocation},
+	{"RecordRun/the trace its requests carried reads back", recordTraceID},
 	{"RecordDecision/the alert state and alerts, with each location's view, read back", recordDecision},
 	{"RecordDecision/the locations announced silent and their alerts, read back", silentLocations},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},

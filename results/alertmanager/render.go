@@ -31,7 +31,8 @@ func (p postable) ending(now time.Time) postable {
 // probe, outcome and code (and fingerprint and drift_kind, response or
 // definition, for a drift), which win over a probe label of the same name
 // so that routes can rely on them. Annotations: summary, message,
-// operation_id, link when set, target (what the run called) and
+// operation_id, trace_id when the run was traced, link when set, target
+// (what the run called) and
 // response_excerpt (the start of a failed run's body) when known,
 // locations (each location's verdict, a line each) on a fleet-wide
 // decision about a probe of several locations, and for a
@@ -56,6 +57,9 @@ func (n *Notifier) postable(a results.Alert) postable {
 	}
 	if a.OperationID != "" {
 		ann["operation_id"] = n.redact(a.OperationID)
+	}
+	if a.TraceID != "" {
+		ann["trace_id"] = a.TraceID
 	}
 	if a.Target != "" {
 		ann["target"] = n.redact(a.Target)

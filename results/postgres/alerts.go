@@ -81,7 +81,7 @@ const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.out
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
     a.previous_mode::text, a.modes::text, a.receiver, a.labels::text, a.target, a.response_excerpt, a.resolving, a.group_key,
-    a.locations::text, a.decider,
+    a.locations::text, a.decider, a.trace_id,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -239,12 +239,13 @@ func scanAlert(rows pgx.Rows) (results.Alert, error) {
 		previous, modes, receiver, labels *string
 		target, excerpt, groupKey         *string
 		locations, decider                *string
+		traceID                           *string
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
 		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving, &groupKey,
-		&locations, &decider,
+		&locations, &decider, &traceID,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -267,7 +268,7 @@ func scanAlert(rows pgx.Rows) (results.Alert, error) {
 	if a.Locations, err = results.DecodeLocations(str(locations)); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
-	a.Decider = str(decider)
+	a.Decider, a.TraceID = str(decider), str(traceID)
 	a.Target, a.ResponseExcerpt, a.GroupKey = str(target), str(excerpt), str(groupKey)
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)

@@ -17,7 +17,7 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server, r.tool_fingerprint, r.step, r.node, r.location,
+    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server, r.tool_fingerprint, r.step, r.node, r.location, r.trace_id,
     (SELECT td.definition::text FROM tool_definitions td WHERE td.probe = r.probe AND td.fingerprint = r.tool_fingerprint)`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
@@ -109,13 +109,14 @@ func scanResult(row scanner) (results.Result, error) {
 		mcpTool, mcpServer     *string
 		tool, definition       *string
 		step, node, location   *string
+		traceID                *string
 		retryable              bool
 		httpStatus             *int32
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
 		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift,
-		&kind, &mcpTool, &mcpServer, &tool, &step, &node, &location, &definition)
+		&kind, &mcpTool, &mcpServer, &tool, &step, &node, &location, &traceID, &definition)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -124,7 +125,7 @@ func scanResult(row scanner) (results.Result, error) {
 	r.Outcome = results.Outcome(outcome)
 	r.Kind = results.ProbeKind(kind)
 	r.Location = results.ResultLocation(str(location))
-	r.Step, r.Node = str(step), str(node)
+	r.Step, r.Node, r.TraceID = str(step), str(node), str(traceID)
 	if mcpTool != nil {
 		r.MCP = &results.MCPTarget{Tool: *mcpTool, Server: str(mcpServer)}
 	}

@@ -28,8 +28,8 @@ const insertResult = `INSERT INTO results (
     operation_id, probe, started_at, duration_ms, outcome, code, message, retryable,
     attempts, http_status, selected_count, validated_count, shape_fingerprint,
     consumer, consumer_version, rule_hash, response_sample, shape_baseline, shape_drift,
-    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, epoch, handover, location
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)`
+    kind, mcp_tool, mcp_server, tool_fingerprint, step, node, epoch, handover, location, trace_id
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
 const insertAttempt = `INSERT INTO attempts (
     operation_id, number, started_at, duration_ms, http_status, code, message, wait_ms, method, try, poll, step
@@ -91,9 +91,9 @@ const insertAlert = `INSERT INTO alerts (
     kind, probe, created_at, operation_id, outcome, code, message, attempts, duration_ms,
     http_status, consumer, consumer_version, rule_hash, failing_since, drift_id,
     state, delivery_tries, next_attempt_at, last_error, previous_mode, modes, receiver, labels,
-    target, response_excerpt, resolving, epoch, group_key, locations, decider
+    target, response_excerpt, resolving, epoch, group_key, locations, decider, trace_id
 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20::text::jsonb, $21::text::jsonb, $22, $23::text::jsonb, $24, $25, $26, $27, $28,
-    $29::text::jsonb, $30)
+    $29::text::jsonb, $30, $31)
 RETURNING id`
 
 // Record stores r alone: RecordRun with no drift, alert state or alerts.
@@ -326,7 +326,7 @@ func queueAlerts(p *pipeline, alerts []results.Alert, epoch int64, link func(*re
 			nullTime(a.FailingSince), link(a), string(a.State), a.DeliveryTries, nullTime(a.NextAttemptAt), nullString(a.LastError),
 			previous, modes, nullString(a.Receiver), labels,
 			nullString(a.Target), nullString(a.ResponseExcerpt), a.Resolving, epoch, nullString(a.GroupKey),
-			nullString(locations), nullString(a.Decider))
+			nullString(locations), nullString(a.Decider), nullString(a.TraceID))
 	}
 	return ids, nil
 }
@@ -438,7 +438,7 @@ func queueResultRows(p *pipeline, rec *results.RunRecord) {
 		r.AttemptCount(), nullInt(r.HTTPStatus), r.SelectedCount, r.ValidatedCount, fingerprint,
 		r.Consumer.Name, r.Consumer.Version, r.Consumer.RuleHash, sample, baseline, drift,
 		string(r.EffectiveKind()), mcpTool, mcpServer, toolFingerprint, nullString(r.Step), nullString(r.Node),
-		rec.Fence.Epoch, rec.Handover, results.LocationOrDefault(r.Location))
+		rec.Fence.Epoch, rec.Handover, results.LocationOrDefault(r.Location), nullString(r.TraceID))
 	queueProbeHour(p, r)
 	queueSteps(p, r, rec.Handover)
 	for _, a := range r.Attempts {

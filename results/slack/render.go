@@ -348,6 +348,11 @@ func contextBlock(a results.Alert, baseURL string) *goslack.ContextBlock {
 		}
 	}
 	add("operation " + code(a.OperationID))
+	if a.TraceID != "" {
+		// The provider's trace of the run (SPEC §10.1), for the on-call
+		// engineer to look up in their tracing.
+		add("trace " + code(a.TraceID))
+	}
 	if a.Consumer.Name != "" {
 		c := a.Consumer.Name
 		if a.Consumer.Version != "" {

@@ -205,6 +205,8 @@ func TestRenderGolden(t *testing.T) {
 		{"step_drift", stepDrift(),
 			":warning: refund_order_31 step verify response shape changed (99ba02a8b482ce41 → 3a105e99edea2dbb): " +
 				"results: list&lt;object(3 keys)&gt; -&gt; object(1 keys); this run: contract_error (unsupported_results_container): results is map"},
+		{"firing_traced", firingTraced(),
+			":large_orange_circle: external_search unavailable (server_error): HTTP 503"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,6 +247,7 @@ func TestRenderSays(t *testing.T) {
 		{"shape_drift", drift(), []string{seedBaseline, seedCurrent,
 			"```results: list&lt;object(3 keys)&gt; -&gt; object(1 keys)```", "*Outcome of this run*\n`contract_error`"}},
 		{"step_drift", stepDrift(), []string{"refund_order_31 step verify response shape changed", "*Step*\n`verify`"}},
+		{"firing_traced", firingTraced(), []string{"trace `4bf92f3577b34da6a3ce929d0e0e4736`"}},
 		{"shape_drift_resolving", driftResolving(), []string{"This run passed and resolved the probe's failure",
 			"*Outcome of this run*\n`pass`"}},
 		{"definition_drift", definitionDriftAlert(), []string{"docs_search tool definition changed",
@@ -553,4 +556,11 @@ func TestClip(t *testing.T) {
 			t.Errorf("clip(%q, %d) = %q, want %q", tt.s, tt.limit, got, tt.want)
 		}
 	}
+}
+
+// firingTraced is firingServerError about a traced run (SPEC §10.1).
+func firingTraced() results.Alert {
+	a := firingServerError()
+	a.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	return a
 }

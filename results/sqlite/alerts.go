@@ -80,7 +80,7 @@ const alertColumns = `a.id, a.kind, a.probe, a.created_at, a.operation_id, a.out
     a.attempts, a.duration_ms, a.http_status, a.consumer, a.consumer_version, a.rule_hash,
     a.failing_since, a.state, a.delivery_tries, a.next_attempt_at, a.last_error, a.delivered_at,
     a.previous_mode, a.modes, a.receiver, a.labels, a.target, a.response_excerpt, a.resolving, a.group_key,
-    a.locations, a.decider,
+    a.locations, a.decider, a.trace_id,
     d.probe, d.operation_id, d.detected_at, d.baseline, d.current, d.diff,
     d.kind, d.description_before, d.description_after, d.step`
 
@@ -222,12 +222,13 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 		previous, modes, receiver, labels     sql.NullString
 		target, excerpt, groupKey             sql.NullString
 		locations, decider                    sql.NullString
+		traceID                               sql.NullString
 	)
 	err := rows.Scan(&a.ID, &kind, &a.Probe, &createdAt, &a.OperationID, &outcome, &code, &message,
 		&a.Attempts, &durationMS, &httpStatus, &a.Consumer.Name, &a.Consumer.Version, &a.Consumer.RuleHash,
 		&failingSince, &state, &a.DeliveryTries, &nextAt, &lastErr, &deliveredAt,
 		&previous, &modes, &receiver, &labels, &target, &excerpt, &a.Resolving, &groupKey,
-		&locations, &decider,
+		&locations, &decider, &traceID,
 		&dProbe, &dOp, &dAt, &dBase, &dCur, &dLines, &dKind, &dBefore, &dAfter, &dStep)
 	if err != nil {
 		return results.Alert{}, err
@@ -250,7 +251,7 @@ func scanAlert(rows *sql.Rows) (results.Alert, error) {
 	if a.Locations, err = results.DecodeLocations(locations.String); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)
 	}
-	a.Decider = decider.String
+	a.Decider, a.TraceID = decider.String, traceID.String
 	a.Target, a.ResponseExcerpt, a.GroupKey = target.String, excerpt.String, groupKey.String
 	if a.Labels, err = parseLabels(labels); err != nil {
 		return results.Alert{}, fmt.Errorf("alert %d: %w", a.ID, err)

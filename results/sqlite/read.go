@@ -16,7 +16,7 @@ import (
 const resultColumns = `r.operation_id, r.probe, r.started_at, r.duration_ms, r.outcome, r.code,
     r.message, r.retryable, r.http_status, r.selected_count, r.validated_count,
     r.shape_fingerprint, s.canonical, r.consumer, r.consumer_version, r.rule_hash,
-    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server, r.tool_fingerprint, r.step, r.node, r.location,
+    r.response_sample, r.shape_baseline, r.shape_drift, r.kind, r.mcp_tool, r.mcp_server, r.tool_fingerprint, r.step, r.node, r.location, r.trace_id,
     (SELECT td.definition FROM tool_definitions td WHERE td.probe = r.probe AND td.fingerprint = r.tool_fingerprint)`
 
 const resultFrom = `FROM results r LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint`
@@ -103,13 +103,14 @@ func scanResult(row scanner) (results.Result, error) {
 		mcpTool, mcpServer     sql.NullString
 		tool, definition       sql.NullString
 		step, node, location   sql.NullString
+		traceID                sql.NullString
 		retryable              bool
 		httpStatus             sql.NullInt64
 	)
 	err := row.Scan(&r.OperationID, &r.Probe, &startedAt, &durationMS, &outcome, &code, &message, &retryable,
 		&httpStatus, &r.SelectedCount, &r.ValidatedCount, &fingerprint, &canonical,
 		&r.Consumer.Name, &r.Consumer.Version, &r.Consumer.RuleHash, &sample, &baseline, &drift,
-		&kind, &mcpTool, &mcpServer, &tool, &step, &node, &location, &definition)
+		&kind, &mcpTool, &mcpServer, &tool, &step, &node, &location, &traceID, &definition)
 	if err != nil {
 		return results.Result{}, err
 	}
@@ -120,7 +121,7 @@ func scanResult(row scanner) (results.Result, error) {
 	r.Outcome = results.Outcome(outcome)
 	r.Kind = results.ProbeKind(kind)
 	r.Location = results.ResultLocation(location.String)
-	r.Step, r.Node = step.String, node.String
+	r.Step, r.Node, r.TraceID = step.String, node.String, traceID.String
 	if mcpTool.Valid {
 		r.MCP = &results.MCPTarget{Tool: mcpTool.String, Server: mcpServer.String}
 	}

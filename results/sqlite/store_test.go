@@ -54,6 +54,27 @@ func TestRecordRoundTrip(t *testing.T) {
 			},
 		},
 		{
+			name: "a traced run keeps its trace id",
+			in: func() results.Result {
+				r := passAfterRetry("op-trace")
+				r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+				return r
+			}(),
+			row: map[string]any{
+				"operation_id": "op-trace", "probe": "external_search", "started_at": "2026-10-26T13:07:00.123Z",
+				"duration_ms": int64(221), "outcome": "pass", "code": nil, "message": nil, "retryable": int64(0),
+				"attempts": int64(2), "http_status": int64(200), "selected_count": int64(3), "validated_count": int64(3),
+				"shape_fingerprint": fpList, "consumer": "select_results", "consumer_version": "2",
+				"rule_hash": "9f86d081884c7d65", "response_sample": nil, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+			},
+			atts: []map[string]any{
+				{"operation_id": "op-trace", "number": int64(1), "started_at": "2026-10-26T13:07:00.123Z", "duration_ms": int64(30),
+					"http_status": int64(503), "code": "server_error", "message": "HTTP 503 Service Unavailable", "wait_ms": int64(150)},
+				{"operation_id": "op-trace", "number": int64(2), "started_at": "2026-10-26T13:07:00.303Z", "duration_ms": int64(41),
+					"http_status": int64(200), "code": nil, "message": nil, "wait_ms": int64(0)},
+			},
+		},
+		{
 			name: "a daemon's run keeps its node",
 			in:   func() results.Result { r := passAfterRetry("op-node"); r.Node = "web-1"; return r }(),
 			row: map[string]any{
@@ -188,7 +209,7 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Errorf("results.id: got %v, want a positive integer", rows[0]["id"])
 			}
 			delete(rows[0], "id")
-			for _, c := range []string{"shape_baseline", "shape_drift", "mcp_tool", "mcp_server", "tool_fingerprint", "step", "node"} {
+			for _, c := range []string{"shape_baseline", "shape_drift", "mcp_tool", "mcp_server", "tool_fingerprint", "step", "node", "trace_id"} {
 				if _, ok := tt.row[c]; !ok {
 					tt.row[c] = nil // an answer that did not drift, of an HTTP probe that check recorded
 				}

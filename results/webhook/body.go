@@ -22,6 +22,10 @@ type Payload struct {
 	Message string            `json:"message"`
 	// OperationID is the run that caused the alert.
 	OperationID string `json:"operation_id"`
+	// TraceID is the W3C trace id the run's requests carried (SPEC
+	// §10.1), to find the run in the provider's traces; omitted when the
+	// run was not traced.
+	TraceID string `json:"trace_id,omitempty"`
 	// StartedAt is when the failure began (firing, reminder, resolved, and
 	// flapping while failing), or when the alert was made (shape_drift,
 	// flapping while passing).
@@ -95,6 +99,7 @@ func (n *Notifier) Payload(a results.Alert) Payload {
 		Code:        results.Code(n.redact(string(a.Code))),
 		Message:     n.redact(a.Message),
 		OperationID: n.redact(a.OperationID),
+		TraceID:     a.TraceID,
 		StartedAt:   a.FailingSince.UTC(),
 		CreatedAt:   a.CreatedAt.UTC(),
 		Link:        probeLink(n.baseURL, a.Probe),

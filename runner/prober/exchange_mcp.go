@@ -27,6 +27,7 @@ type mcpExchange struct {
 	// sees the session's 401s.
 	auth       *bearer
 	challenges *challengeRecorder
+	trace      results.Trace // the run's; the zero Trace with trace off
 }
 
 // newMCPExchange builds step s's exchange around the shared transport t.
@@ -78,6 +79,7 @@ func (x *mcpExchange) session(a *attempt, token string) attemptResult {
 		URL: m.URL, Header: header, Tool: m.Tool, Arguments: m.Arguments, AllowDestructive: m.AllowDestructive,
 		MaxBodyBytes: x.maxBody, HTTPClient: x.client, ClientName: "toolpulse", ClientVersion: x.e.mcpVersion,
 		Now: x.e.now, Schemas: &x.e.schemas, Watch: mcpsdk.Watch{Prompts: m.Watch.Prompts, Resources: m.Watch.Resources},
+		Trace: x.trace,
 	}
 	if len(m.Command) > 0 {
 		req.URL, req.Header, req.HTTPClient, req.Command = "", nil, nil, stdioCommand(m)

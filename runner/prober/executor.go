@@ -7,7 +7,9 @@ package prober
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
@@ -41,6 +43,9 @@ type Options struct {
 	// Version is sent in the User-Agent as toolpulse/<Version>. "": the
 	// binary's own (results.ReadBuild().Label()).
 	Version string
+	// TraceRand is where trace and span ids come from (SPEC §10.1); it must
+	// be safe for concurrent use. nil: crypto/rand.Reader.
+	TraceRand io.Reader
 }
 
 // Executor runs operations. It keeps the HTTP transports that probes with
@@ -53,6 +58,7 @@ type Executor struct {
 	now       func() time.Time
 	rand      func() float64
 	newID     func() string
+	traceRand io.Reader
 	redactor  atomic.Pointer[results.Redactor]
 	userAgent string
 	// mcpVersion is the clientInfo.version an MCP session announces: the
@@ -94,6 +100,11 @@ func NewExecutor(opts Options) *Executor {
 		newID:   opts.NewID,
 		shapes:  map[*checks.Probe]string{},
 		sources: map[sourceKey]*oauth.Source{},
+
+		traceRand: opts.TraceRand,
+	}
+	if e.traceRand == nil {
+		e.traceRand = cryptorand.Reader
 	}
 	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
@@ -165,6 +176,7 @@ func (e *Executor) Run(ctx context.Context, p *checks.Probe) (res results.Result
 	if c := p.Call(); c != nil {
 		res.Consumer = c.Consumer.Ref()
 	}
+	op.startTrace(&res)
 	op.run(&res)
 	return res
 }

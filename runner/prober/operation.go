@@ -27,6 +27,9 @@ type operation struct {
 	// canned, when set, answers every call from a probe fixture's canned
 	// answers by step name, without the network or waiting (toolpulse test).
 	canned map[string][]consumers.Fixture
+	// trace is the run's trace; the zero Trace when the probe has trace
+	// off (runner/prober/trace.go).
+	trace results.Trace
 
 	budget   context.Context // parent, bounded by the run's budget
 	deadline time.Time       // the budget's end, by e.now
@@ -236,11 +239,17 @@ func (op *operation) exchange(s *checks.Step, t http.RoundTripper) (exchange, *r
 		return &cannedExchange{s: s, answers: answers}, nil
 	}
 	if s.MCP != nil {
-		return newMCPExchange(op.e, s, op.p.MaxBodyBytes, t, newBearer(op, s, s.MCP.OAuth, s.MCP.URL, t)), nil
+		mx := newMCPExchange(op.e, s, op.p.MaxBodyBytes, t, newBearer(op, s, s.MCP.OAuth, s.MCP.URL, t))
+		mx.trace = op.trace
+		return mx, nil
 	}
 	hx, err := newHTTPExchange(op.e, s, op.p.MaxBodyBytes, t, newBearer(op, s, s.Request.OAuth, s.Request.URL, t))
 	if err != nil {
 		return nil, results.NewError(results.CodeInternalError, "building the request: %v", err)
+	}
+	if op.trace.On() {
+		// Outside the redirect policy, so that every hop is a span.
+		hx.client.Transport = &traceTransport{next: hx.client.Transport, trace: op.trace}
 	}
 	return hx, nil
 }
