@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -182,6 +183,9 @@ type call struct {
 	parsed   bool
 	callX    int // the tools/call exchange, -1 before it
 	failure  *verdict
+	// lost is why the first session ended when the server forgot it and
+	// the call went on in a second one.
+	lost *verdict
 
 	// listing, when set, makes the session a ListTools one: every page of
 	// tools/list, no tools/call.
@@ -246,11 +250,13 @@ func (c *call) run() {
 			return
 		}
 		if v.sessionLost && c.session == 1 {
-			c.reinitialized = true
+			c.reinitialized, c.lost = true, v
 			continue
 		}
 		if v.sessionLost {
 			v.message += "; again after one re-initialization"
+		} else if c.lost != nil {
+			v.message += "; in a second session, after " + c.lost.message
 		}
 		c.failure = v
 		return
@@ -373,17 +379,48 @@ func (c *call) answer() *Answer {
 			e.Duration = c.rec.now().Sub(x.started)
 		}
 		switch {
+		case x.resumes:
+			e.Method = "GET " + x.method + " (resumed)"
 		case x.httpMethod != http.MethodPost:
 			e.Method = x.httpMethod
 		case e.Method == "":
 			e.Method = "response"
 		}
-		if a.Err != nil && c.failure.exchange == i {
+		switch {
+		case a.Err != nil && c.failure.exchange == i:
 			e.Code, e.Message = a.Err.Code, a.Err.Message
+		case c.lost != nil && c.lost.exchange == i:
+			e.Code, e.Message = c.lost.code, c.scrub(c.lost.message)+"; the call went on in a new session"
+		default:
+			e.Message = c.scrub(unanswered(x, c.req.Tool))
 		}
 		a.Exchanges = append(a.Exchanges, e)
 	}
 	return a
+}
+
+// unanswered says why exchange x, which no verdict names, got no answer;
+// "" when it got one. A request (one with an id) was answered when its
+// response arrived, anything else when an HTTP response did.
+func unanswered(x exchange, tool string) string {
+	what := label(x.method, tool)
+	if x.httpMethod != http.MethodPost {
+		what = x.httpMethod
+		if x.resumes {
+			what = "GET " + label(x.method, tool)
+		}
+	}
+	switch {
+	case x.resumedBy >= 0:
+		return fmt.Sprintf("%s: no response: the server closed the SSE stream after event id %s, and the client resumed it", what, excerpt([]byte(x.lastEventID)))
+	case x.status == 0 && x.err != nil:
+		return what + ": no response: " + errorText(x.err)
+	case x.status == 0:
+		return what + ": no response before the call ended"
+	case x.id != nil && x.response == nil && x.status/100 == 2:
+		return what + ": no response to the request before the call ended"
+	}
+	return ""
 }
 
 // scrub removes the endpoint's credentials from a message: the SDK's error

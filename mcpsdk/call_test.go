@@ -160,6 +160,9 @@ func checkAnswer(t *testing.T, a *mcpsdk.Answer, code results.Code, fragment str
 		if x.Method == "" || x.StartedAt.IsZero() || x.Duration < 0 {
 			t.Errorf("exchange %+v lacks its method, start or duration", x)
 		}
+		if x.Code == results.CodeSessionLost && a.Reinitialized && x.Session == 1 && strings.HasSuffix(x.Message, "; the call went on in a new session") {
+			continue // the trace of the session the server forgot
+		}
 		if x.Code != "" {
 			blamed++
 			if x.Code != got || x.Message != msg {

@@ -152,6 +152,9 @@ func (c *call) judgeExchange(method string, i int) *verdict {
 	}
 	x := c.rec.get(i)
 	what := label(method, c.req.Tool)
+	if x.resumes {
+		what += " (resumed with Last-Event-ID)"
+	}
 	switch {
 	case x.tooLarge:
 		return &verdict{code: results.CodeResponseTooLarge, exchange: i, message: fmt.Sprintf("%s: the answer exceeds max_body_bytes (%d)", what, c.req.MaxBodyBytes)}
@@ -193,6 +196,13 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 			v.retryAfter = min(v.retryAfter, maxRetryAfter)
 		}
 		return v
+	}
+	if x.resumes {
+		// The stream was cut before the response and the server does not
+		// give it back: the response is lost, as on a stream cut without
+		// an id.
+		return &verdict{code: results.CodeConnectionReset, exchange: i,
+			message: what + ": the SSE stream ended before the response, and resuming it with Last-Event-ID got " + status + rpcSays(isRPC, msg)}
 	}
 	switch {
 	case x.status == http.StatusNotAcceptable || x.status == http.StatusUnsupportedMediaType:

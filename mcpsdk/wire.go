@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +60,21 @@ type exchange struct {
 	body     []byte
 	response json.RawMessage
 	result   json.RawMessage
+
+	// lastEventID and retry are the last id and retry fields of an SSE
+	// stream (retry when retrySet): what a client resumes a stream cut
+	// before its response with (a GET carrying Last-Event-ID, after
+	// retry), as servers that poll (MCP 2025-11-25) ask it to.
+	lastEventID string
+	retry       time.Duration
+	retrySet    bool
+	// resumes is set on a GET that resumes the stream of exchange
+	// resumeOf; it carries that exchange's method and id, and its stream
+	// is judged as that request's answer. resumedBy is the GET that
+	// resumed this exchange's stream, -1 for none.
+	resumes   bool
+	resumeOf  int
+	resumedBy int
 }
 
 // recorder holds the exchanges of one call.
@@ -92,6 +109,25 @@ func (r *recorder) last(method string, from int) int {
 	defer r.mu.Unlock()
 	for i := len(r.exchanges) - 1; i >= from && i >= 0; i-- {
 		if r.exchanges[i].method == method && r.exchanges[i].httpMethod == http.MethodPost {
+			// A request whose stream was resumed got its answer, if any,
+			// on the last GET that resumed it.
+			for r.exchanges[i].resumedBy >= 0 {
+				i = r.exchanges[i].resumedBy
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// resumable returns the index of the last exchange whose SSE stream ended
+// at event id without the response to its request, or -1.
+func (r *recorder) resumable(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.exchanges) - 1; i >= 0; i-- {
+		x := r.exchanges[i]
+		if x.lastEventID == id && x.id != nil && x.response == nil && x.resumedBy < 0 {
 			return i
 		}
 	}
@@ -115,6 +151,21 @@ func (r *recorder) add(x *exchange) int {
 	x.session = r.session
 	r.exchanges = append(r.exchanges, x)
 	return len(r.exchanges) - 1
+}
+
+// resume marks exchange i, a GET with Last-Event-ID id, as the
+// resumption of the stream that ended at that id: it answers the same
+// request.
+func (r *recorder) resume(i int, id string) {
+	j := r.resumable(id)
+	if j < 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x, from := r.exchanges[i], r.exchanges[j]
+	x.method, x.id, x.resumes, x.resumeOf = from.method, from.id, true, j
+	from.resumedBy = i
 }
 
 // update runs f on exchange i under the lock.
@@ -179,12 +230,15 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Host = t.host
 	}
 
-	x := &exchange{httpMethod: req.Method, hadSession: req.Header.Get("Mcp-Session-Id") != ""}
+	x := &exchange{httpMethod: req.Method, hadSession: req.Header.Get("Mcp-Session-Id") != "", resumedBy: -1}
 	if req.Method == http.MethodPost {
 		x.method, x.id, x.reqBytes = requestMessage(req)
 	}
 	x.started = t.rec.now()
 	i := t.rec.add(x)
+	if id := req.Header.Get("Last-Event-ID"); req.Method == http.MethodGet && id != "" {
+		t.rec.resume(i, id)
+	}
 
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
@@ -195,7 +249,7 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	ct = strings.ToLower(ct)
-	call := x.httpMethod == http.MethodPost && x.id != nil
+	call := (x.httpMethod == http.MethodPost || x.resumes) && x.id != nil
 	t.rec.update(i, func(x *exchange) {
 		x.status, x.header, x.contentType = resp.StatusCode, resp.Header.Clone(), ct
 	})
@@ -310,6 +364,8 @@ func (b *wireBody) Read(p []byte) (int, error) {
 			for _, ev := range b.sse.feed(p[:n]) {
 				b.event(ev)
 			}
+			id, retry, retrySet := b.sse.lastID, b.sse.retry, b.sse.retrySet
+			b.t.rec.update(b.i, func(x *exchange) { x.lastEventID, x.retry, x.retrySet = id, retry, retrySet })
 		}
 	}
 	bytesRead := b.n
@@ -333,6 +389,14 @@ func (b *wireBody) end() {
 	// An SSE event the stream ended before dispatching is discarded, as
 	// the SSE specification (and the SDK) do.
 	b.t.rec.update(b.i, func(x *exchange) { x.ended = true })
+	if b.kind == bodySSE && !b.answer && b.sse.lastID != "" && b.sse.retrySet {
+		// The server asks to be polled again after retry: a wait the
+		// call cannot afford is a timeout now, not later.
+		if d, ok := b.t.life.Deadline(); ok && b.t.rec.now().Add(b.sse.retry).After(d) {
+			b.t.rec.fault(b.i, results.CodeTimeout, "%s: the server closed the SSE stream before the response and asks to resume it after %s (retry: %d), beyond what is left of the attempt's time",
+				label(b.method, b.t.tool), b.sse.retry, b.sse.retry.Milliseconds())
+		}
+	}
 	if b.kind == bodyKept {
 		body := append([]byte(nil), b.kept.Bytes()...)
 		b.t.rec.update(b.i, func(x *exchange) { x.body = body })
@@ -455,6 +519,12 @@ type sseEvent struct {
 // lines end in LF, CRLF or CR; data lines join with LF; a blank line
 // dispatches; lines starting with a colon are comments.
 type sseParser struct {
+	// lastID is the last event id the stream set, and retry its last
+	// reconnection time (when retrySet): what resuming it needs.
+	lastID   string
+	retry    time.Duration
+	retrySet bool
+
 	line    []byte
 	name    string
 	data    []byte
@@ -506,6 +576,14 @@ func (s *sseParser) lineDone() (sseEvent, bool) {
 	switch string(field) {
 	case "event":
 		s.name = string(value)
+	case "id":
+		if !bytes.ContainsRune(value, 0) {
+			s.lastID = string(value)
+		}
+	case "retry":
+		if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && n >= 0 && n <= math.MaxInt64/int64(time.Millisecond) {
+			s.retry, s.retrySet = time.Duration(n)*time.Millisecond, true
+		}
 	case "data":
 		if s.hasData {
 			s.data = append(s.data, '\n')

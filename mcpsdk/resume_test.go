@@ -1,0 +1,112 @@
+package mcpsdk_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolpulse/toolpulse/internal/testkit"
+	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// pollingServer is a go-sdk server whose get-weather closes the tools/call
+// stream after its priming event (SSE polling, MCP 2025-11-25), asking the
+// client to come back after retry, and answers a little later: on the GET
+// that resumes the stream with Last-Event-ID when the server keeps its
+// events (store), and nowhere otherwise.
+func pollingServer(t *testing.T, retry time.Duration, store bool) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "poller", Version: "1.0.0"}, nil)
+	type in struct {
+		Location string `json:"location"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "get-weather", Description: "Weather for a place."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: retry})
+			select {
+			case <-time.After(min(retry+100*time.Millisecond, time.Second)):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Sunny in " + args.Location}}}, nil, nil
+		})
+	opts := &mcp.StreamableHTTPOptions{}
+	if store {
+		opts.EventStore = mcp.NewMemoryEventStore(nil)
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestCallResumesPolledStream: a go-sdk server that closes the tools/call
+// stream after an event id and a retry: is polled for the answer with a
+// GET carrying Last-Event-ID, after the retry, within the call's time; the
+// GET is an exchange of its own and the cut POST says it got no answer. A
+// retry: beyond the call's time is a timeout at once, and a stream cut
+// with no event id (a server that keeps no events) stays connection_reset.
+func TestCallResumesPolledStream(t *testing.T) {
+	t.Run("resumed", func(t *testing.T) {
+		t.Cleanup(testkit.NoLeaks(t))
+		url := pollingServer(t, 300*time.Millisecond, true)
+		start := time.Now()
+		a := call(t, url, callCase{})
+		took := time.Since(start)
+		t.Logf("%s in %s", describe(a), took)
+		checkAnswer(t, a, "", "")
+		if string(a.Response) != `"Sunny in Oslo"` {
+			t.Errorf("response %s, want the tool's text", a.Response)
+		}
+		if took < 300*time.Millisecond {
+			t.Errorf("answered in %s, before the retry: of 300ms", took)
+		}
+		var post, get *mcpsdk.Exchange
+		for i, x := range a.Exchanges {
+			switch x.Method {
+			case "tools/call":
+				post = &a.Exchanges[i]
+			case "GET tools/call (resumed)":
+				get = &a.Exchanges[i]
+			}
+		}
+		if post == nil || get == nil {
+			t.Fatalf("exchanges %s: want the tools/call POST and the GET that resumed it", describe(a))
+		}
+		if get.Status != http.StatusOK || get.Code != "" || get.Message != "" {
+			t.Errorf("the resuming GET: %d %s %q, want 200 and the answer", get.Status, get.Code, get.Message)
+		}
+		if post.Code != "" || !strings.Contains(post.Message, "no response: the server closed the SSE stream after event id") {
+			t.Errorf("the cut POST: %s %q, want a note that it got no answer", post.Code, post.Message)
+		}
+	})
+	t.Run("retry beyond the call's time", func(t *testing.T) {
+		t.Cleanup(testkit.NoLeaks(t))
+		url := pollingServer(t, 10*time.Second, true)
+		a := call(t, url, callCase{timeout: 2 * time.Second})
+		t.Logf("%s", describe(a))
+		checkAnswer(t, a, results.CodeTimeout, "asks to resume it after 10s (retry: 10000), beyond what is left of the attempt's time")
+		for _, x := range a.Exchanges {
+			if strings.HasPrefix(x.Method, "GET") {
+				t.Errorf("a GET (%s) after a retry: the call cannot wait for", x.Method)
+			}
+		}
+	})
+	t.Run("no event id", func(t *testing.T) {
+		t.Cleanup(testkit.NoLeaks(t))
+		url := pollingServer(t, 100*time.Millisecond, false)
+		a := call(t, url, callCase{})
+		t.Logf("%s", describe(a))
+		checkAnswer(t, a, results.CodeConnectionReset, `tools/call "get-weather": the SSE stream ended before the response`)
+		for _, x := range a.Exchanges {
+			if strings.HasPrefix(x.Method, "GET") {
+				t.Errorf("a GET (%s) for a stream that named no event to resume from", x.Method)
+			}
+		}
+	})
+}
