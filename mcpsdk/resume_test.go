@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolpulse/toolpulse/internal/mcptest"
 	"github.com/toolpulse/toolpulse/internal/testkit"
 	"github.com/toolpulse/toolpulse/mcpsdk"
 	"github.com/toolpulse/toolpulse/results"
@@ -109,4 +110,28 @@ func TestCallResumesPolledStream(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCallResumesTypeScriptServer: a server on the TypeScript SDK with an
+// event store and a retry interval, whose tool closes the tools/call
+// stream (extra.closeSSEStream) and answers 300 ms later, is polled for
+// the answer as its own client does.
+func TestCallResumesTypeScriptServer(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	url := mcptest.StartTSServer(t)
+	a := call(t, url, callCase{tool: "poll", args: map[string]any{}})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, "", "")
+	if string(a.Response) != `"polled"` {
+		t.Errorf("response %s, want the tool's text", a.Response)
+	}
+	resumed := 0
+	for _, x := range a.Exchanges {
+		if x.Method == "GET tools/call (resumed)" && x.Status == http.StatusOK {
+			resumed++
+		}
+	}
+	if resumed != 1 {
+		t.Errorf("%d GETs resumed the tools/call stream, want 1", resumed)
+	}
 }
