@@ -244,7 +244,7 @@ func (c *call) judgeRPCError(method string, i int, code int, msg string, data js
 		v.message += ": the server says the tool does not exist"
 	case method == "tools/call" && code == rpcInvalidParams:
 		v.code = results.CodeToolInput
-		v.message += ": the server rejects the arguments"
+		v.message = c.rejected(text, msg) + ": the server rejects the arguments"
 	case method == "tools/list" && code == rpcMethodNotFound:
 		v.code = results.CodeToolMissing
 		v.message += ": the server lists no tools"
@@ -321,7 +321,7 @@ func (c *call) judgeResult(i int) *verdict {
 		case unknownTool(text, c.req.Tool):
 			return &verdict{code: results.CodeToolMissing, exchange: i, message: what + ": the result says the tool does not exist: " + excerpt([]byte(text))}
 		case invalidInput(text):
-			return &verdict{code: results.CodeToolInput, exchange: i, message: what + ": the result rejects the arguments: " + excerpt([]byte(text))}
+			return &verdict{code: results.CodeToolInput, exchange: i, message: what + ": the result rejects the arguments: " + c.inputExcerpt(text)}
 		}
 		return &verdict{code: results.CodeToolError, exchange: i, message: what + ": the result has isError: true: " + excerpt([]byte(text))}
 	}
@@ -351,11 +351,76 @@ func unknownTool(text, tool string) bool {
 
 // invalidInput reports whether an isError text says the arguments were
 // rejected: the TypeScript SDK's "MCP error -32602: Input validation error:
-// …" and its kin.
+// …", the go-sdk's `validating "arguments": …`, and their kin.
 func invalidInput(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "input validation error") || strings.Contains(t, "mcp error -32602") ||
-		strings.Contains(t, "invalid arguments")
+		strings.Contains(t, "invalid arguments") || strings.HasPrefix(strings.TrimSpace(t), `validating "arguments"`)
+}
+
+// rejected rewrites the message text of a JSON-RPC error that rejects the
+// arguments so that its quote of msg is cut around the argument it names.
+func (c *call) rejected(text, msg string) string {
+	return strings.Replace(text, excerpt([]byte(msg)), c.inputExcerpt(msg), 1)
+}
+
+// inputExcerpt quotes a server's refusal of the arguments on one line,
+// at most about maxExcerpt characters: whole when it fits; otherwise its
+// start and the stretch around the last mention of an argument's name (one
+// the call sent or the tool's inputSchema declares), which is where
+// validators say what is wrong (`missing properties: ["location"]`,
+// `"path": [ "location" ]`, `/properties/units: enum: …`); without such a
+// mention, its start and end.
+func (c *call) inputExcerpt(text string) string {
+	r := []rune(strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " "))
+	if len(r) <= maxExcerpt {
+		return excerpt([]byte(text))
+	}
+	names := c.def.inputNames()
+	for name := range c.req.Arguments {
+		names = append(names, name)
+	}
+	at := -1
+	for _, name := range names {
+		if i := lastWord(r, []rune(name)); i > at {
+			at = i
+		}
+	}
+	if at < 0 {
+		return excerpt([]byte(text))
+	}
+	const head, before = maxExcerpt / 4, maxExcerpt / 4
+	start := max(at-before, head)
+	end := min(start+maxExcerpt-head, len(r))
+	out := string(r[:head]) + "…" + string(r[start:end])
+	if start == head {
+		out = string(r[:end])
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return fmt.Sprintf("%q", out)
+}
+
+// lastWord is the rune index of the last occurrence of name in r that is a
+// whole word (not inside a longer identifier), or -1.
+func lastWord(r, name []rune) int {
+	if len(name) == 0 {
+		return -1
+	}
+	isWord := func(c rune) bool {
+		return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	for i := len(r) - len(name); i >= 0; i-- {
+		if string(r[i:i+len(name)]) != string(name) {
+			continue
+		}
+		if (i > 0 && isWord(r[i-1])) || (i+len(name) < len(r) && isWord(r[i+len(name)])) {
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // rpcErrorOf decodes a JSON-RPC error response.

@@ -1,0 +1,86 @@
+package mcpsdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolpulse/toolpulse/internal/mcptest"
+	"github.com/toolpulse/toolpulse/internal/testkit"
+	"github.com/toolpulse/toolpulse/results"
+)
+
+// forecastSchema nests the argument a validator names deep in its
+// message, well past the first maxExcerpt characters of it.
+const forecastSchema = `{"type":"object","required":["location"],"properties":{
+	"location":{"type":"string"},
+	"options":{"type":"object","properties":{"forecast":{"type":"object","properties":{
+		"units":{"enum":["celsius-degrees-metric","fahrenheit-degrees-imperial","kelvin-absolute-thermodynamic","rankine-absolute-imperial","reaumur-historic-scale"]}}}}}}}`
+
+// goSDKServer is a server on the go-sdk whose typed tools validate their
+// arguments as the SDK does: get-weather ({location}) and forecast
+// (forecastSchema).
+func goSDKServer(t *testing.T) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "validating", Version: "1.0.0"}, nil)
+	type weather struct {
+		Location string `json:"location"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "get-weather"}, func(_ context.Context, _ *mcp.CallToolRequest, in weather) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Sunny in " + in.Location}}}, nil, nil
+	})
+	type forecast struct {
+		Location string `json:"location"`
+		Options  any    `json:"options"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "forecast", InputSchema: json.RawMessage(forecastSchema)},
+		func(_ context.Context, _ *mcp.CallToolRequest, in forecast) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Rain in " + in.Location}}}, nil, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestCallToolInputWordings: arguments a real server's own validation
+// rejects are tool_input, not tool_error, in the words of the go-sdk
+// (`validating "arguments": …`) and of the TypeScript SDK ("MCP error
+// -32602: Input validation error: …"), and the message quotes the
+// refusal around the argument it names, however deep in it that is.
+func TestCallToolInputWordings(t *testing.T) {
+	deep := map[string]any{"location": "Oslo", "options": map[string]any{"forecast": map[string]any{"units": "kelvin"}}}
+	t.Run("go-sdk", func(t *testing.T) {
+		t.Cleanup(testkit.NoLeaks(t))
+		url := goSDKServer(t)
+		for _, c := range []callCase{
+			{name: "missing", args: map[string]any{}, code: results.CodeToolInput,
+				message: `the result rejects the arguments: "validating \"arguments\": validating root: required: missing properties: [\"location\"]"`},
+			{name: "deep", tool: "forecast", args: deep, code: results.CodeToolInput,
+				message: `/properties/units: enum: kelvin does not equal any of`},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				a := call(t, url, c)
+				t.Logf("%s", describe(a))
+				checkAnswer(t, a, c.code, c.message)
+				if n := len([]rune(a.Err.Message)); n > 300 {
+					t.Errorf("message of %d characters, want it bounded", n)
+				}
+			})
+		}
+	})
+	t.Run("TypeScript SDK", func(t *testing.T) {
+		t.Cleanup(testkit.NoLeaks(t))
+		url := mcptest.StartTSServer(t)
+		a := call(t, url, callCase{tool: "echo", args: map[string]any{"message": 5}})
+		t.Logf("%s", describe(a))
+		checkAnswer(t, a, results.CodeToolInput, "Input validation error")
+		if !strings.Contains(a.Err.Message, "received number at message") {
+			t.Errorf("message %q does not name the argument", a.Err.Message)
+		}
+	})
+}
