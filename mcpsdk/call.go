@@ -92,7 +92,9 @@ type Answer struct {
 	// IsError is the result's isError.
 	IsError bool
 	// Status and Headers are those of the tools/call exchange (header names
-	// lower-case, first value); 0 and nil when it did not happen.
+	// lower-case, first value); 0 and nil when it did not happen, except
+	// that Status is then the one of the exchange the call failed at (a
+	// 401 to initialize), when that one got a response.
 	Status  int
 	Headers map[string]string
 
@@ -352,8 +354,13 @@ func (c *call) call(cs *mcp.ClientSession) *verdict {
 func (c *call) answer() *Answer {
 	a := &Answer{ProtocolVersion: c.version, Reinitialized: c.reinitialized, Tool: c.tool, Result: c.result}
 	xs := c.rec.snapshot()
-	if c.callX >= 0 && c.callX < len(xs) {
+	switch {
+	case c.callX >= 0 && c.callX < len(xs):
 		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
+	case c.failure != nil && c.failure.exchange >= 0 && c.failure.exchange < len(xs):
+		// The call failed before tools/call: the status it failed at (a
+		// 401 to initialize) is the run's.
+		a.Status = xs[c.failure.exchange].status
 	}
 	switch {
 	case c.parsed:

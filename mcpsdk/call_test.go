@@ -59,6 +59,7 @@ type callCase struct {
 	timeout time.Duration  // 5s when 0
 	limit   int64          // 1 MiB when 0
 	allow   bool           // AllowDestructive
+	auth    string         // the Authorization header; secretToken when ""
 	code    results.Code   // "" for a usable answer
 	message string         // a fragment of the message
 	check   func(t *testing.T, s *mcptest.Server, a *mcpsdk.Answer)
@@ -103,6 +104,9 @@ func call(t *testing.T, url string, c callCase) *mcpsdk.Answer {
 		AllowDestructive: c.allow,
 		MaxBodyBytes:     c.limit,
 		HTTPClient:       &http.Client{Transport: tr},
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	if req.Tool == "" {
 		req.Tool = "get-weather"

@@ -1,6 +1,7 @@
 package mcpsdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,7 +213,102 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 	case x.status == http.StatusBadRequest:
 		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: what + ": " + status + " with " + describeType(x.header.Get("Content-Type")) + ", not a JSON-RPC error"}
 	}
+	if x.status == http.StatusUnauthorized || x.status == http.StatusForbidden {
+		return &verdict{code: results.CodeUnexpectedStatus, exchange: i,
+			message: what + ": " + status + authSays(x.header.Values("WWW-Authenticate")) + rpcSays(isRPC, msg) + bodySays(isRPC, x)}
+	}
 	return &verdict{code: results.CodeUnexpectedStatus, exchange: i, message: what + ": " + status + rpcSays(isRPC, msg)}
+}
+
+// authSays is what a 401 or 403's WWW-Authenticate challenges ask for: a
+// Bearer challenge with resource_metadata (RFC 9728) is a server that wants
+// OAuth, and says where its protected resource metadata is; the error
+// and scope it names say which token it would take.
+func authSays(challenges []string) string {
+	for _, ch := range challenges {
+		scheme, params, _ := strings.Cut(strings.TrimSpace(ch), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			continue
+		}
+		p := authParams(params)
+		var parts []string
+		if p["resource_metadata"] != "" {
+			parts = append(parts, "the server wants an OAuth access token (WWW-Authenticate: Bearer; its protected resource metadata is at "+quote(clip(p["resource_metadata"], 200))+")")
+		} else {
+			parts = append(parts, "the server wants a bearer token (WWW-Authenticate: Bearer)")
+		}
+		if p["error"] != "" {
+			parts = append(parts, "error "+quote(clip(p["error"], 60)))
+		}
+		if p["scope"] != "" {
+			parts = append(parts, "scope "+quote(clip(p["scope"], 120)))
+		}
+		return ": " + strings.Join(parts, ", ")
+	}
+	return ""
+}
+
+// authParams reads the auth-params of a challenge (RFC 9110 §11.2),
+// name=token or name="quoted string", separated by commas.
+func authParams(s string) map[string]string {
+	out := map[string]string{}
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimLeft(strings.TrimSpace(s), ", ") {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			break
+		}
+		name, rest = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(rest)
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			j := 1
+			for ; j < len(rest) && rest[j] != '"'; j++ {
+				if rest[j] == '\\' && j+1 < len(rest) {
+					j++
+				}
+				b.WriteByte(rest[j])
+			}
+			value, s = b.String(), rest[min(j+1, len(rest)):]
+		} else {
+			value, s, _ = strings.Cut(rest, ",")
+			value = strings.TrimSpace(value)
+		}
+		if _, seen := out[name]; !seen {
+			out[name] = value
+		}
+	}
+	return out
+}
+
+// bodySays quotes the body of a refusal that is not a JSON-RPC error when
+// it is text a person wrote (text/plain, or JSON), bounded: a gateway's
+// 403 often names the fix ("the key lacks the docs:read scope").
+func bodySays(isRPC bool, x exchange) string {
+	if isRPC || len(bytes.TrimSpace(x.body)) == 0 {
+		return ""
+	}
+	switch x.contentType {
+	case "text/plain", "application/json", "application/problem+json", "":
+		// Its start, where a person puts what to do, on one line.
+		r := []rune(strings.Join(strings.Fields(strings.ToValidUTF8(string(x.body), "?")), " "))
+		if len(r) > maxBodyQuote {
+			r = append(r[:maxBodyQuote], '…')
+		}
+		return ": the body says " + quote(string(r))
+	}
+	return ""
+}
+
+// maxBodyQuote bounds, in characters, what a message quotes of a refusal's
+// body.
+const maxBodyQuote = 300
+
+// clip cuts s to n bytes of valid UTF-8, marked "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func rpcSays(isRPC bool, msg string) string {
