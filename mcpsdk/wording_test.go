@@ -84,3 +84,25 @@ func TestCallToolInputWordings(t *testing.T) {
 		}
 	})
 }
+
+// TestCallOutputSchemaNamesEveryViolation: structuredContent that breaks
+// a go-sdk tool's outputSchema in several places is output_schema with
+// every missing and extra key named, at the top level and inside, where
+// the validator alone names only its first finding.
+func TestCallOutputSchemaNamesEveryViolation(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	server := mcp.NewServer(&mcp.Implementation{Name: "drifting", Version: "1.0.0"}, nil)
+	server.AddTool(&mcp.Tool{Name: "get-weather", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","required":["temperature","unit","wind"],"additionalProperties":false,"properties":{
+			"temperature":{"type":"number"},"unit":{"type":"string"},
+			"wind":{"type":"object","required":["speed"],"additionalProperties":false,"properties":{"speed":{"type":"number"}}}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"temp":21.5,"unit":"C","wind":{"kmh":12}}`),
+				Content: []mcp.Content{&mcp.TextContent{Text: `{"temp":21.5}`}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	a := call(t, srv.URL, callCase{args: map[string]any{}})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, results.CodeOutputSchema, `structuredContent does not match the outputSchema: missing key "temperature"; unexpected key "temp"; /wind: missing key "speed"; /wind: unexpected key "kmh"`)
+}
