@@ -291,6 +291,13 @@ func (c *call) once() *verdict {
 		return &verdict{code: results.CodeDestructiveTool, exchange: -1,
 			message: "tools/call " + quote(c.req.Tool) + " not made: tools/list annotates the tool destructiveHint: true and the probe does not set allow_destructive"}
 	}
+	if c.def.taskSupport() == "required" {
+		// The server refuses a plain call of such a tool (the TypeScript
+		// SDK with "method not found"), which would read as a tool that
+		// does not exist.
+		return &verdict{code: results.CodeNeedsInput, exchange: -1,
+			message: "tools/call " + quote(c.req.Tool) + " not made: tools/list says execution.taskSupport: \"required\" (the tool runs only as a task, which the client must ask for), and a probe makes plain calls"}
+	}
 	return c.call(cs)
 }
 

@@ -106,3 +106,23 @@ func TestCallOutputSchemaNamesEveryViolation(t *testing.T) {
 	t.Logf("%s", describe(a))
 	checkAnswer(t, a, results.CodeOutputSchema, `structuredContent does not match the outputSchema: missing key "temperature"; unexpected key "temp"; /wind: missing key "speed"; /wind: unexpected key "kmh"`)
 }
+
+// TestCallTaskRequired: a tool a TypeScript SDK server lists with
+// execution.taskSupport: required is not called (the server would answer a
+// plain call "method not found", read as a missing tool) and ends as
+// needs_input with a message that says why.
+func TestCallTaskRequired(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	url := mcptest.StartTSServer(t)
+	a := call(t, url, callCase{tool: "task-only", args: map[string]any{}})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, results.CodeNeedsInput, `tools/call "task-only" not made: tools/list says execution.taskSupport: "required"`)
+	for _, x := range a.Exchanges {
+		if x.Method == "tools/call" {
+			t.Error("the tool was called")
+		}
+	}
+	if !strings.Contains(string(a.Tool), `"taskSupport":"required"`) {
+		t.Errorf("the tool's definition %s lacks its execution", a.Tool)
+	}
+}
