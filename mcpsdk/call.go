@@ -271,6 +271,11 @@ func (c *call) once() *verdict {
 	from := c.rec.count()
 	t := Transport(c.req.URL, c.hc)
 	t.MaxEventSize = maxEventSize(c.req.MaxBodyBytes)
+	// A server may ask for input on the standalone stream, out of band
+	// of the call (the TypeScript SDK's elicitInput); a probe listens
+	// there so that such a call ends as needs_input, not a timeout. A
+	// listing calls nothing.
+	t.DisableStandaloneSSE = c.listing != nil
 	cs, err := c.client.Connect(c.op, t, nil)
 	if err != nil {
 		return c.connectFailure(from, err)
@@ -380,6 +385,11 @@ func (c *call) answer() *Answer {
 		a.RetryAfter, a.RetryAfterSet = v.retryAfter, v.retryAfterSet
 	}
 	for i, x := range xs {
+		if x.standalone && (c.failure == nil || c.failure.exchange != i) {
+			// The stream a probe only listens on is a row when it
+			// carried what ended the call.
+			continue
+		}
 		e := Exchange{
 			Method:        x.method,
 			Session:       x.session,
@@ -393,6 +403,8 @@ func (c *call) answer() *Answer {
 			e.Duration = c.rec.now().Sub(x.started)
 		}
 		switch {
+		case x.standalone:
+			e.Method = "GET " + x.method + " (standalone stream)"
 		case x.resumes:
 			e.Method = "GET " + x.method + " (resumed)"
 		case x.httpMethod != http.MethodPost:

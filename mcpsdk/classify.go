@@ -416,6 +416,8 @@ func (c *call) judgeResult(i int) *verdict {
 		switch {
 		case unknownTool(text, c.req.Tool):
 			return &verdict{code: results.CodeToolMissing, exchange: i, message: what + ": the result says the tool does not exist: " + excerpt([]byte(text))}
+		case inputUnsupported(text):
+			return &verdict{code: results.CodeNeedsInput, exchange: i, message: what + ": the result says the tool needs input the client does not offer, which a probe cannot give: " + excerpt([]byte(text))}
 		case invalidInput(text):
 			return &verdict{code: results.CodeToolInput, exchange: i, message: what + ": the result rejects the arguments: " + c.inputExcerpt(text)}
 		}
@@ -452,6 +454,18 @@ func invalidInput(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "input validation error") || strings.Contains(t, "mcp error -32602") ||
 		strings.Contains(t, "invalid arguments") || strings.HasPrefix(strings.TrimSpace(t), `validating "arguments"`)
+}
+
+// inputUnsupported reports whether an isError text says the tool needed
+// a client capability a probe does not declare: the TypeScript SDK's
+// "Client does not support form elicitation." (elicitInput) and its kin
+// for sampling and roots.
+func inputUnsupported(text string) bool {
+	t := strings.ToLower(text)
+	if !strings.Contains(t, "client does not support") {
+		return false
+	}
+	return strings.Contains(t, "elicitation") || strings.Contains(t, "sampling") || strings.Contains(t, "roots")
 }
 
 // rejected rewrites the message text of a JSON-RPC error that rejects the

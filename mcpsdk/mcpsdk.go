@@ -24,8 +24,10 @@ import (
 // probe's own retry policy: a resumption that fails, or one that brings
 // no new event, ends the call; one that brings new events may be followed
 // by another, within the call's context. Each GET is an exchange of its
-// own in the attempt rows. DisableStandaloneSSE is set because a probe needs no stream of
-// server-initiated messages. The SDK has no header option: headers
+// own in the attempt rows. DisableStandaloneSSE is set: the SDK fails a
+// session whose standalone stream fails or keeps ending, so only Call,
+// whose wire keeps that stream from failing anything, turns it on, to
+// hear a server that asks for input there. The SDK has no header option: headers
 // (Authorization) go in through client's RoundTripper.
 func Transport(endpoint string, client *http.Client) *mcp.StreamableClientTransport {
 	return &mcp.StreamableClientTransport{

@@ -75,6 +75,9 @@ type exchange struct {
 	resumes   bool
 	resumeOf  int
 	resumedBy int
+	// standalone is set on the GET of the session's standalone SSE
+	// stream; method then names the server request for input it carried.
+	standalone bool
 }
 
 // recorder holds the exchanges of one call.
@@ -151,6 +154,19 @@ func (r *recorder) add(x *exchange) int {
 	x.session = r.session
 	r.exchanges = append(r.exchanges, x)
 	return len(r.exchanges) - 1
+}
+
+// pending is the JSON-RPC method of the last request still waiting for
+// its response, "" for none.
+func (r *recorder) pending() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.exchanges) - 1; i >= 0; i-- {
+		if x := r.exchanges[i]; x.id != nil && x.response == nil && x.httpMethod == http.MethodPost {
+			return x.method
+		}
+	}
+	return ""
 }
 
 // resume marks exchange i, a GET with Last-Event-ID id, as the
@@ -239,6 +255,11 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if id := req.Header.Get("Last-Event-ID"); req.Method == http.MethodGet && id != "" {
 		t.rec.resume(i, id)
 	}
+	standalone := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") == ""
+	if standalone {
+		t.rec.update(i, func(x *exchange) { x.standalone = true })
+		return t.standalone(req, i, cancel, release)
+	}
 
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
@@ -279,6 +300,49 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// standaloneWait bounds how long the standalone stream's GET may take to
+// answer: the SDK opens it inside the handshake and waits for it there.
+const standaloneWait = time.Second
+
+// standalone makes the GET of the session's standalone SSE stream, the
+// one where a server sends requests unrelated to a call (an elicitation a
+// tool asks for out of band). The stream is optional and a probe only
+// listens on it, so nothing it does may fail the session: a GET that
+// fails, answers late or answers anything but a 2xx event stream reaches
+// the SDK as the 405 of a server without one, and a stream the server
+// ends stays open to the SDK until the call ends, so that it does not
+// reconnect. A server request for input on it ends the call as
+// needs_input.
+func (t *wireTripper) standalone(req *http.Request, i int, cancel context.CancelFunc, release func()) (*http.Response, error) {
+	slow := time.AfterFunc(standaloneWait, cancel)
+	resp, err := t.next.RoundTrip(req)
+	late := !slow.Stop()
+	if err == nil && (late || resp.StatusCode/100 != 2 || !strings.EqualFold(baseType(resp.Header.Get("Content-Type")), "text/event-stream")) {
+		t.rec.update(i, func(x *exchange) { x.status, x.header = resp.StatusCode, resp.Header.Clone() })
+		resp.Body.Close()
+	}
+	if err != nil || late || resp.StatusCode/100 != 2 || !strings.EqualFold(baseType(resp.Header.Get("Content-Type")), "text/event-stream") {
+		if err != nil {
+			t.rec.update(i, func(x *exchange) { x.err = err })
+		}
+		t.rec.finish(i)
+		release()
+		return &http.Response{Status: "405 Method Not Allowed", StatusCode: http.StatusMethodNotAllowed, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	}
+	t.rec.update(i, func(x *exchange) {
+		x.status, x.header, x.contentType = resp.StatusCode, resp.Header.Clone(), "text/event-stream"
+	})
+	resp.Body = &wireBody{rc: resp.Body, t: t, i: i, release: release, kind: bodyStandalone, ctx: req.Context()}
+	return resp, nil
+}
+
+// baseType is a Content-Type's media type alone.
+func baseType(ct string) string {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt
+}
+
 // errTooLarge is what the SDK gets for a body over the limit; the verdict
 // is the recorder's.
 var errTooLarge = errors.New("response exceeds max_body_bytes")
@@ -312,9 +376,10 @@ func requestMessage(req *http.Request) (method string, id json.RawMessage, size 
 
 // How a wireBody treats what it reads.
 const (
-	bodyIgnored = iota // not the answer to a request: counted only
-	bodyKept           // one JSON message or an error page: kept, judged at its end
-	bodySSE            // an SSE stream: judged event by event
+	bodyIgnored    = iota // not the answer to a request: counted only
+	bodyKept              // one JSON message or an error page: kept, judged at its end
+	bodySSE               // an SSE stream: judged event by event
+	bodyStandalone        // the standalone SSE stream: watched for requests for input
 )
 
 // wireBody is a response body on its way to the SDK.
@@ -326,6 +391,7 @@ type wireBody struct {
 	release func()
 	method  string
 	id      json.RawMessage
+	ctx     context.Context // the request's, for a standalone stream
 
 	mu     sync.Mutex
 	n      int64
@@ -360,6 +426,10 @@ func (b *wireBody) Read(p []byte) (int, error) {
 		switch b.kind {
 		case bodyKept:
 			b.kept.Write(p[:n])
+		case bodyStandalone:
+			for _, ev := range b.sse.feed(p[:n]) {
+				b.standaloneEvent(ev)
+			}
 		case bodySSE:
 			for _, ev := range b.sse.feed(p[:n]) {
 				b.event(ev)
@@ -370,6 +440,14 @@ func (b *wireBody) Read(p []byte) (int, error) {
 	}
 	bytesRead := b.n
 	b.t.rec.update(b.i, func(x *exchange) { x.bytes = bytesRead })
+	if err == io.EOF && b.kind == bodyStandalone {
+		// Held open: an ended stream would make the SDK reconnect, and
+		// fail the session when that does not help.
+		b.mu.Unlock()
+		<-b.ctx.Done()
+		b.mu.Lock()
+		err = b.ctx.Err()
+	}
 	switch {
 	case err == io.EOF:
 		b.end()
@@ -415,6 +493,24 @@ func (b *wireBody) event(ev sseEvent) {
 		return // a priming event, or one the transport does not define
 	}
 	b.message(ev.data, "an SSE event")
+}
+
+// standaloneEvent judges one event of the standalone stream: a server
+// request for input ends the call, as it does on a call's own stream.
+func (b *wireBody) standaloneEvent(ev sseEvent) {
+	if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		return
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(ev.data, &m) != nil || !askedInput(m.Method) || isNull(m.ID) {
+		return
+	}
+	b.t.rec.update(b.i, func(x *exchange) { x.method = m.Method })
+	b.t.rec.fault(b.i, results.CodeNeedsInput, "%s: the server asked the client for %s on its standalone SSE stream, which a probe cannot give",
+		label(b.t.rec.pending(), b.t.tool), m.Method)
 }
 
 // message judges one JSON-RPC message the server sent on the request's

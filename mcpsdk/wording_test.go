@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -125,4 +126,40 @@ func TestCallTaskRequired(t *testing.T) {
 	if !strings.Contains(string(a.Tool), `"taskSupport":"required"`) {
 		t.Errorf("the tool's definition %s lacks its execution", a.Tool)
 	}
+}
+
+// TestCallInputAskedOutOfBand: a TypeScript SDK server whose tool asks the
+// client for input on the standalone SSE stream (elicitInput, unrelated
+// to the call) ends the call as needs_input at once, not as a timeout when
+// the tool waits for an answer that never comes; the stream is a row of
+// its own.
+func TestCallInputAskedOutOfBand(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	url := mcptest.StartTSServer(t)
+	start := time.Now()
+	a := call(t, url, callCase{tool: "ask", args: map[string]any{}, timeout: 5 * time.Second})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, results.CodeNeedsInput, `tools/call "ask": the server asked the client for elicitation/create on its standalone SSE stream, which a probe cannot give`)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("took %s: the request for input should end the call when it arrives", took)
+	}
+	found := false
+	for _, x := range a.Exchanges {
+		found = found || (x.Method == "GET elicitation/create (standalone stream)" && x.Code == results.CodeNeedsInput)
+	}
+	if !found {
+		t.Errorf("no row for the standalone stream that carried the request: %s", describe(a))
+	}
+}
+
+// TestCallInputRefusedByServer: a TypeScript SDK server whose tool asks for
+// input through elicitInput checks the client's capabilities first and
+// answers isError "Client does not support form elicitation."; that is
+// needs_input, not the tool's own error.
+func TestCallInputRefusedByServer(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	url := mcptest.StartTSServer(t)
+	a := call(t, url, callCase{tool: "ask-checked", args: map[string]any{}})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, results.CodeNeedsInput, `the result says the tool needs input the client does not offer, which a probe cannot give: "Client does not support form elicitation."`)
 }

@@ -9,6 +9,8 @@
 //   echo      {message: string}, answers "Echo: <message>";
 //   ask       asks the client for input on the standalone GET stream
 //             (elicitation/create unrelated to the call) and waits for it;
+//   ask-checked asks through elicitInput, which refuses a client without
+//             the elicitation capability: an isError result;
 //   task-only declares execution.taskSupport: required.
 'use strict';
 const http = require('node:http');
@@ -17,6 +19,7 @@ const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const { InMemoryTaskStore } = require('@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js');
+const { ElicitResultSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { z } = require('zod');
 
 const port = Number(process.argv[2]);
@@ -33,11 +36,20 @@ function newServer() {
   });
   server.registerTool('echo', { description: 'Echoes a message.', inputSchema: { message: z.string() } },
     async ({ message }) => ({ content: [{ type: 'text', text: 'Echo: ' + message }] }));
+  const question = {
+    mode: 'form', message: 'Which city?',
+    requestedSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
+  // ask sends the request whatever the client declared, unrelated to the
+  // call, so the transport puts it on the standalone GET stream.
   server.registerTool('ask', { description: 'Asks the user.' }, async () => {
-    const answer = await server.server.elicitInput({
-      message: 'Which city?',
-      requestedSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-    });
+    const answer = await server.server.request({ method: 'elicitation/create', params: question }, ElicitResultSchema);
+    return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
+  });
+  // ask-checked asks through elicitInput, which first checks the client's
+  // capabilities and fails the call when it has no elicitation.
+  server.registerTool('ask-checked', { description: 'Asks the user, if it can.' }, async () => {
+    const answer = await server.server.elicitInput(question);
     return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
   });
   server.experimental.tasks.registerToolTask('task-only', {
