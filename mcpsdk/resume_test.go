@@ -1,10 +1,13 @@
 package mcpsdk_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,4 +137,83 @@ func TestCallResumesTypeScriptServer(t *testing.T) {
 	if resumed != 1 {
 		t.Errorf("%d GETs resumed the tools/call stream, want 1", resumed)
 	}
+}
+
+// restartingServer is a go-sdk server in the session era (it refuses
+// server/discover, as servers of 2025-11-25 do) that restarts once, at the
+// first tools/call: a fresh handler, so that the call's session is gone
+// (404).
+func restartingServer(t *testing.T) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1.0.0"}, nil)
+	type in struct {
+		Location string `json:"location"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "get-weather"}, func(_ context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Sunny in " + args.Location}}}, nil, nil
+	})
+	fresh := func() http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	}
+	var mu sync.Mutex
+	current, restarted := fresh(), false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"method":"server/discover"`)) {
+			// Only the session era (2025-11-25), as servers deployed today.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`))
+			return
+		}
+		mu.Lock()
+		if !restarted && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			current, restarted = fresh(), true
+		}
+		h := current
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// The session the restart dropped is still open in the server.
+		for ss := range server.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	return srv.URL
+}
+
+// TestCallSessionForgottenByRestart: a go-sdk server that restarts between
+// tools/list and tools/call (restartingServer) is met in a second session, and the run keeps the trace: the answer
+// says it re-initialized, the exchange the session was lost at keeps
+// session_lost and says the call went on.
+func TestCallSessionForgottenByRestart(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	a := call(t, restartingServer(t), callCase{})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, "", "")
+	if !a.Reinitialized {
+		t.Error("the answer does not say the call re-initialized")
+	}
+	lost := 0
+	for _, x := range a.Exchanges {
+		if x.Code == results.CodeSessionLost && x.Session == 1 && x.Status == http.StatusNotFound &&
+			strings.HasPrefix(x.Message, `tools/call "get-weather": the server forgot the session (HTTP 404 Not Found)`) {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Errorf("%d exchanges keep the forgotten session, want the tools/call's: %s", lost, describe(a))
+	}
+}
+
+// TestCallFailsAfterRestart: a call that fails in the second session says
+// in its message that the server forgot the first one.
+func TestCallFailsAfterRestart(t *testing.T) {
+	t.Cleanup(testkit.NoLeaks(t))
+	a := call(t, restartingServer(t), callCase{args: map[string]any{}})
+	t.Logf("%s", describe(a))
+	checkAnswer(t, a, results.CodeToolInput, `; in a second session, after tools/call "get-weather": the server forgot the session (HTTP 404 Not Found)`)
 }
