@@ -186,9 +186,10 @@ func restartingServer(t *testing.T) string {
 }
 
 // TestCallSessionForgottenByRestart: a go-sdk server that restarts between
-// tools/list and tools/call (restartingServer) is met in a second session, and the run keeps the trace: the answer
-// says it re-initialized, the exchange the session was lost at keeps
-// session_lost and says the call went on.
+// tools/list and tools/call (restartingServer) is met in a second session,
+// and the run keeps the trace: the answer says it re-initialized, and the
+// exchange the session was lost at keeps session_lost and says the call
+// went on.
 func TestCallSessionForgottenByRestart(t *testing.T) {
 	t.Cleanup(testkit.NoLeaks(t))
 	a := call(t, restartingServer(t), callCase{})
