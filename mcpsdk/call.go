@@ -107,7 +107,11 @@ type Answer struct {
 type Exchange struct {
 	// Method is the JSON-RPC method of the request ("initialize",
 	// "tools/call"…), "response" for the client's answer to a server
-	// request, or the HTTP method of a request without a body (DELETE).
+	// request, "GET tools/call (resumed)" for a GET that resumed a
+	// request's stream with Last-Event-ID, "GET elicitation/create
+	// (standalone stream)" for the standalone stream when a server request
+	// on it ended the call, or the HTTP method of a request without a body
+	// (DELETE).
 	Method string
 	// Session is 1, or 2 for the exchanges after a re-initialization.
 	Session       int
@@ -116,8 +120,11 @@ type Exchange struct {
 	Status        int           // 0 when no response arrived
 	RequestBytes  int64
 	ResponseBytes int64
-	// Code and Message are Answer.Err's on the exchange it was found in;
-	// "" on the others.
+	// Code and Message are Answer.Err's on the exchange it was found in.
+	// On the others, Code is session_lost where the server forgot the
+	// first session of a call that went on in a second one, and otherwise
+	// ""; Message then says why the exchange got no answer, "" when it got
+	// one.
 	Code    results.Code
 	Message string
 }
