@@ -142,14 +142,23 @@ func TestCallResumesTypeScriptServer(t *testing.T) {
 // restartingServer is a go-sdk server in the session era (it refuses
 // server/discover, as servers of 2025-11-25 do) that restarts once, at the
 // first tools/call: a fresh handler, so that the call's session is gone
-// (404).
-func restartingServer(t *testing.T) string {
+// (404). With get, it does not restart, and get answers every GET. Its
+// get-weather takes 4.5 s to answer for Tromsø.
+func restartingServer(t *testing.T, get http.HandlerFunc) string {
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1.0.0"}, nil)
 	type in struct {
 		Location string `json:"location"`
 	}
-	mcp.AddTool(server, &mcp.Tool{Name: "get-weather"}, func(_ context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(server, &mcp.Tool{Name: "get-weather"}, func(ctx context.Context, _ *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+		if args.Location == "Tromsø" {
+			// A slow answer, so that the session lives a while.
+			select {
+			case <-time.After(4500 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Sunny in " + args.Location}}}, nil, nil
 	})
 	fresh := func() http.Handler {
@@ -167,8 +176,12 @@ func restartingServer(t *testing.T) string {
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`))
 			return
 		}
+		if r.Method == http.MethodGet && get != nil {
+			get(w, r)
+			return
+		}
 		mu.Lock()
-		if !restarted && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+		if get == nil && !restarted && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
 			current, restarted = fresh(), true
 		}
 		h := current
@@ -192,7 +205,7 @@ func restartingServer(t *testing.T) string {
 // went on.
 func TestCallSessionForgottenByRestart(t *testing.T) {
 	t.Cleanup(testkit.NoLeaks(t))
-	a := call(t, restartingServer(t), callCase{})
+	a := call(t, restartingServer(t, nil), callCase{})
 	t.Logf("%s", describe(a))
 	checkAnswer(t, a, "", "")
 	if !a.Reinitialized {
@@ -214,7 +227,59 @@ func TestCallSessionForgottenByRestart(t *testing.T) {
 // in its message that the server forgot the first one.
 func TestCallFailsAfterRestart(t *testing.T) {
 	t.Cleanup(testkit.NoLeaks(t))
-	a := call(t, restartingServer(t), callCase{args: map[string]any{}})
+	a := call(t, restartingServer(t, nil), callCase{args: map[string]any{}})
 	t.Logf("%s", describe(a))
 	checkAnswer(t, a, results.CodeToolInput, `; in a second session, after tools/call "get-weather": the server forgot the session (HTTP 404 Not Found)`)
+}
+
+// TestCallStandaloneStreamNeverFails: the standalone GET stream is
+// optional, and a probe only listens on it: a session-era go-sdk server
+// whose GET fails (500, or a dropped connection), ends its stream at once (while a slow call
+// outlasts the reconnections the SDK would make), or answers it late
+// still passes, within the time a stream that answers late is waited
+// for, and the GET is no row.
+func TestCallStandaloneStreamNeverFails(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		get  func(w http.ResponseWriter, r *http.Request)
+		slow bool // a call that outlasts the SDK's reconnections
+	}{
+		{"500", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) }, false},
+		{"connection dropped", func(w http.ResponseWriter, _ *http.Request) {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		}, true},
+		{"ended at once", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+		}, true},
+		{"late", func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+			}
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Cleanup(testkit.NoLeaks(t))
+			url := restartingServer(t, c.get)
+			start, budget, args := time.Now(), 2500*time.Millisecond, oslo
+			if c.slow {
+				budget, args = 6*time.Second, map[string]any{"location": "Tromsø"}
+			}
+			a := call(t, url, callCase{tool: "get-weather", args: args, timeout: 8 * time.Second})
+			t.Logf("%s", describe(a))
+			checkAnswer(t, a, "", "")
+			if took := time.Since(start); took > budget {
+				t.Errorf("took %s: a late standalone stream is waited for a second at most", took)
+			}
+			for _, x := range a.Exchanges {
+				if strings.HasPrefix(x.Method, "GET") {
+					t.Errorf("the standalone stream is a row: %s", describe(a))
+				}
+			}
+		})
+	}
 }
