@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -112,7 +113,9 @@ type Answer struct {
 	// IsError is the result's isError.
 	IsError bool
 	// Status and Headers are those of the tools/call exchange (header names
-	// lower-case, first value); 0 and nil when it did not happen.
+	// lower-case, first value); 0 and nil when it did not happen, except
+	// that Status is then the one of the exchange the call failed at (a
+	// 401 to initialize), when that one got a response.
 	Status  int
 	Headers map[string]string
 
@@ -125,7 +128,11 @@ type Answer struct {
 type Exchange struct {
 	// Method is the JSON-RPC method of the request ("initialize",
 	// "tools/call"…), "response" for the client's answer to a server
-	// request, or the HTTP method of a request without a body (DELETE).
+	// request, "GET tools/call (resumed)" for a GET that resumed a
+	// request's stream with Last-Event-ID, "GET elicitation/create
+	// (standalone stream)" for the standalone stream when a server request
+	// on it ended the call, or the HTTP method of a request without a body
+	// (DELETE).
 	Method string
 	// Session is 1, or 2 for the exchanges after a re-initialization.
 	Session       int
@@ -134,8 +141,11 @@ type Exchange struct {
 	Status        int           // 0 when no response arrived
 	RequestBytes  int64
 	ResponseBytes int64
-	// Code and Message are Answer.Err's on the exchange it was found in;
-	// "" on the others.
+	// Code and Message are Answer.Err's on the exchange it was found in.
+	// On the others, Code is session_lost where the server forgot the
+	// first session of a call that went on in a second one, and otherwise
+	// ""; Message then says why the exchange got no answer, "" when it got
+	// one.
 	Code    results.Code
 	Message string
 }
@@ -211,6 +221,9 @@ type call struct {
 	failure  *verdict
 	// stdio is the server of the last session, for a call with a Command.
 	stdio *stdioServer
+	// lost is why the first session ended when the server forgot it and
+	// the call went on in a second one.
+	lost *verdict
 
 	// listing, when set, makes the session a ListTools one: every page of
 	// tools/list, no tools/call.
@@ -280,11 +293,13 @@ func (c *call) run() {
 			return
 		}
 		if v.sessionLost && c.session == 1 {
-			c.reinitialized = true
+			c.reinitialized, c.lost = true, v
 			continue
 		}
 		if v.sessionLost {
 			v.message += "; again after one re-initialization"
+		} else if c.lost != nil {
+			v.message += "; in a second session, after " + c.lost.message
 		}
 		c.failure = v
 		return
@@ -301,6 +316,11 @@ func (c *call) once() *verdict {
 	} else {
 		ht := Transport(c.req.URL, c.hc)
 		ht.MaxEventSize = maxEventSize(c.req.MaxBodyBytes)
+		// A server may ask for input on the standalone stream, out of band
+		// of the call (the TypeScript SDK's elicitInput); a probe listens
+		// there so that such a call ends as needs_input, not a timeout. A
+		// listing calls nothing.
+		ht.DisableStandaloneSSE = c.listing != nil
 		t = ht
 	}
 	cs, err := c.client.Connect(c.op, t, nil)
@@ -326,6 +346,13 @@ func (c *call) once() *verdict {
 	if c.def.destructive() && !c.req.AllowDestructive {
 		return &verdict{code: results.CodeDestructiveTool, exchange: -1,
 			message: "tools/call " + quote(c.req.Tool) + " not made: tools/list annotates the tool destructiveHint: true and the probe does not set allow_destructive"}
+	}
+	if c.def.taskSupport() == "required" {
+		// The server refuses a plain call of such a tool (the TypeScript
+		// SDK with "method not found"), which would read as a tool that
+		// does not exist.
+		return &verdict{code: results.CodeNeedsInput, exchange: -1,
+			message: "tools/call " + quote(c.req.Tool) + " not made: tools/list says execution.taskSupport: \"required\" (the tool runs only as a task, which the client must ask for), and a probe makes plain calls"}
 	}
 	return c.call(cs)
 }
@@ -391,8 +418,13 @@ func (c *call) answer() *Answer {
 	a := &Answer{ProtocolVersion: c.version, Reinitialized: c.reinitialized, Tool: c.tool, Result: c.result,
 		Server: c.server, Prompts: c.prompts, Resources: c.resources}
 	xs := c.rec.snapshot()
-	if c.callX >= 0 && c.callX < len(xs) {
+	switch {
+	case c.callX >= 0 && c.callX < len(xs):
 		a.Status, a.Headers = xs[c.callX].status, lowerHeaders(xs[c.callX].header)
+	case c.failure != nil && c.failure.exchange >= 0 && c.failure.exchange < len(xs):
+		// The call failed before tools/call: the status it failed at (a
+		// 401 to initialize) is the run's.
+		a.Status = xs[c.failure.exchange].status
 	}
 	switch {
 	case c.parsed:
@@ -405,6 +437,11 @@ func (c *call) answer() *Answer {
 		a.RetryAfter, a.RetryAfterSet = v.retryAfter, v.retryAfterSet
 	}
 	for i, x := range xs {
+		if x.standalone && (c.failure == nil || c.failure.exchange != i) {
+			// The stream a probe only listens on is a row when it
+			// carried what ended the call.
+			continue
+		}
 		e := Exchange{
 			Method:        x.method,
 			Session:       x.session,
@@ -422,17 +459,61 @@ func (c *call) answer() *Answer {
 			if e.Method == "" {
 				e.Method = "response"
 			}
+		case x.standalone:
+			e.Method = "GET " + x.method + " (standalone stream)"
+		case x.resumes:
+			e.Method = "GET " + x.method + " (resumed)"
 		case x.httpMethod != http.MethodPost:
 			e.Method = x.httpMethod
 		case e.Method == "":
 			e.Method = "response"
 		}
-		if a.Err != nil && c.failure.exchange == i {
+		switch {
+		case a.Err != nil && c.failure.exchange == i:
 			e.Code, e.Message = a.Err.Code, a.Err.Message
+		case c.lost != nil && c.lost.exchange == i:
+			e.Code, e.Message = c.lost.code, c.scrub(c.lost.message)+"; the call went on in a new session"
+		default:
+			e.Message = c.scrub(unanswered(x, c.req.Tool))
 		}
 		a.Exchanges = append(a.Exchanges, e)
 	}
 	return a
+}
+
+// unanswered says why exchange x, which no verdict names, got no answer;
+// "" when it got one. A request (one with an id) was answered when its
+// response arrived, anything else when an HTTP response did.
+func unanswered(x exchange, tool string) string {
+	what := label(x.method, tool)
+	if x.stdio {
+		// A stdio exchange has no HTTP status: only a request still
+		// waiting for its response went unanswered.
+		if x.id != nil && x.response == nil {
+			if x.err != nil {
+				return what + ": no response: " + errorText(x.err)
+			}
+			return what + ": no response before the call ended"
+		}
+		return ""
+	}
+	if x.httpMethod != http.MethodPost {
+		what = x.httpMethod
+		if x.resumes {
+			what = "GET " + label(x.method, tool)
+		}
+	}
+	switch {
+	case x.resumedBy >= 0:
+		return fmt.Sprintf("%s: no response: the server closed the SSE stream after event id %s, and the client resumed it", what, excerpt([]byte(x.lastEventID)))
+	case x.status == 0 && x.err != nil:
+		return what + ": no response: " + errorText(x.err)
+	case x.status == 0:
+		return what + ": no response before the call ended"
+	case x.id != nil && x.response == nil && x.status/100 == 2:
+		return what + ": no response to the request before the call ended"
+	}
+	return ""
 }
 
 // scrub removes the endpoint's credentials from a message: the SDK's error

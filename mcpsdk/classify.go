@@ -1,6 +1,7 @@
 package mcpsdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,9 @@ func (c *call) judgeExchange(method string, i int) *verdict {
 	}
 	x := c.rec.get(i)
 	what := label(method, c.req.Tool)
+	if x.resumes {
+		what += " (resumed with Last-Event-ID)"
+	}
 	switch {
 	case x.tooLarge:
 		return &verdict{code: results.CodeResponseTooLarge, exchange: i, message: fmt.Sprintf("%s: the answer exceeds max_body_bytes (%d)", what, c.req.MaxBodyBytes)}
@@ -194,6 +198,13 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 		}
 		return v
 	}
+	if x.resumes {
+		// The stream was cut before the response and the server does not
+		// give it back: the response is lost, as on a stream cut without
+		// an id.
+		return &verdict{code: results.CodeConnectionReset, exchange: i,
+			message: what + ": the SSE stream ended before the response, and resuming it with Last-Event-ID got " + status + rpcSays(isRPC, msg)}
+	}
 	switch {
 	case x.status == http.StatusNotAcceptable || x.status == http.StatusUnsupportedMediaType:
 		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: what + ": " + status + ": the server refuses the transport's content types" + rpcSays(isRPC, msg)}
@@ -202,7 +213,102 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 	case x.status == http.StatusBadRequest:
 		return &verdict{code: results.CodeMCPProtocol, exchange: i, message: what + ": " + status + " with " + describeType(x.header.Get("Content-Type")) + ", not a JSON-RPC error"}
 	}
+	if x.status == http.StatusUnauthorized || x.status == http.StatusForbidden {
+		return &verdict{code: results.CodeUnexpectedStatus, exchange: i,
+			message: what + ": " + status + authSays(x.header.Values("WWW-Authenticate")) + rpcSays(isRPC, msg) + bodySays(isRPC, x)}
+	}
 	return &verdict{code: results.CodeUnexpectedStatus, exchange: i, message: what + ": " + status + rpcSays(isRPC, msg)}
+}
+
+// authSays is what a 401 or 403's WWW-Authenticate challenges ask for: a
+// Bearer challenge with resource_metadata (RFC 9728) is a server that wants
+// OAuth, and says where its protected resource metadata is; the error
+// and scope it names say which token it would take.
+func authSays(challenges []string) string {
+	for _, ch := range challenges {
+		scheme, params, _ := strings.Cut(strings.TrimSpace(ch), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			continue
+		}
+		p := authParams(params)
+		var parts []string
+		if p["resource_metadata"] != "" {
+			parts = append(parts, "the server wants an OAuth access token (WWW-Authenticate: Bearer; its protected resource metadata is at "+quote(clip(p["resource_metadata"], 200))+")")
+		} else {
+			parts = append(parts, "the server wants a bearer token (WWW-Authenticate: Bearer)")
+		}
+		if p["error"] != "" {
+			parts = append(parts, "error "+quote(clip(p["error"], 60)))
+		}
+		if p["scope"] != "" {
+			parts = append(parts, "scope "+quote(clip(p["scope"], 120)))
+		}
+		return ": " + strings.Join(parts, ", ")
+	}
+	return ""
+}
+
+// authParams reads the auth-params of a challenge (RFC 9110 §11.2),
+// name=token or name="quoted string", separated by commas.
+func authParams(s string) map[string]string {
+	out := map[string]string{}
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimLeft(strings.TrimSpace(s), ", ") {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			break
+		}
+		name, rest = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(rest)
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			j := 1
+			for ; j < len(rest) && rest[j] != '"'; j++ {
+				if rest[j] == '\\' && j+1 < len(rest) {
+					j++
+				}
+				b.WriteByte(rest[j])
+			}
+			value, s = b.String(), rest[min(j+1, len(rest)):]
+		} else {
+			value, s, _ = strings.Cut(rest, ",")
+			value = strings.TrimSpace(value)
+		}
+		if _, seen := out[name]; !seen {
+			out[name] = value
+		}
+	}
+	return out
+}
+
+// bodySays quotes the body of a refusal that is not a JSON-RPC error when
+// it is text a person wrote (text/plain, or JSON), bounded: a gateway's
+// 403 often names the fix ("the key lacks the docs:read scope").
+func bodySays(isRPC bool, x exchange) string {
+	if isRPC || len(bytes.TrimSpace(x.body)) == 0 {
+		return ""
+	}
+	switch x.contentType {
+	case "text/plain", "application/json", "application/problem+json", "":
+		// Its start, where a person puts what to do, on one line.
+		r := []rune(strings.Join(strings.Fields(strings.ToValidUTF8(string(x.body), "?")), " "))
+		if len(r) > maxBodyQuote {
+			r = append(r[:maxBodyQuote], '…')
+		}
+		return ": the body says " + quote(string(r))
+	}
+	return ""
+}
+
+// maxBodyQuote bounds, in characters, what a message quotes of a refusal's
+// body.
+const maxBodyQuote = 300
+
+// clip cuts s to n bytes of valid UTF-8, marked "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 func rpcSays(isRPC bool, msg string) string {
@@ -234,7 +340,7 @@ func (c *call) judgeRPCError(method string, i int, code int, msg string, data js
 		v.message += ": the server says the tool does not exist"
 	case method == "tools/call" && code == rpcInvalidParams:
 		v.code = results.CodeToolInput
-		v.message += ": the server rejects the arguments"
+		v.message = c.rejected(text, msg) + ": the server rejects the arguments"
 	case method == "tools/list" && code == rpcMethodNotFound:
 		v.code = results.CodeToolMissing
 		v.message += ": the server lists no tools"
@@ -310,8 +416,10 @@ func (c *call) judgeResult(i int) *verdict {
 		switch {
 		case unknownTool(text, c.req.Tool):
 			return &verdict{code: results.CodeToolMissing, exchange: i, message: what + ": the result says the tool does not exist: " + excerpt([]byte(text))}
+		case inputUnsupported(text):
+			return &verdict{code: results.CodeNeedsInput, exchange: i, message: what + ": the result says the tool needs input the client does not offer, which a probe cannot give: " + excerpt([]byte(text))}
 		case invalidInput(text):
-			return &verdict{code: results.CodeToolInput, exchange: i, message: what + ": the result rejects the arguments: " + excerpt([]byte(text))}
+			return &verdict{code: results.CodeToolInput, exchange: i, message: what + ": the result rejects the arguments: " + c.inputExcerpt(text)}
 		}
 		return &verdict{code: results.CodeToolError, exchange: i, message: what + ": the result has isError: true: " + excerpt([]byte(text))}
 	}
@@ -341,11 +449,88 @@ func unknownTool(text, tool string) bool {
 
 // invalidInput reports whether an isError text says the arguments were
 // rejected: the TypeScript SDK's "MCP error -32602: Input validation error:
-// …" and its kin.
+// …", the go-sdk's `validating "arguments": …`, and their kin.
 func invalidInput(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "input validation error") || strings.Contains(t, "mcp error -32602") ||
-		strings.Contains(t, "invalid arguments")
+		strings.Contains(t, "invalid arguments") || strings.HasPrefix(strings.TrimSpace(t), `validating "arguments"`)
+}
+
+// inputUnsupported reports whether an isError text says the tool needed
+// a client capability a probe does not declare: the TypeScript SDK's
+// "Client does not support form elicitation." (elicitInput) and its kin
+// for sampling and roots.
+func inputUnsupported(text string) bool {
+	t := strings.ToLower(text)
+	if !strings.Contains(t, "client does not support") {
+		return false
+	}
+	return strings.Contains(t, "elicitation") || strings.Contains(t, "sampling") || strings.Contains(t, "roots")
+}
+
+// rejected rewrites the message text of a JSON-RPC error that rejects the
+// arguments so that its quote of msg is cut around the argument it names.
+func (c *call) rejected(text, msg string) string {
+	return strings.Replace(text, excerpt([]byte(msg)), c.inputExcerpt(msg), 1)
+}
+
+// inputExcerpt quotes a server's refusal of the arguments on one line,
+// at most about maxExcerpt characters: whole when it fits; otherwise its
+// start and the stretch around the last mention of an argument's name (one
+// the call sent or the tool's inputSchema declares), which is where
+// validators say what is wrong (`missing properties: ["location"]`,
+// `"path": [ "location" ]`, `/properties/units: enum: …`); without such a
+// mention, its start and end.
+func (c *call) inputExcerpt(text string) string {
+	r := []rune(strings.Join(strings.Fields(strings.ToValidUTF8(text, "?")), " "))
+	if len(r) <= maxExcerpt {
+		return excerpt([]byte(text))
+	}
+	names := c.def.inputNames()
+	for name := range c.req.Arguments {
+		names = append(names, name)
+	}
+	at := -1
+	for _, name := range names {
+		if i := lastWord(r, []rune(name)); i > at {
+			at = i
+		}
+	}
+	if at < 0 {
+		return excerpt([]byte(text))
+	}
+	const head, before = maxExcerpt / 4, maxExcerpt / 4
+	start := max(at-before, head)
+	end := min(start+maxExcerpt-head, len(r))
+	out := string(r[:head]) + "…" + string(r[start:end])
+	if start == head {
+		out = string(r[:end])
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return fmt.Sprintf("%q", out)
+}
+
+// lastWord is the rune index of the last occurrence of name in r that is a
+// whole word (not inside a longer identifier), or -1.
+func lastWord(r, name []rune) int {
+	if len(name) == 0 {
+		return -1
+	}
+	isWord := func(c rune) bool {
+		return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	for i := len(r) - len(name); i >= 0; i-- {
+		if string(r[i:i+len(name)]) != string(name) {
+			continue
+		}
+		if (i > 0 && isWord(r[i-1])) || (i+len(name) < len(r) && isWord(r[i+len(name)])) {
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // rpcErrorOf decodes a JSON-RPC error response.

@@ -16,17 +16,24 @@ import (
 )
 
 // Transport returns a Streamable HTTP client transport to endpoint that
-// makes exactly one attempt per exchange. MaxRetries is -1 because the
-// SDK otherwise reconnects five times, with back-off, which would hide a
-// failing server from the probe's own retry policy and from its attempt
-// rows; DisableStandaloneSSE is set because a probe needs no stream of
-// server-initiated messages. The SDK has no header option: headers
+// makes one attempt per exchange, and resumes a request's SSE stream the
+// server closed before the response after an event with an id: a GET with
+// Last-Event-ID after the stream's retry: (MCP 2025-11-25 SSE polling), the
+// one reconnection the protocol asks of a client. MaxRetries is 1, not the
+// SDK's 5 with back-off, which would hide a failing server from the
+// probe's own retry policy: a resumption that fails, or one that brings
+// no new event, ends the call; one that brings new events may be followed
+// by another, within the call's context. Each GET is an exchange of its
+// own in the attempt rows. DisableStandaloneSSE is set: the SDK fails a
+// session whose standalone stream fails or keeps ending, so only Call,
+// whose wire keeps that stream from failing anything, turns it on, to
+// hear a server that asks for input there. The SDK has no header option: headers
 // (Authorization) go in through client's RoundTripper.
 func Transport(endpoint string, client *http.Client) *mcp.StreamableClientTransport {
 	return &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
 		HTTPClient:           client,
-		MaxRetries:           -1,
+		MaxRetries:           1,
 		DisableStandaloneSSE: true,
 	}
 }

@@ -158,10 +158,12 @@ func TestSDKClientRetriesNothing(t *testing.T) {
 	}
 }
 
-// TestSDKClientDoesNotResume: a call whose SSE stream is cut after an
-// event with an id fails at once; the SDK's default would resume it with
-// GETs and Last-Event-ID, retrying behind the probe's back.
-func TestSDKClientDoesNotResume(t *testing.T) {
+// TestSDKClientResumesOnce: a call whose SSE stream is cut after an
+// event with an id is resumed with one GET carrying Last-Event-ID (MCP
+// 2025-11-25 SSE polling); when the server refuses it (405), the call
+// fails instead of trying again behind the probe's back, as the SDK's
+// default of five reconnections would.
+func TestSDKClientResumesOnce(t *testing.T) {
 	t.Cleanup(testkit.NoLeaks(t))
 	s := mcptest.Start(t, mcptest.Config{Tools: []mcptest.Tool{weather()}, Faults: []mcptest.Fault{mcptest.SSECut("tools/call")}})
 	cs := connect(t, s.URL)
@@ -170,9 +172,13 @@ func TestSDKClientDoesNotResume(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get-weather", Arguments: map[string]any{"location": "Oslo"}}); err == nil {
 		t.Error("CallTool succeeded on a stream cut before its answer")
 	}
+	var gets []string
 	for _, r := range s.Requests() {
 		if r.HTTPMethod == http.MethodGet {
-			t.Errorf("the client sent a GET (Last-Event-ID %q) to resume the stream", r.Header.Get("Last-Event-ID"))
+			gets = append(gets, r.Header.Get("Last-Event-ID"))
 		}
+	}
+	if len(gets) != 1 || gets[0] != "mcptest-prime" {
+		t.Errorf("GETs with Last-Event-ID %q, want exactly one with \"mcptest-prime\"", gets)
 	}
 }

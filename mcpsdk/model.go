@@ -41,8 +41,12 @@ func parsePage(response json.RawMessage) (page, error) {
 // toolDef is what the call needs of a listed tool.
 type toolDef struct {
 	Name         string          `json:"name"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
-	Annotations  *struct {
+	// Execution is read when needed: a malformed one must not hide the
+	// tool.
+	Execution   json.RawMessage `json:"execution"`
+	Annotations *struct {
 		DestructiveHint *bool `json:"destructiveHint"`
 	} `json:"annotations"`
 }
@@ -171,3 +175,29 @@ func plural(n int, what string) string {
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 func sortStrings(list []string) { slices.Sort(list) }
+
+// inputNames are the names of the properties the tool's inputSchema
+// declares at its top level.
+func (d toolDef) inputNames() []string {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(d.InputSchema, &schema) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(schema.Properties))
+	for name := range schema.Properties {
+		names = append(names, name)
+	}
+	return names
+}
+
+// taskSupport is the tool's execution.taskSupport ("forbidden",
+// "optional", "required"); "" when the listing does not say.
+func (d toolDef) taskSupport() string {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	_ = json.Unmarshal(d.Execution, &e)
+	return e.TaskSupport
+}

@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	// google/jsonschema-go rather than santhosh-tekuri/jsonschema: the SDK
@@ -81,9 +85,79 @@ func validateOutput(schemas *Schemas, schema, instance json.RawMessage) error {
 		return errors.New("structuredContent is not JSON")
 	}
 	if err := resolved.Validate(v); err != nil {
-		return errors.New(firstLine(err.Error()))
+		// The validator stops at its first finding; the keys missing and
+		// extra anywhere in the answer are what an operator fixes together.
+		first := firstLine(err.Error())
+		var found []string
+		keyViolations(resolved.Schema(), v, "", &found, 0)
+		if len(found) == 0 {
+			return errors.New(first)
+		}
+		if !strings.Contains(first, "missing properties") && !strings.Contains(first, "unexpected additional properties") {
+			found = append(found, first)
+		}
+		msg := strings.Join(found[:min(len(found), maxViolations)], "; ")
+		if len(found) > maxViolations {
+			msg += fmt.Sprintf("; and %d more", len(found)-maxViolations)
+		}
+		return errors.New(msg)
 	}
 	return nil
+}
+
+// maxViolations bounds how many violations a message names.
+const maxViolations = 8
+
+// keyViolations appends to out, in order, every key an object of v lacks
+// that its schema requires and every key it has that its schema forbids
+// (additionalProperties: false), following properties and items into the
+// answer, at most 8 levels deep. Each reads `missing key "k"` or
+// `unexpected key "k"`, after the object's JSON Pointer when it is not
+// the top level.
+func keyViolations(s *jsonschema.Schema, v any, path string, out *[]string, depth int) {
+	if s == nil || depth > 8 || len(*out) > maxViolations {
+		return
+	}
+	at := ""
+	if path != "" {
+		at = path + ": "
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range s.Required {
+			if _, ok := v[k]; !ok {
+				*out = append(*out, at+"missing key "+strconv.Quote(k))
+			}
+		}
+		closed := s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil &&
+			reflect.ValueOf(*s.AdditionalProperties.Not).IsZero() && len(s.PatternProperties) == 0
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub, declared := s.Properties[k]
+			switch {
+			case !declared && closed:
+				*out = append(*out, at+"unexpected key "+strconv.Quote(k))
+			case declared:
+				keyViolations(sub, v[k], path+"/"+escapePointer(k), out, depth+1)
+			}
+		}
+	case []any:
+		for i, item := range v {
+			if i >= 100 {
+				break
+			}
+			keyViolations(s.Items, item, path+"/"+strconv.Itoa(i), out, depth+1)
+		}
+	}
+}
+
+// escapePointer escapes a key for a JSON Pointer (RFC 6901).
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // compileSchema reads and resolves a JSON Schema a tool declares: JSON

@@ -98,7 +98,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	ownGroup(cmd)
 	c.stdio = srv
 
-	i := c.rec.add(&exchange{method: "start server", stdio: true, started: c.rec.now()})
+	i := c.rec.add(&exchange{method: "start server", stdio: true, resumedBy: -1, started: c.rec.now()})
 	var conn mcp.Connection
 	err := dirProblem(spec.Dir)
 	if err == nil {
@@ -165,7 +165,7 @@ type stdioConn struct {
 func (s *stdioConn) SessionID() string { return "" }
 
 func (s *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	x := &exchange{stdio: true, started: s.rec.now()}
+	x := &exchange{stdio: true, resumedBy: -1, started: s.rec.now()}
 	var key string
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
@@ -282,7 +282,7 @@ func (s *stdioConn) Close() error {
 	s.closeOnce.Do(func() {
 		defer close(s.closed)
 		s.closing.Store(true)
-		i := s.rec.add(&exchange{method: "stop server", stdio: true, started: s.rec.now()})
+		i := s.rec.add(&exchange{method: "stop server", stdio: true, resumedBy: -1, started: s.rec.now()})
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

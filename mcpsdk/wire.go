@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +61,24 @@ type exchange struct {
 	body     []byte
 	response json.RawMessage
 	result   json.RawMessage
+
+	// lastEventID and retry are the last id and retry fields of an SSE
+	// stream (retry when retrySet): what a client resumes a stream cut
+	// before its response with (a GET carrying Last-Event-ID, after
+	// retry), as servers that poll (MCP 2025-11-25) ask it to.
+	lastEventID string
+	retry       time.Duration
+	retrySet    bool
+	// resumes is set on a GET that resumes the stream of exchange
+	// resumeOf; it carries that exchange's method and id, and its stream
+	// is judged as that request's answer. resumedBy is the GET that
+	// resumed this exchange's stream, -1 for none.
+	resumes   bool
+	resumeOf  int
+	resumedBy int
+	// standalone is set on the GET of the session's standalone SSE
+	// stream; method then names the server request for input it carried.
+	standalone bool
 }
 
 // recorder holds the exchanges of one call.
@@ -93,6 +113,25 @@ func (r *recorder) last(method string, from int) int {
 	defer r.mu.Unlock()
 	for i := len(r.exchanges) - 1; i >= from && i >= 0; i-- {
 		if r.exchanges[i].method == method && (r.exchanges[i].httpMethod == http.MethodPost || r.exchanges[i].stdio) {
+			// A request whose stream was resumed got its answer, if any,
+			// on the last GET that resumed it.
+			for r.exchanges[i].resumedBy >= 0 {
+				i = r.exchanges[i].resumedBy
+			}
+			return i
+		}
+	}
+	return -1
+}
+
+// resumable returns the index of the last exchange whose SSE stream ended
+// at event id without the response to its request, or -1.
+func (r *recorder) resumable(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.exchanges) - 1; i >= 0; i-- {
+		x := r.exchanges[i]
+		if x.lastEventID == id && x.id != nil && x.response == nil && x.resumedBy < 0 {
 			return i
 		}
 	}
@@ -116,6 +155,34 @@ func (r *recorder) add(x *exchange) int {
 	x.session = r.session
 	r.exchanges = append(r.exchanges, x)
 	return len(r.exchanges) - 1
+}
+
+// pending is the JSON-RPC method of the last request still waiting for
+// its response, "" for none.
+func (r *recorder) pending() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.exchanges) - 1; i >= 0; i-- {
+		if x := r.exchanges[i]; x.id != nil && x.response == nil && x.httpMethod == http.MethodPost {
+			return x.method
+		}
+	}
+	return ""
+}
+
+// resume marks exchange i, a GET with Last-Event-ID id, as the
+// resumption of the stream that ended at that id: it answers the same
+// request.
+func (r *recorder) resume(i int, id string) {
+	j := r.resumable(id)
+	if j < 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x, from := r.exchanges[i], r.exchanges[j]
+	x.method, x.id, x.resumes, x.resumeOf = from.method, from.id, true, j
+	from.resumedBy = i
 }
 
 // update runs f on exchange i under the lock.
@@ -180,12 +247,20 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Host = t.host
 	}
 
-	x := &exchange{httpMethod: req.Method, hadSession: req.Header.Get("Mcp-Session-Id") != ""}
+	x := &exchange{httpMethod: req.Method, hadSession: req.Header.Get("Mcp-Session-Id") != "", resumedBy: -1}
 	if req.Method == http.MethodPost {
 		x.method, x.id, x.reqBytes = requestMessage(req)
 	}
 	x.started = t.rec.now()
 	i := t.rec.add(x)
+	if id := req.Header.Get("Last-Event-ID"); req.Method == http.MethodGet && id != "" {
+		t.rec.resume(i, id)
+	}
+	standalone := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") == ""
+	if standalone {
+		t.rec.update(i, func(x *exchange) { x.standalone = true })
+		return t.standalone(req, i, cancel, release)
+	}
 
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
@@ -196,7 +271,7 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	ct = strings.ToLower(ct)
-	call := x.httpMethod == http.MethodPost && x.id != nil
+	call := (x.httpMethod == http.MethodPost || x.resumes) && x.id != nil
 	t.rec.update(i, func(x *exchange) {
 		x.status, x.header, x.contentType = resp.StatusCode, resp.Header.Clone(), ct
 	})
@@ -224,6 +299,49 @@ func (t *wireTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// standaloneWait bounds how long the standalone stream's GET may take to
+// answer: the SDK opens it inside the handshake and waits for it there.
+const standaloneWait = time.Second
+
+// standalone makes the GET of the session's standalone SSE stream, the
+// one where a server sends requests unrelated to a call (an elicitation a
+// tool asks for out of band). The stream is optional and a probe only
+// listens on it, so nothing it does may fail the session: a GET that
+// fails, answers late or answers anything but a 2xx event stream reaches
+// the SDK as the 405 of a server without one, and a stream the server
+// ends stays open to the SDK until the call ends, so that it does not
+// reconnect. A server request for input on it ends the call as
+// needs_input.
+func (t *wireTripper) standalone(req *http.Request, i int, cancel context.CancelFunc, release func()) (*http.Response, error) {
+	slow := time.AfterFunc(standaloneWait, cancel)
+	resp, err := t.next.RoundTrip(req)
+	late := !slow.Stop()
+	if err == nil && (late || resp.StatusCode/100 != 2 || !strings.EqualFold(baseType(resp.Header.Get("Content-Type")), "text/event-stream")) {
+		t.rec.update(i, func(x *exchange) { x.status, x.header = resp.StatusCode, resp.Header.Clone() })
+		resp.Body.Close()
+	}
+	if err != nil || late || resp.StatusCode/100 != 2 || !strings.EqualFold(baseType(resp.Header.Get("Content-Type")), "text/event-stream") {
+		if err != nil {
+			t.rec.update(i, func(x *exchange) { x.err = err })
+		}
+		t.rec.finish(i)
+		release()
+		return &http.Response{Status: "405 Method Not Allowed", StatusCode: http.StatusMethodNotAllowed, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	}
+	t.rec.update(i, func(x *exchange) {
+		x.status, x.header, x.contentType = resp.StatusCode, resp.Header.Clone(), "text/event-stream"
+	})
+	resp.Body = &wireBody{rc: resp.Body, t: t, i: i, release: release, kind: bodyStandalone, ctx: req.Context()}
+	return resp, nil
+}
+
+// baseType is a Content-Type's media type alone.
+func baseType(ct string) string {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt
 }
 
 // errTooLarge is what the SDK gets for a body over the limit; the verdict
@@ -259,9 +377,10 @@ func requestMessage(req *http.Request) (method string, id json.RawMessage, size 
 
 // How a wireBody treats what it reads.
 const (
-	bodyIgnored = iota // not the answer to a request: counted only
-	bodyKept           // one JSON message or an error page: kept, judged at its end
-	bodySSE            // an SSE stream: judged event by event
+	bodyIgnored    = iota // not the answer to a request: counted only
+	bodyKept              // one JSON message or an error page: kept, judged at its end
+	bodySSE               // an SSE stream: judged event by event
+	bodyStandalone        // the standalone SSE stream: watched for requests for input
 )
 
 // wireBody is a response body on its way to the SDK.
@@ -273,6 +392,7 @@ type wireBody struct {
 	release func()
 	method  string
 	id      json.RawMessage
+	ctx     context.Context // the request's, for a standalone stream
 
 	mu     sync.Mutex
 	n      int64
@@ -307,14 +427,28 @@ func (b *wireBody) Read(p []byte) (int, error) {
 		switch b.kind {
 		case bodyKept:
 			b.kept.Write(p[:n])
+		case bodyStandalone:
+			for _, ev := range b.sse.feed(p[:n]) {
+				b.standaloneEvent(ev)
+			}
 		case bodySSE:
 			for _, ev := range b.sse.feed(p[:n]) {
 				b.event(ev)
 			}
+			id, retry, retrySet := b.sse.lastID, b.sse.retry, b.sse.retrySet
+			b.t.rec.update(b.i, func(x *exchange) { x.lastEventID, x.retry, x.retrySet = id, retry, retrySet })
 		}
 	}
 	bytesRead := b.n
 	b.t.rec.update(b.i, func(x *exchange) { x.bytes = bytesRead })
+	if err == io.EOF && b.kind == bodyStandalone {
+		// Held open: an ended stream would make the SDK reconnect, and
+		// fail the session when that does not help.
+		b.mu.Unlock()
+		<-b.ctx.Done()
+		b.mu.Lock()
+		err = b.ctx.Err()
+	}
 	switch {
 	case err == io.EOF:
 		b.end()
@@ -334,6 +468,14 @@ func (b *wireBody) end() {
 	// An SSE event the stream ended before dispatching is discarded, as
 	// the SSE specification (and the SDK) do.
 	b.t.rec.update(b.i, func(x *exchange) { x.ended = true })
+	if b.kind == bodySSE && !b.answer && b.sse.lastID != "" && b.sse.retrySet {
+		// The server asks to be polled again after retry: a wait the
+		// call cannot afford is a timeout now, not later.
+		if d, ok := b.t.life.Deadline(); ok && b.t.rec.now().Add(b.sse.retry).After(d) {
+			b.t.rec.fault(b.i, results.CodeTimeout, "%s: the server closed the SSE stream before the response and asks to resume it after %s (retry: %d), beyond what is left of the attempt's time",
+				label(b.method, b.t.tool), b.sse.retry, b.sse.retry.Milliseconds())
+		}
+	}
 	if b.kind == bodyKept {
 		body := append([]byte(nil), b.kept.Bytes()...)
 		b.t.rec.update(b.i, func(x *exchange) { x.body = body })
@@ -352,6 +494,24 @@ func (b *wireBody) event(ev sseEvent) {
 		return // a priming event, or one the transport does not define
 	}
 	b.message(ev.data, "an SSE event")
+}
+
+// standaloneEvent judges one event of the standalone stream: a server
+// request for input ends the call, as it does on a call's own stream.
+func (b *wireBody) standaloneEvent(ev sseEvent) {
+	if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		return
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(ev.data, &m) != nil || !askedInput(m.Method) || isNull(m.ID) {
+		return
+	}
+	b.t.rec.update(b.i, func(x *exchange) { x.method = m.Method })
+	b.t.rec.fault(b.i, results.CodeNeedsInput, "%s: the server asked the client for %s on its standalone SSE stream, which a probe cannot give",
+		label(b.t.rec.pending(), b.t.tool), m.Method)
 }
 
 // message judges one JSON-RPC message the server sent on the request's
@@ -456,6 +616,12 @@ type sseEvent struct {
 // lines end in LF, CRLF or CR; data lines join with LF; a blank line
 // dispatches; lines starting with a colon are comments.
 type sseParser struct {
+	// lastID is the last event id the stream set, and retry its last
+	// reconnection time (when retrySet): what resuming it needs.
+	lastID   string
+	retry    time.Duration
+	retrySet bool
+
 	line    []byte
 	name    string
 	data    []byte
@@ -507,6 +673,14 @@ func (s *sseParser) lineDone() (sseEvent, bool) {
 	switch string(field) {
 	case "event":
 		s.name = string(value)
+	case "id":
+		if !bytes.ContainsRune(value, 0) {
+			s.lastID = string(value)
+		}
+	case "retry":
+		if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && n >= 0 && n <= math.MaxInt64/int64(time.Millisecond) {
+			s.retry, s.retrySet = time.Duration(n)*time.Millisecond, true
+		}
 	case "data":
 		if s.hasData {
 			s.data = append(s.data, '\n')

@@ -47,7 +47,7 @@ type Attempt struct {
 	Duration   time.Duration // until the body was read or the attempt failed
 	HTTPStatus int           // 0 when no response arrived
 	Code       Code          // "" when this attempt produced a usable exchange
-	Message    string        // why the attempt failed; "" when Code is ""
+	Message    string        // why the attempt failed; with Code "", why an MCP exchange got no answer (Verdict)
 	Wait       time.Duration // back-off before the next try, on the try's last row; 0 otherwise
 	// Step is the step of a multi-step probe the attempt belongs to
 	// (SPEC §11); "" for a single probe.
@@ -63,13 +63,18 @@ func (a Attempt) TryNumber() int {
 }
 
 // Verdict is how the exchange went, as a table shows it: its code, "ok",
-// or "fallback" for a server/discover that a server of the 2025 era
+// "fallback" for a server/discover that a server of the 2025 era
 // refused with a 4xx: the client then falls back to initialize, the normal
-// way with such servers (SPEC §10), not a failure.
+// way with such servers (SPEC §10), not a failure; or "no answer" for an
+// MCP exchange without a code that got no answer (its Message says why:
+// a stream the server closed and the client resumed, a request the call
+// ended before its response).
 func (a Attempt) Verdict() string {
 	switch {
 	case a.Code != "":
 		return string(a.Code)
+	case a.Message != "":
+		return "no answer"
 	case a.Method == "server/discover" && a.HTTPStatus >= 400 && a.HTTPStatus < 500:
 		return "fallback"
 	}

@@ -151,6 +151,7 @@ type listedDef struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
+	Execution    json.RawMessage `json:"execution"`
 }
 
 // toolsJSON is the --format json document. The definitions keep MCP's
@@ -180,7 +181,7 @@ func definitionOf(raw json.RawMessage) listedDef {
 	var d listedDef
 	_ = json.Unmarshal(raw, &d)
 	null := json.RawMessage("null")
-	for _, f := range []*json.RawMessage{&d.Name, &d.Title, &d.Description, &d.InputSchema, &d.OutputSchema, &d.Annotations} {
+	for _, f := range []*json.RawMessage{&d.Name, &d.Title, &d.Description, &d.InputSchema, &d.OutputSchema, &d.Annotations, &d.Execution} {
 		if len(*f) == 0 {
 			*f = null
 		}
@@ -215,7 +216,7 @@ const (
 
 func writeToolsTable(w io.Writer, list *mcpsdk.ToolList) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tHINT\tOUTPUT SCHEMA\tREQUIRED")
+	fmt.Fprintln(tw, "TOOL\tHINT\tOUTPUT SCHEMA\tREQUIRED\tTASKS")
 	var flagged []string
 	for _, t := range list.Tools {
 		d := definitionOf(t.Definition)
@@ -228,9 +229,13 @@ func writeToolsTable(w io.Writer, list *mcpsdk.ToolList) error {
 		if !isJSONNull(d.OutputSchema) {
 			output = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, hintOf(d.Annotations), output, requiredOf(d.InputSchema))
+		tasks := taskSupportOf(d.Execution)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, hintOf(d.Annotations), output, requiredOf(d.InputSchema), tasks)
 		if t.Invalid != "" {
 			flagged = append(flagged, name+": "+present.OneLine(present.Printable(t.Invalid), maxFlagRunes))
+		}
+		if tasks == "required" {
+			flagged = append(flagged, name+": execution.taskSupport is required: the tool runs only as a task, and a probe of it ends as needs_input without calling it")
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -259,6 +264,18 @@ func writeToolsTable(w io.Writer, list *mcpsdk.ToolList) error {
 		}
 	}
 	return nil
+}
+
+// taskSupportOf is a definition's execution.taskSupport (forbidden,
+// optional, required), "-" when it does not say.
+func taskSupportOf(execution json.RawMessage) string {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	if json.Unmarshal(execution, &e) != nil || e.TaskSupport == "" {
+		return "-"
+	}
+	return cell(e.TaskSupport)
 }
 
 // hintOf is the table's reading of a tool's annotations: read-only or

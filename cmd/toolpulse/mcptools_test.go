@@ -71,11 +71,11 @@ func TestMCPToolsTable(t *testing.T) {
 			t.Logf("\n%s", out)
 			lines := strings.Split(out, "\n")
 			want := [][]string{
-				{"TOOL", "HINT", "OUTPUT", "SCHEMA", "REQUIRED"},
-				{"get-weather", "read-only", "yes", "location"},
-				{"delete-forecast", "destructive", "no", "id,force"},
-				{"echo", "-", "no", "-"},
-				{"header-clash", "-", "no", "-"},
+				{"TOOL", "HINT", "OUTPUT", "SCHEMA", "REQUIRED", "TASKS"},
+				{"get-weather", "read-only", "yes", "location", "-"},
+				{"delete-forecast", "destructive", "no", "id,force", "-"},
+				{"echo", "-", "no", "-", "-"},
+				{"header-clash", "-", "no", "-", "-"},
 			}
 			for i, w := range want {
 				if i >= len(lines) || strings.Join(strings.Fields(lines[i]), " ") != strings.Join(w, " ") {
@@ -130,7 +130,7 @@ func TestMCPToolsJSON(t *testing.T) {
 	if len(doc.Tools) != 4 {
 		t.Fatalf("%d tools, want 4:\n%s", len(doc.Tools), out)
 	}
-	fields := []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "invalid"}
+	fields := []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution", "invalid"}
 	for _, tool := range doc.Tools {
 		if len(tool) != len(fields) {
 			t.Errorf("tool %s has fields %v, want exactly %v", tool["name"], keys(tool), fields)
@@ -266,11 +266,11 @@ func TestMCPToolsEverything(t *testing.T) {
 				rows[f[0]] = strings.Join(f, " ")
 			}
 		}
-		if r := rows["echo"]; r != "echo read-only no message" {
-			t.Errorf("echo's row %q, want read-only, no output schema, message required", r)
+		if r := rows["echo"]; r != "echo read-only no message forbidden" {
+			t.Errorf("echo's row %q, want read-only, no output schema, message required, taskSupport forbidden", r)
 		}
-		if r := rows["get-structured-content"]; r != "get-structured-content read-only yes location" {
-			t.Errorf("get-structured-content's row %q, want read-only, an output schema, location required", r)
+		if r := rows["get-structured-content"]; r != "get-structured-content read-only yes location forbidden" {
+			t.Errorf("get-structured-content's row %q, want read-only, an output schema, location required, taskSupport forbidden", r)
 		}
 		if !strings.Contains(out, "\nserver mcp-servers/everything ") || !strings.Contains(out, ", protocol 2025-11-25: ") {
 			t.Errorf("no server line for mcp-servers/everything on 2025-11-25:\n%s", out)
@@ -289,4 +289,46 @@ func TestMCPToolsEverything(t *testing.T) {
 			t.Fatalf("--format json: %v, %d tools:\n%s", err, len(doc.Tools), out)
 		}
 	})
+}
+
+// TestMCPToolsTaskSupport: a tool a TypeScript SDK server lists with
+// execution.taskSupport: required shows it in the TASKS column and is
+// flagged with what a probe of it does; the JSON keeps execution.
+func TestMCPToolsTaskSupport(t *testing.T) {
+	url := mcptest.StartTSServer(t)
+	code, out, errOut := runMCPTools(t, "--url", url)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	t.Logf("\n%s", out)
+	rows := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 5 {
+			rows[f[0]] = f[4]
+		}
+	}
+	if rows["task-only"] != "required" || rows["echo"] != "forbidden" {
+		t.Errorf("TASKS of task-only %q and echo %q, want required and forbidden", rows["task-only"], rows["echo"])
+	}
+	if !strings.Contains(out, "flagged: task-only: execution.taskSupport is required: the tool runs only as a task, and a probe of it ends as needs_input") {
+		t.Errorf("task-only is not flagged:\n%s", out)
+	}
+	code, out, errOut = runMCPTools(t, "--url", url, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var doc struct {
+		Tools []struct {
+			Name      string          `json:"name"`
+			Execution json.RawMessage `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range doc.Tools {
+		if tool.Name == "task-only" && !strings.Contains(strings.Join(strings.Fields(string(tool.Execution)), ""), `"taskSupport":"required"`) {
+			t.Errorf("task-only's execution %s", tool.Execution)
+		}
+	}
 }

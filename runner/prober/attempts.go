@@ -253,7 +253,10 @@ func (l *attemptLoop) record(res attemptResult, wait time.Duration) {
 	}
 	for i, row := range rows {
 		row.Number, row.Try, row.Poll, row.Step = l.first+len(l.attempts)+1, l.number, l.poll, l.step
-		row.Code, row.Message, row.Wait = "", "", 0
+		row.Wait = 0
+		if len(res.exchanges) == 0 {
+			row.Code, row.Message = "", ""
+		}
 		if i == blamed {
 			row.Code, row.Message = res.code, res.message
 		}

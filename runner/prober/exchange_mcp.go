@@ -91,7 +91,7 @@ func (x *mcpExchange) session(a *attempt, token string) attemptResult {
 	}
 	x.last = ans
 	res := attemptResult{httpStatus: ans.Status, retryAfter: ans.RetryAfter, retryAfterSet: ans.RetryAfterSet}
-	res.exchanges, res.blamed = exchangeRows(ans.Exchanges)
+	res.exchanges, res.blamed = exchangeRows(ans.Exchanges, ans.Err)
 	if f := ans.Err; f != nil {
 		res.code, res.message = f.Code, f.Message
 		switch {
@@ -128,7 +128,7 @@ func stdioCommand(m *checks.MCP) *mcpsdk.Command {
 // of the one mcpsdk found the session's failure in (-1: none). The loop
 // numbers the rows and gives the blamed one the attempt's verdict, which
 // may be the probe's reading of mcpsdk's (is_error: unavailable).
-func exchangeRows(xs []mcpsdk.Exchange) ([]results.Attempt, int) {
+func exchangeRows(xs []mcpsdk.Exchange, verdict *results.Error) ([]results.Attempt, int) {
 	blamed := -1
 	rows := make([]results.Attempt, 0, len(xs))
 	for i, x := range xs {
@@ -136,8 +136,11 @@ func exchangeRows(xs []mcpsdk.Exchange) ([]results.Attempt, int) {
 		if method == http.MethodDelete {
 			method = "DELETE session"
 		}
-		rows = append(rows, results.Attempt{Method: method, StartedAt: x.StartedAt, Duration: x.Duration, HTTPStatus: x.Status})
-		if x.Code != "" && blamed < 0 {
+		// An exchange the session's verdict does not name keeps its own
+		// note: why it got no answer, or the session the server forgot.
+		rows = append(rows, results.Attempt{Method: method, StartedAt: x.StartedAt, Duration: x.Duration, HTTPStatus: x.Status,
+			Code: x.Code, Message: x.Message})
+		if verdict != nil && x.Code == verdict.Code && x.Message == verdict.Message && blamed < 0 {
 			blamed = i
 		}
 	}
