@@ -60,8 +60,9 @@ type guard struct {
 	token    checks.Secret // "": no authentication
 	inFlight chan struct{}
 	limits   *clientLimits // HTTP requests, per budget and client address
-	// mcpLimits counts the JSON-RPC requests POSTed to /mcp, per budget
-	// and client address (mcplimits.go).
+	// mcpLimits counts what MCP clients send to /mcp, per budget and
+	// client address: JSON-RPC requests, and apart from them the other
+	// messages (mcplimits.go).
 	mcpLimits *clientLimits
 }
 
@@ -99,7 +100,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch b := g.budget(r); {
-	case mcp && (b == budgetAuthed || b == budgetOpen):
+	case r.URL.Path == mcpPath && (b == budgetAuthed || b == budgetOpen):
 		// An MCP client's requests, counted as such; a stranger's are
 		// refused anyway, and spend the strangers' budget below.
 		if !g.chargeMCP(w, r, b) {

@@ -19,12 +19,14 @@ import (
 const (
 	// mcpRate and mcpBurst bound JSON-RPC requests per client and budget:
 	// a burst of 40 questions of three requests each, then 10 questions
-	// a second.
+	// a second. The other messages to /mcp (notifications, GET) have a
+	// bucket of the same size beside it: a session sends fewer of them
+	// than requests.
 	mcpRate  = ratelimit.Limit(30) // requests per second
 	mcpBurst = 120
 	// mcpMaxBodyBytes is the largest message the guard reads to count
 	// its requests: the handler's own limit (mcpsdk's streamableHandler).
-	// A larger body is the handler's to refuse, and costs an HTTP request.
+	// A larger body is the handler's to refuse, and costs one message.
 	mcpMaxBodyBytes = 64 << 10
 	// jsonrpcRateLimited is the JSON-RPC error code of a refused request,
 	// in the range JSON-RPC leaves to servers.
@@ -34,7 +36,8 @@ const (
 // mcpMessages is what the guard reads of a POST to /mcp before it counts
 // it: the ids of its requests, in order. Notifications and responses (a
 // client's answers to server requests) carry no question, and a body that
-// is not JSON-RPC is the handler's to refuse; those cost an HTTP request.
+// is not JSON-RPC is the handler's to refuse; those cost one message of
+// the transport's budget.
 type mcpMessages struct {
 	ids   []json.RawMessage // each request's id, as sent
 	batch bool              // the body was a JSON array of messages
@@ -81,22 +84,27 @@ func readMCPMessages(r *http.Request) (mcpMessages, error) {
 	return m, nil
 }
 
-// chargeMCP spends r's cost from its client's budgets: each JSON-RPC
-// request from the MCP budget, anything else from the HTTP budget b as
-// every other route's requests do. Refused, it answers 429 with
+// chargeMCP spends r's cost from its client's MCP budgets: the JSON-RPC
+// requests POSTed to /mcp from the requests' budget, one each; any other
+// message (notifications, a client's responses, a body that is not
+// JSON-RPC) and a GET of /mcp from the transport's, one per HTTP request.
+// Neither is the budget of the other routes, so an MCP client and a
+// dashboard never starve each other. Refused, it answers 429 with
 // Retry-After and a JSON-RPC error for each request (null id when there
 // is none), so that an MCP client reads why, and reports false.
 func (g *guard) chargeMCP(w http.ResponseWriter, r *http.Request, b budget) bool {
-	key := budgetKey(b, clientAddr(r))
-	msgs, err := readMCPMessages(r)
-	if err != nil || len(msgs.ids) == 0 {
-		wait, ok := g.limits.allow(key, time.Now())
-		if !ok {
-			writeMCPRateLimited(w, wait, msgs)
+	var msgs mcpMessages
+	if r.Method == http.MethodPost {
+		var err error
+		if msgs, err = readMCPMessages(r); err != nil {
+			msgs = mcpMessages{}
 		}
-		return ok
 	}
-	wait, ok := g.mcpLimits.allowN(key, len(msgs.ids), time.Now())
+	key, n := budgetKey(b, clientAddr(r))+" requests", len(msgs.ids)
+	if n == 0 {
+		key, n = budgetKey(b, clientAddr(r))+" transport", 1
+	}
+	wait, ok := g.mcpLimits.allowN(key, n, time.Now())
 	if !ok {
 		writeMCPRateLimited(w, wait, msgs)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
@@ -57,6 +58,25 @@ func postMCP(t *testing.T, endpoint, body string) (int, string, []byte) {
 func TestMCPBudgetCountsQuestions(t *testing.T) {
 	f := newStatusFixture(t)
 	endpoint := f.srv.URL + mcpPath
+
+	// A dashboard behind the same address spends the HTTP budget; MCP
+	// clients do not share it.
+	for i := 0; ; i++ {
+		resp, err := http.Get(f.srv.URL + "/api/v1/probes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+		if i > 4*clientBurst {
+			t.Fatalf("%d API requests in a burst were all answered; want the HTTP budget to run out", i)
+		}
+	}
+	if status, _, body := postMCP(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status == http.StatusTooManyRequests {
+		t.Errorf("a notification once the HTTP budget ran out: HTTP %d %s; want it let through", status, body)
+	}
 
 	const questions = 30
 	for i := range questions {
@@ -128,7 +148,9 @@ func TestMCPBudgetCountsQuestions(t *testing.T) {
 	if status, _, body := postMCP(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status == http.StatusTooManyRequests {
 		t.Errorf("a notification past the MCP budget: HTTP %d %s; want it let through", status, body)
 	}
-	// Nor is the rest of the surface starved by the MCP client.
+	// Nor is the rest of the surface starved by the MCP client: the API's
+	// budget refilled meanwhile, and /mcp spent none of it.
+	time.Sleep(time.Duration(float64(time.Second) / float64(clientRate) * 2))
 	resp, err := http.Get(f.srv.URL + "/api/v1/probes")
 	if err != nil {
 		t.Fatal(err)
