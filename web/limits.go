@@ -50,7 +50,8 @@ const (
 // guard rejects what the read-only surface never needs, before routing:
 // a Host name a loopback listener does not answer to (421), methods other
 // than GET and HEAD (405), request bodies (413), a client over its rate
-// (429, with Retry-After), and more than maxInFlight requests at once
+// (429, with Retry-After; MCP requests to /mcp count against a budget of
+// their own, mcplimits.go), and more than maxInFlight requests at once
 // (503). It tells authenticated requests from strangers before it counts
 // them, so each spends its own budget.
 type guard struct {
@@ -58,14 +59,19 @@ type guard struct {
 	hosts    *hostPolicy   // nil: any Host
 	token    checks.Secret // "": no authentication
 	inFlight chan struct{}
-	limits   *clientLimits
+	limits   *clientLimits // HTTP requests, per budget and client address
+	// mcpLimits counts what MCP clients send to /mcp, per budget and
+	// client address: JSON-RPC requests, and apart from them the other
+	// messages (mcplimits.go).
+	mcpLimits *clientLimits
 }
 
 func newGuard(next http.Handler, hosts *hostPolicy, token checks.Secret) *guard {
 	return &guard{
 		next: next, hosts: hosts, token: token,
-		inFlight: make(chan struct{}, maxInFlight),
-		limits:   newClientLimits(maxClients),
+		inFlight:  make(chan struct{}, maxInFlight),
+		limits:    newClientLimits(maxClients),
+		mcpLimits: newBucketLimits(maxClients, mcpRate, mcpBurst),
 	}
 }
 
@@ -93,10 +99,19 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusRequestEntityTooLarge, "request_too_large", "requests carry no body here")
 		return
 	}
-	if wait, ok := g.limits.allow(budgetKey(g.budget(r), clientAddr(r)), time.Now()); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Round(time.Second)/time.Second))))
-		writeAPIError(w, http.StatusTooManyRequests, "rate_limited", "too many requests from this client; slow down")
-		return
+	switch b := g.budget(r); {
+	case r.URL.Path == mcpPath && (b == budgetAuthed || b == budgetOpen):
+		// An MCP client's requests, counted as such; a stranger's are
+		// refused anyway, and spend the strangers' budget below.
+		if !g.chargeMCP(w, r, b) {
+			return
+		}
+	default:
+		if wait, ok := g.limits.allow(budgetKey(b, clientAddr(r)), time.Now()); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+			writeAPIError(w, http.StatusTooManyRequests, "rate_limited", "too many requests from this client; slow down")
+			return
+		}
 	}
 	select {
 	case g.inFlight <- struct{}{}:
@@ -133,6 +148,8 @@ func budgetKey(b budget, addr string) string { return string(b) + " " + addr }
 type clientLimits struct {
 	mu       sync.Mutex
 	capacity int
+	rate     ratelimit.Limit
+	burst    int
 	byKey    map[string]*list.Element
 	lru      list.List // of *clientBucket, the most recently used in front
 }
@@ -142,13 +159,26 @@ type clientBucket struct {
 	limiter *ratelimit.Limiter
 }
 
+// newClientLimits counts HTTP requests: clientRate, clientBurst.
 func newClientLimits(capacity int) *clientLimits {
-	return &clientLimits{capacity: capacity, byKey: make(map[string]*list.Element, capacity)}
+	return newBucketLimits(capacity, clientRate, clientBurst)
+}
+
+// newBucketLimits keeps up to capacity buckets of the given rate and burst.
+func newBucketLimits(capacity int, rate ratelimit.Limit, burst int) *clientLimits {
+	return &clientLimits{capacity: capacity, rate: rate, burst: burst, byKey: make(map[string]*list.Element, capacity)}
 }
 
 // allow takes a token from key's bucket, or says how long until one is
 // there.
 func (c *clientLimits) allow(key string, now time.Time) (time.Duration, bool) {
+	return c.allowN(key, 1, now)
+}
+
+// allowN takes n tokens from key's bucket at once, or none and says how
+// long until there are n; n over the burst waits for the whole burst.
+func (c *clientLimits) allowN(key string, n int, now time.Time) (time.Duration, bool) {
+	n = min(n, c.burst)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[key]
@@ -160,14 +190,14 @@ func (c *clientLimits) allow(key string, now time.Time) (time.Duration, bool) {
 		e = c.lru.Back()
 		b := e.Value.(*clientBucket)
 		delete(c.byKey, b.key)
-		b.key, b.limiter = key, ratelimit.NewLimiter(clientRate, clientBurst)
+		b.key, b.limiter = key, ratelimit.NewLimiter(c.rate, c.burst)
 		c.byKey[key] = e
 		c.lru.MoveToFront(e)
 	default:
-		e = c.lru.PushFront(&clientBucket{key: key, limiter: ratelimit.NewLimiter(clientRate, clientBurst)})
+		e = c.lru.PushFront(&clientBucket{key: key, limiter: ratelimit.NewLimiter(c.rate, c.burst)})
 		c.byKey[key] = e
 	}
-	res := e.Value.(*clientBucket).limiter.ReserveN(now, 1)
+	res := e.Value.(*clientBucket).limiter.ReserveN(now, n)
 	if delay := res.DelayFrom(now); delay > 0 {
 		res.CancelAt(now)
 		return delay, false

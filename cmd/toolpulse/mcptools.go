@@ -22,6 +22,7 @@ import (
 // mcpCmd groups the commands that look at an MCP server.
 type mcpCmd struct {
 	Tools mcpToolsCmd `cmd:"" help:"List an MCP server's tools with their schemas and annotations, to help write an mcp: probe."`
+	Call  mcpCallCmd  `cmd:"" help:"Call one tool of an MCP server once, as an mcp: probe's attempt does, and print the verdict."`
 }
 
 type mcpToolsCmd struct {
