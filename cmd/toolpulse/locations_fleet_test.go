@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -204,7 +205,19 @@ func TestLocationsFleet(t *testing.T) {
 		}
 	}
 	waitFor("a new decider", 10*time.Second, func() bool { h := decider(); return h != "" && h != first })
-	logf("%s decides after %s", decider(), first)
+	now := decider()
+	logf("%s decides after %s", now, first)
+	// Every living instance's /healthz names the new decider.
+	for _, n := range nodes {
+		if n.dead {
+			continue
+		}
+		var v struct{ Decider struct{ Node string } }
+		_, body := healthzBodyWithin("http://"+n.addr+"/healthz", 2*time.Second)
+		if err := json.Unmarshal([]byte(body), &v); err != nil || v.Decider.Node != now {
+			t.Errorf("%s's /healthz after the decider's failover: %s, want decider %s", n.name, body, now)
+		}
+	}
 	runs(2, "search", "eu-west", "us-east", "ap-south")
 	prov.fail("search")
 	waitFor("search's resolve", 15*time.Second, func() bool { return posts("search resolved") >= 1 && settled() })
