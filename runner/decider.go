@@ -372,7 +372,11 @@ func (d *Daemon) startDeciding(store DecisionStore, role *deciderRole, epoch int
 	wg.Go(func() { dc.run(ctx, d.clock) })
 	wg.Go(func() { deliv.Run(ctx) })
 	// The receivers' own loops (Alertmanager's re-posts of what fires)
-	// run while the decider delivers, leading a location or not.
+	// run while the decider delivers, leading a location or not, from
+	// what the last decider told them is active.
+	if active, ok := d.fleet.Store.(ActiveAlerts); ok {
+		d.sender.restore(ctx, active, logger)
+	}
 	d.sender.start(d.runCtx)
 	logger.Info("fleet: deciding the alerts of probes of several locations, and delivering them")
 	return func() {

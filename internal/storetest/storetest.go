@@ -127,6 +127,7 @@ var behaviours = []behaviour{
 	{"NewestRuns/each probe's newest runs from each location, in one call", newestRuns},
 	{"RecordDecision/the alert state and alerts, with each location's view, read back", recordDecision},
 	{"RecordDecision/the locations announced silent and their alerts, read back", silentLocations},
+	{"FiringAlerts/the locations still silent, as told to the receiver", firingSilentLocations},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},
