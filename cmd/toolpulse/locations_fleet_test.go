@@ -40,6 +40,9 @@ notify:
   failure_threshold: 1
   send_resolved: true
   routes:
+    - match: {team: search}
+      slack: {webhook_url: "${TP_SLACK}"}
+      alertmanager: {url: "${TP_AM}"}
     - match: {team: wobbly}
       slack: {webhook_url: "${TP_SLACK}"}
       flapping: {changes: 2, window: 40s, stable_for: 4s}
@@ -49,6 +52,7 @@ probes:
   - name: search
     request: {headers: {X-Location: "${TOOLPULSE_LOCATION}"}, url: "${TP_PROVIDER}/search"}
     consumer: c
+    labels: {team: search}
     locations: [eu-west, us-east, ap-south]
   - name: wobbly
     request: {headers: {X-Location: "${TOOLPULSE_LOCATION}"}, url: "${TP_PROVIDER}/wobbly"}
@@ -127,6 +131,9 @@ func TestLocationsFleet(t *testing.T) {
 	prov := &locationsProvider{failing: map[string]bool{}, calls: map[string]int{}}
 	provURL := e2e.Serve(t, prov)
 	slack, slackURL := e2e.Slack(t)
+	amURL := e2e.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
 	config := filepath.Join(t.TempDir(), "checks.yaml")
 	if err := os.WriteFile(config, []byte(locationsFleetConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -139,7 +146,7 @@ func TestLocationsFleet(t *testing.T) {
 			n.proc = e2e.StartCommand(t, harness.Command{
 				Args: []string{"-c", config, "run", "--grace", "2s"},
 				Env: []string{"TOOLPULSE_PG_DSN=" + dsn, "TOOLPULSE_NODE=" + n.name, "TOOLPULSE_LOCATION=" + loc,
-					"TOOLPULSE_LISTEN=" + n.addr, "TP_PROVIDER=" + provURL, "TP_SLACK=" + slackURL},
+					"TOOLPULSE_LISTEN=" + n.addr, "TP_PROVIDER=" + provURL, "TP_SLACK=" + slackURL, "TP_AM=" + amURL},
 			})
 			nodes = append(nodes, n)
 		}
@@ -288,13 +295,46 @@ func TestLocationsFleet(t *testing.T) {
 		t.Errorf("ap-south's location_silent messages: %d, want 1", got)
 	}
 
+	// (c, again) The decider is killed while search fires and ap-south is
+	// silent: the next one takes over what Alertmanager was told is
+	// active, both, to re-post them.
+	last := decider()
+	for _, n := range nodes {
+		if n.name == last {
+			kill(n)
+		}
+	}
+	waitFor("a third decider", 10*time.Second, func() bool { h := decider(); return h != "" && h != last })
+	next := decider()
+	logf("%s decides after %s", next, last)
+	for _, n := range nodes {
+		if n.name != next {
+			continue
+		}
+		n.proc.WaitWithin("the new decider restoring Alertmanager", 10*time.Second, func() bool {
+			return strings.Contains(n.proc.Log.String(), `msg="re-posting the alerts still active" role=decider`)
+		})
+		line := ""
+		for l := range strings.Lines(n.proc.Log.String()) {
+			if strings.Contains(l, `msg="re-posting the alerts still active" role=decider`) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "receiver=routes[0]/alertmanager alerts=2") {
+			t.Errorf("the new decider restored: %s; want routes[0]/alertmanager's two (search firing, ap-south silent)", line)
+		}
+	}
+
 	// The store agrees with Slack: each transition recorded once, by the
 	// decider.
 	for kind, want := range map[string]string{"firing": "3", "resolved": "3", "flapping": "1", "location_silent": "1"} {
-		got := pgtest.Exec(t, dsn, `SELECT count(*) FROM alerts WHERE decider = '_decider' AND kind = '`+kind+`'`)
+		got := pgtest.Exec(t, dsn, `SELECT count(*) FROM alerts WHERE decider = '_decider' AND receiver LIKE '%/slack' AND kind = '`+kind+`'`)
 		if got != want {
 			t.Errorf("the decider's %s alerts in the store: %s, want %s", kind, got, want)
 		}
+	}
+	if n := pgtest.Exec(t, dsn, `SELECT count(*) FROM alerts WHERE receiver = 'routes[0]/alertmanager' AND kind = 'location_silent'`); n != "1" {
+		t.Errorf("location_silent alerts to Alertmanager: %s, want 1", n)
 	}
 	if n := pgtest.Exec(t, dsn, `SELECT count(*) FROM alerts WHERE decider IS DISTINCT FROM '_decider'`); n != "0" {
 		t.Errorf("alerts not from the decider: %s, want 0 (every probe runs from several locations)", n)
