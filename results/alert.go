@@ -1,7 +1,9 @@
 package results
 
 import (
+	"cmp"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -408,4 +410,10 @@ func (rec *RunRecord) Drifts() []*Drift {
 		}
 	}
 	return out
+}
+
+// ByID sorts alerts by ID, oldest first, and returns them.
+func ByID(alerts []Alert) []Alert {
+	slices.SortFunc(alerts, func(a, b Alert) int { return cmp.Compare(a.ID, b.ID) })
+	return alerts
 }

@@ -94,3 +94,64 @@ type ProbeStats struct {
 	// outcome that ends with the last run. It may lie before the window.
 	OutcomeSince time.Time
 }
+
+// RunsFrom asks for the newest runs of one probe from one location (SPEC
+// §13): what the fleet's decider replays through a probe's thresholds.
+// A store answers many at once (NewestRuns), in one query where it can.
+type RunsFrom struct {
+	Probe    string
+	Location string // as a store keeps it: DefaultLocation for the default one
+	Limit    int    // at most this many; 0 or less: DefaultLimit
+}
+
+// RunsKey is the probe and stored location of r, as RunsFrom names them.
+func RunsKey(r Result) RunsFrom {
+	return RunsFrom{Probe: r.Probe, Location: LocationOrDefault(r.Location)}
+}
+
+// SplitRuns deals rs, the runs of every probe and location of want
+// (each newest first, grouped or not), out to want: the i-th slice holds
+// want[i]'s runs, newest first as they came, at most want[i].Limit (or
+// DefaultLimit) of them. A want asked twice gets its runs twice.
+func SplitRuns(want []RunsFrom, rs []Result) [][]Result {
+	byKey := map[RunsFrom][]Result{}
+	for _, r := range rs {
+		k := RunsKey(r)
+		byKey[k] = append(byKey[k], r)
+	}
+	out := make([][]Result, len(want))
+	for i, w := range want {
+		runs := byKey[RunsFrom{Probe: w.Probe, Location: w.Location}]
+		if n := w.limit(); len(runs) > n {
+			runs = runs[:n]
+		}
+		out[i] = runs
+	}
+	return out
+}
+
+// limit is w.Limit, or DefaultLimit for 0 or less.
+func (w RunsFrom) limit() int {
+	if w.Limit <= 0 {
+		return DefaultLimit
+	}
+	return w.Limit
+}
+
+// Distinct is want with each probe and location once, at the largest limit
+// asked of it, in the order first asked: what a store needs to read to
+// answer want.
+func Distinct(want []RunsFrom) []RunsFrom {
+	at := map[RunsFrom]int{}
+	var out []RunsFrom
+	for _, w := range want {
+		k := RunsFrom{Probe: w.Probe, Location: w.Location}
+		if i, ok := at[k]; ok {
+			out[i].Limit = max(out[i].Limit, w.limit())
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, RunsFrom{Probe: w.Probe, Location: w.Location, Limit: w.limit()})
+	}
+	return out
+}

@@ -35,8 +35,10 @@ const DecideEvery = time.Second
 // (results/postgres) beyond Store: each location's runs, a decision's
 // fenced commit, and the store's clock, by which locations turn silent.
 type DecisionStore interface {
-	// History returns the results q selects, newest first.
-	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
+	// NewestRuns returns, for each of want in its order, the newest runs
+	// of its probe from its location, newest first: the decider asks once
+	// a round for every probe and location it decides about.
+	NewestRuns(ctx context.Context, want []results.RunsFrom) ([][]results.Result, error)
 	// RecordDecision commits the probe's alert state and alerts, refused
 	// with results.ErrFenced once rec.Fence's epoch no longer holds the
 	// decider's lease.
@@ -108,12 +110,33 @@ func (dc *decider) round(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the store's clock: %w", err)
 	}
-	var errs []error
+	var (
+		probes []*checks.Probe
+		want   []results.RunsFrom
+	)
 	for _, p := range dc.config().Probes {
 		if len(p.Locations) < 2 {
 			continue
 		}
-		if err := dc.decide(ctx, p, f.Now); errors.Is(err, results.ErrFenced) {
+		limit := replayRuns(dc.policy(p), p.Interval)
+		for _, loc := range p.Locations {
+			want = append(want, results.RunsFrom{Probe: p.Name, Location: loc, Limit: limit})
+		}
+		probes = append(probes, p)
+	}
+	if len(probes) == 0 {
+		return nil
+	}
+	// Every location's runs of every probe, in one read of the store.
+	runs, err := dc.store.NewestRuns(ctx, want)
+	if err != nil {
+		return fmt.Errorf("read the locations' runs: %w", err)
+	}
+	var errs []error
+	for _, p := range probes {
+		mine := runs[:len(p.Locations)]
+		runs = runs[len(p.Locations):]
+		if err := dc.decide(ctx, p, mine, f.Now); errors.Is(err, results.ErrFenced) {
 			return err
 		} else if err != nil {
 			errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
@@ -122,21 +145,23 @@ func (dc *decider) round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// decide makes and commits the fleet-wide decision about p, its
-// locations judged against storeNow.
-func (dc *decider) decide(ctx context.Context, p *checks.Probe, storeNow time.Time) error {
+// policy is the alert policy of p's route.
+func (dc *decider) policy(p *checks.Probe) checks.Notify {
 	rc := dc.rc
 	rc.mu.RLock()
-	n := rc.notify.Route(rc.labels[p.Name]).Notify
-	rc.mu.RUnlock()
-	limit := replayRuns(n, p.Interval)
+	defer rc.mu.RUnlock()
+	return rc.notify.Route(rc.labels[p.Name]).Notify
+}
+
+// decide makes and commits the fleet-wide decision about p, its
+// locations' runs (runs[i]: from p.Locations[i], newest first) judged
+// against storeNow.
+func (dc *decider) decide(ctx context.Context, p *checks.Probe, runs [][]results.Result, storeNow time.Time) error {
+	rc := dc.rc
+	n := dc.policy(p)
 	locs := make([]judged, 0, len(p.Locations))
-	for _, loc := range p.Locations {
-		runs, err := dc.store.History(ctx, results.HistoryQuery{Probes: []string{p.Name}, Locations: []string{loc}, Limit: limit})
-		if err != nil {
-			return fmt.Errorf("runs from %s: %w", loc, err)
-		}
-		locs = append(locs, judgeLocation(n, locationRuns{Location: loc, Runs: runs}, storeNow, silentAfter(p)))
+	for i, loc := range p.Locations {
+		locs = append(locs, judgeLocation(n, locationRuns{Location: loc, Runs: runs[i]}, storeNow, silentAfter(p)))
 	}
 	prev, known := dc.alerts[p.Name]
 	vs := views(locs)
@@ -347,7 +372,11 @@ func (d *Daemon) startDeciding(store DecisionStore, role *deciderRole, epoch int
 	wg.Go(func() { dc.run(ctx, d.clock) })
 	wg.Go(func() { deliv.Run(ctx) })
 	// The receivers' own loops (Alertmanager's re-posts of what fires)
-	// run while the decider delivers, leading a location or not.
+	// run while the decider delivers, leading a location or not, from
+	// what the last decider told them is active.
+	if active, ok := d.fleet.Store.(ActiveAlerts); ok {
+		d.sender.restore(ctx, active, logger)
+	}
 	d.sender.start(d.runCtx)
 	logger.Info("fleet: deciding the alerts of probes of several locations, and delivering them")
 	return func() {

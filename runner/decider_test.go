@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,16 +28,19 @@ type decisionDB struct {
 	alerts []results.Alert
 	lastID int64
 	n      int // runs recorded, for operation ids
+	reads  int // NewestRuns calls
 }
 
-func (db *decisionDB) History(_ context.Context, q results.HistoryQuery) ([]results.Result, error) {
+func (db *decisionDB) NewestRuns(_ context.Context, want []results.RunsFrom) ([][]results.Result, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var out []results.Result
-	for i := len(db.runs) - 1; i >= 0 && len(out) < q.Limit; i-- {
-		r := db.runs[i]
-		if slices.Contains(q.Probes, r.Probe) && slices.Contains(q.Locations, results.LocationOrDefault(r.Location)) {
-			out = append(out, r)
+	db.reads++
+	out := make([][]results.Result, len(want))
+	for i, w := range want {
+		for j := len(db.runs) - 1; j >= 0 && len(out[i]) < w.Limit; j-- {
+			if r := db.runs[j]; results.RunsKey(r) == (results.RunsFrom{Probe: w.Probe, Location: w.Location}) {
+				out[i] = append(out[i], r)
+			}
 		}
 	}
 	return out, nil
@@ -80,11 +84,14 @@ func (db *decisionDB) AlertStates(context.Context) (map[string]results.AlertStat
 
 // ran records a run of search from location at the store's clock: a
 // timeout when failed, else a pass.
-func (db *decisionDB) ran(location string, failed bool) {
+func (db *decisionDB) ran(location string, failed bool) { db.ranProbe("search", location, failed) }
+
+// ranProbe is ran for any probe.
+func (db *decisionDB) ranProbe(probe, location string, failed bool) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	db.n++
-	r := results.Result{OperationID: fmt.Sprintf("op-%d", db.n), Probe: "search", Location: location,
+	r := results.Result{OperationID: fmt.Sprintf("op-%d", db.n), Probe: probe, Location: location,
 		StartedAt: db.now, Outcome: results.Pass, Attempts: []results.Attempt{{Number: 1}}}
 	if failed {
 		r.Fail(results.NewError(results.CodeTimeout, "timed out"))
@@ -301,5 +308,49 @@ func TestDeciderLocationSilent(t *testing.T) {
 	db.mu.Unlock()
 	if st.SilentLocations != nil {
 		t.Errorf("silent locations after ap-south's return: %v, want none", st.SilentLocations)
+	}
+}
+
+// TestDeciderReadsOnceARound: a round reads every location's runs of
+// every probe of several locations in one call to the store, and decides
+// each probe from its own runs: search failing from two of three pages,
+// billing failing from one does not, each alert showing its own probe's
+// locations.
+func TestDeciderReadsOnceARound(t *testing.T) {
+	ctx := context.Background()
+	clock := clockwork.NewFakeClockAt(alertT0)
+	db := &decisionDB{now: alertT0, epoch: 1, states: map[string]results.AlertState{}}
+	locations := []string{"eu-west", "us-east", "ap-south"}
+	cfg := &checks.Config{Probes: []*checks.Probe{
+		{Name: "search", Interval: time.Minute, Locations: locations},
+		{Name: "solo", Interval: time.Minute, Locations: []string{"eu-west"}},
+		{Name: "billing", Interval: time.Minute, Locations: []string{"us-east", "ap-south", "eu-west"}},
+	}, Notify: notifyOn(1, time.Hour, true, "unavailable")}
+	rc := NewRecorder(nil, cfg.Notify, RecorderOptions{Deliver: true, Clock: clock})
+	rc.SetConfig(cfg, true)
+	dc := &decider{store: db, states: db.AlertStates, rc: rc, config: func() *checks.Config { return cfg },
+		fence: results.Fence{Location: results.DeciderLease, Epoch: 1}, logger: rc.logger,
+		wake: func() {}, fenced: func() {}}
+	db.advance(clock, time.Minute)
+	for _, l := range locations {
+		db.ranProbe("search", l, l != "ap-south")
+		db.ranProbe("billing", l, l == "eu-west")
+	}
+	if err := dc.round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if db.reads != 1 {
+		t.Errorf("one round read the store's runs %d times, want once", db.reads)
+	}
+	got := db.since(0)
+	if len(got) != 1 || got[0].Probe != "search" || got[0].Kind != results.AlertFiring {
+		t.Fatalf("alerts: %+v, want one firing about search", got)
+	}
+	var views []string
+	for _, v := range got[0].Locations {
+		views = append(views, fmt.Sprintf("%s=%v", v.Location, v.Failing))
+	}
+	if want := "eu-west=true us-east=true ap-south=false"; strings.Join(views, " ") != want {
+		t.Errorf("search's locations: %s, want %s", strings.Join(views, " "), want)
 	}
 }

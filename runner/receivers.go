@@ -3,6 +3,9 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,4 +147,55 @@ func (s *receiverSet) receiver(key string) (Sender, error) {
 		return nil, fmt.Errorf("receiver %s is not configured any more (a reload removed it)", key)
 	}
 	return sender, nil
+}
+
+// Restorer is a receiver that keeps telling what is active (Alertmanager
+// re-posts it): Restore takes what the store says it was last told is
+// active, as if it had sent it.
+type Restorer interface {
+	Restore(ctx context.Context, alerts []results.Alert) error
+}
+
+// ActiveAlerts is the store's record of what each receiver was last told
+// is active: each firing probe's newest firing, reminder, update or
+// flapping alert, and each silent location's location_silent alert,
+// delivered to receiver (results/postgres's FiringAlerts).
+type ActiveAlerts interface {
+	FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error)
+}
+
+// restoreTimeout bounds restore's reads: a slow store must not hold up a
+// decider's term.
+const restoreTimeout = 5 * time.Second
+
+// restore gives every Restorer receiver what store says it was last told
+// is active. A new decider calls it as its term begins: what the last
+// decider told Alertmanager (a probe firing, a location silent) stays
+// active through the failover, re-posted by this instance, instead of
+// ending within Alertmanager's TTL. A read that fails is logged and the
+// next receiver is tried.
+func (s *receiverSet) restore(ctx context.Context, store ActiveAlerts, logger *slog.Logger) {
+	s.mu.RLock()
+	senders := maps.Clone(s.senders)
+	s.mu.RUnlock()
+	for _, key := range slices.Sorted(maps.Keys(senders)) {
+		r, ok := senders[key].(Restorer)
+		if !ok {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+		alerts, err := store.FiringAlerts(rctx, key)
+		if err == nil {
+			err = r.Restore(rctx, alerts)
+		}
+		cancel()
+		if err != nil {
+			logger.Warn("could not read what this receiver was told is active; it ends within its TTL unless alerted again",
+				"receiver", key, "error", err)
+			continue
+		}
+		if len(alerts) > 0 {
+			logger.Info("re-posting the alerts still active", "receiver", key, "alerts", len(alerts))
+		}
+	}
 }

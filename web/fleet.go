@@ -82,12 +82,33 @@ type leaseJSON struct {
 	Held bool `json:"held"`
 }
 
+// deciderJSON is the instance holding the decider's lease
+// (results.DeciderLease) and the lease's epoch, as /healthz and
+// /api/v1/fleet show it.
+type deciderJSON struct {
+	Node  string `json:"node"`
+	Epoch int64  `json:"epoch"`
+}
+
+// deciderOf is who decides f's fleet-wide alerts at f.Now: nil when
+// nobody holds the decider's lease.
+func deciderOf(f results.Fleet) *deciderJSON {
+	node, epoch := f.Leader(results.DeciderLease)
+	if node == "" {
+		return nil
+	}
+	return &deciderJSON{Node: node, Epoch: epoch}
+}
+
 // fleetJSON is the body of /api/v1/fleet.
 type fleetJSON struct {
 	roleJSON
-	Now    string          `json:"now"` // the store's clock, which last_seen and expires are judged by
-	Nodes  []fleetNodeJSON `json:"nodes"`
-	Leases []leaseJSON     `json:"leases"`
+	Now string `json:"now"` // the store's clock, which last_seen and expires are judged by
+	// Decider holds the decider's lease now; null when nobody does (no
+	// probe of several locations, a single instance, or a lapse).
+	Decider *deciderJSON    `json:"decider"`
+	Nodes   []fleetNodeJSON `json:"nodes"`
+	Leases  []leaseJSON     `json:"leases"`
 }
 
 // readFleet returns the fleet as the store knows it, or, without a fleet
@@ -116,7 +137,7 @@ func handleFleet(deps Deps) http.Handler {
 			writeAPIError(w, http.StatusInternalServerError, "store_error", "reading the fleet failed")
 			return
 		}
-		out := fleetJSON{roleJSON: toRoleJSON(role), Now: results.FormatTime(f.Now),
+		out := fleetJSON{roleJSON: toRoleJSON(role), Now: results.FormatTime(f.Now), Decider: deciderOf(f),
 			Nodes: []fleetNodeJSON{}, Leases: []leaseJSON{}}
 		for _, n := range sortedNodes(f) {
 			out.Nodes = append(out.Nodes, fleetNodeJSON{Node: n.Node, Location: n.Location, Version: n.Version,
@@ -155,6 +176,10 @@ type fleetView struct {
 	Error      string // the fleet could not be read; the rest is empty
 	Nodes      []fleetNodeView
 	Leaderless []string // locations whose lease nobody holds now
+	// DeciderLapsed: the decider's lease was held and has lapsed, not
+	// been released: nobody decides the fleet-wide alerts until another
+	// instance takes it.
+	DeciderLapsed bool
 }
 
 type fleetNodeView struct {
@@ -162,9 +187,12 @@ type fleetNodeView struct {
 	Self                    bool // the instance serving the page
 	Leads                   bool
 	Epoch                   int64 // the lease's, while it Leads
-	Started                 moment
-	LastSeen                moment
-	Silent                  string // "" while heard from; else how long it has been silent
+	// Decides: it holds the decider's lease, under DeciderEpoch.
+	Decides      bool
+	DeciderEpoch int64
+	Started      moment
+	LastSeen     moment
+	Silent       string // "" while heard from; else how long it has been silent
 }
 
 // fleetSection builds the Fleet section, or nil without a fleet store (a
@@ -188,6 +216,9 @@ func (sp *statusPages) fleetSection(ctx context.Context) *fleetView {
 		if leader, epoch := f.Leader(n.Location); leader == n.Node {
 			nv.Leads, nv.Epoch = true, epoch
 		}
+		if decider, epoch := f.Leader(results.DeciderLease); decider == n.Node {
+			nv.Decides, nv.DeciderEpoch = true, epoch
+		}
 		if !f.Alive(n, sp.deps.lease()) {
 			nv.Silent = "silent for " + strings.TrimSuffix(ago(f.Now.Sub(n.LastSeen)), " ago")
 		}
@@ -195,6 +226,13 @@ func (sp *statusPages) fleetSection(ctx context.Context) *fleetView {
 		v.Nodes = append(v.Nodes, nv)
 	}
 	for _, l := range f.Leases {
+		if l.Location == results.DeciderLease {
+			// Not a location: nobody holding it is said on its own,
+			// and only when it lapsed (a fleet whose probes all run
+			// from one location releases it, and needs no decider).
+			v.DeciderLapsed = l.Holder != "" && !l.Expires.IsZero() && !l.Expires.After(f.Now)
+			continue
+		}
 		locations[l.Location] = true
 	}
 	for loc := range locations {

@@ -151,7 +151,7 @@ func TestAPIFleet(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /api/v1/fleet = %d %s", status, body)
 	}
-	want := `{"role":"standby","node":"b","location":"default","epoch":0,"now":"2026-12-03T12:00:00.000Z",` +
+	want := `{"role":"standby","node":"b","location":"default","epoch":0,"now":"2026-12-03T12:00:00.000Z","decider":null,` +
 		`"nodes":[` +
 		`{"node":"a","location":"default","version":"v1.3.0","started":"2026-12-03T11:00:00.000Z","last_seen":"2026-12-03T11:59:59.000Z","alive":true},` +
 		`{"node":"b","location":"default","version":"v1.3.0","started":"2026-12-03T11:00:00.000Z","last_seen":"2026-12-03T11:59:58.000Z","alive":true},` +
@@ -215,7 +215,7 @@ func TestAPIFleetSingleInstance(t *testing.T) {
 	}
 }
 
-var fleetRow = regexp.MustCompile(`<tr class="node" data-node="([^"]+)" data-role="([^"]+)"( data-silent)?>`)
+var fleetRow = regexp.MustCompile(`<tr class="node" data-node="([^"]+)" data-role="([^"]+)"( data-silent)?( data-decider)?>`)
 
 // TestStatusFleetSection: the overview shows the fleet (who leads, under
 // which epoch, each node's last heartbeat, a node silent for more than
@@ -229,7 +229,7 @@ func TestStatusFleetSection(t *testing.T) {
 	}
 	var rows []string
 	for _, m := range fleetRow.FindAllStringSubmatch(page, -1) {
-		rows = append(rows, m[1]+" "+m[2]+m[3])
+		rows = append(rows, m[1]+" "+m[2]+m[3]+m[4])
 	}
 	if got, want := strings.Join(rows, ", "), "a leader, b standby, c standby data-silent, e standby"; got != want {
 		t.Errorf("fleet rows = %s, want %s", got, want)
@@ -264,5 +264,60 @@ func TestStatusFleetSection(t *testing.T) {
 	single := newFleetFixture(t, false)
 	if _, page := single.get(t, "/"); strings.Contains(page, "Fleet") || strings.Contains(page, `class="fleet"`) {
 		t.Error("a single instance's overview has a Fleet section")
+	}
+}
+
+// TestFleetDecider: /healthz, /api/v1/fleet and the status page's Fleet
+// section name the instance holding the decider's lease and its epoch;
+// the lease is not a location nobody leads; a lapsed decider's lease is
+// said, a released one (no probe of several locations) is not.
+func TestFleetDecider(t *testing.T) {
+	f := newFleetFixture(t, true)
+	setDecider := func(l results.Lease) {
+		f.fleet.mu.Lock()
+		defer f.fleet.mu.Unlock()
+		f.fleet.fleet.Leases = append(f.fleet.fleet.Leases[:2:2], l)
+	}
+	setDecider(results.Lease{Location: results.DeciderLease, Holder: "c", Epoch: 3, Expires: f.now.Add(5 * time.Second)})
+
+	if _, body := f.get(t, "/healthz"); strings.TrimSpace(body) !=
+		`{"status":"ok","role":"standby","node":"b","location":"default","epoch":0,"decider":{"node":"c","epoch":3}}` {
+		t.Errorf("GET /healthz with c deciding = %s", body)
+	}
+	if _, body := f.get(t, "/api/v1/fleet"); !strings.Contains(body, `"now":"2026-12-03T12:00:00.000Z","decider":{"node":"c","epoch":3},"nodes":`) {
+		t.Errorf("GET /api/v1/fleet with c deciding = %s", body)
+	}
+	_, page := f.get(t, "/")
+	var rows []string
+	for _, m := range fleetRow.FindAllStringSubmatch(page, -1) {
+		rows = append(rows, m[1]+" "+m[2]+m[3]+m[4])
+	}
+	if got, want := strings.Join(rows, ", "), "a leader, b standby, c standby data-silent data-decider, e standby"; got != want {
+		t.Errorf("fleet rows = %s, want %s", got, want)
+	}
+	if want := `<td>standby, <strong class="decider">decider</strong> <span class="caption">(epoch 3)</span></td>`; !strings.Contains(page, want) {
+		t.Errorf("the overview lacks %q", want)
+	}
+	if strings.Contains(page, "<code>"+results.DeciderLease+"</code>") || strings.Contains(page, "no-decider") {
+		t.Error("the decider's lease, held, is shown as a location nobody leads or a lapsed decider")
+	}
+
+	// Lapsed: nobody decides until another takes it.
+	setDecider(results.Lease{Location: results.DeciderLease, Holder: "c", Epoch: 3, Expires: f.now.Add(-time.Second)})
+	if _, body := f.get(t, "/healthz"); strings.Contains(body, "decider") {
+		t.Errorf("GET /healthz with the decider's lease lapsed = %s, want no decider", body)
+	}
+	if _, body := f.get(t, "/api/v1/fleet"); !strings.Contains(body, `"decider":null`) {
+		t.Errorf("GET /api/v1/fleet with the decider's lease lapsed = %s, want decider null", body)
+	}
+	if _, page := f.get(t, "/"); !strings.Contains(page, `<p class="warning no-decider" role="alert">No instance decides`) ||
+		strings.Contains(page, "data-decider") || strings.Contains(page, "<code>"+results.DeciderLease+"</code>") {
+		t.Error("a lapsed decider's lease: the overview does not say that nobody decides, or names a decider")
+	}
+
+	// Released (the fleet's probes all run from one location): nothing to say.
+	setDecider(results.Lease{Location: results.DeciderLease, Epoch: 3})
+	if _, page := f.get(t, "/"); strings.Contains(page, "no-decider") || strings.Contains(page, "data-decider") {
+		t.Error("a released decider's lease is shown")
 	}
 }

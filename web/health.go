@@ -28,6 +28,10 @@ func writeAPIError(w http.ResponseWriter, status int, code, message string) {
 type healthJSON struct {
 	Status string `json:"status"` // always ok
 	roleJSON
+	// Decider holds the fleet's decider lease, as the store said; left
+	// out without a fleet store, when nobody holds it, or when the store
+	// could not say (the instance is healthy all the same).
+	Decider *deciderJSON `json:"decider,omitempty"`
 }
 
 // handleHealthz answers 200 while healthy reports no error, 503 with the
@@ -36,7 +40,10 @@ type healthJSON struct {
 // for they both serve the status page and the API. ?role=leader asks for
 // the leader only, for a load balancer or a Service that wants it: a
 // healthy standby answers it 503 not_leader.
-func handleHealthz(healthy func(context.Context) error, role func() Role) http.Handler {
+//
+// In a fleet, the answer also names the instance that holds the
+// decider's lease and its epoch, read from fleet (nil: no fleet).
+func handleHealthz(healthy func(context.Context) error, role func() Role, fleet FleetStore) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		want := r.URL.Query().Get("role")
 		if want != "" && want != "leader" {
@@ -55,6 +62,12 @@ func handleHealthz(healthy func(context.Context) error, role func() Role) http.H
 				"this instance ("+self.Node+") is a standby; another leads location "+self.Location)
 			return
 		}
-		writeJSON(w, healthJSON{Status: "ok", roleJSON: toRoleJSON(self)})
+		out := healthJSON{Status: "ok", roleJSON: toRoleJSON(self)}
+		if fleet != nil {
+			if f, err := fleet.Fleet(ctx); err == nil {
+				out.Decider = deciderOf(f)
+			}
+		}
+		writeJSON(w, out)
 	})
 }

@@ -20,7 +20,7 @@ func NewServer(deps Deps) http.Handler {
 
 // addRoutes is the whole HTTP surface in one place.
 func addRoutes(mux *http.ServeMux, deps Deps) {
-	mux.Handle("GET /healthz", handleHealthz(deps.Healthy, deps.role))
+	mux.Handle("GET /healthz", handleHealthz(deps.Healthy, deps.role, deps.Fleet))
 	mux.Handle("GET /metrics", requireToken(deps.Token, deps.Metrics))
 	mux.Handle("GET /api/v1/probes", requireToken(deps.Token, handleProbes(deps.Store, deps.Probes)))
 	mux.Handle("GET /api/v1/probes/{name}/results", requireToken(deps.Token, handleProbeResults(deps.Store, deps.Probes)))

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -120,5 +121,80 @@ func silentLocations(t *testing.T, impl Impl) {
 	}
 	if stored := storedAlerts(t, s); len(stored) != 2 || stored[1].Kind != results.AlertLocationBack {
 		t.Errorf("stored alerts: %+v, want location_silent then location_back", stored)
+	}
+}
+
+// firingSilentLocations: FiringAlerts also returns, for each location a
+// probe's alert state holds announced silent, the newest location_silent
+// alert about it delivered to the receiver (what a new decider re-posts
+// after a failover, SPEC §13): not one still pending, not one to another
+// receiver, not one of a location no longer silent; and none once the
+// location is back. The probe need not be firing.
+func firingSilentLocations(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	ran := runAt("op-ap", "search", t0, results.Pass, "", 30, 1)
+	ran.Location = "ap-south"
+	recordRun(t, s, &results.RunRecord{Result: ran})
+	at := t0.Add(5 * time.Minute)
+	silent := func(loc, receiver string, when time.Time) results.Alert {
+		a := results.NewAlert(results.AlertLocationSilent, &ran, when)
+		a.Locations = []results.LocationView{{Location: loc, Silent: true, Outcome: results.Pass, LastRun: t0}}
+		a.Decider, a.Receiver, a.NextAttemptAt = results.DeciderLease, receiver, when
+		return a
+	}
+	// eu-west was silent once (its alert delivered, then back); ap-south
+	// and us-east are silent now.
+	old := results.AlertState{Probe: "search", SilentLocations: map[string]time.Time{"eu-west": t0}}
+	if err := s.RecordDecision(ctx, &results.DecisionRecord{Probe: "search", At: t0, AlertState: &old,
+		Alerts: []results.Alert{silent("eu-west", "default/alertmanager", t0)}}); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	st := results.AlertState{Probe: "search", SilentLocations: map[string]time.Time{"ap-south": at, "us-east": at}}
+	if err := s.RecordDecision(ctx, &results.DecisionRecord{Probe: "search", At: at, AlertState: &st, Alerts: []results.Alert{
+		silent("ap-south", "default/alertmanager", at), silent("ap-south", "default/slack", at),
+		silent("us-east", "default/alertmanager", at)}}); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	stored := storedAlerts(t, s)
+	if len(stored) != 4 {
+		t.Fatalf("stored %d alerts, want 4", len(stored))
+	}
+	// Delivered: eu-west's, and ap-south's to both receivers; us-east's
+	// is pending.
+	for _, i := range []int{0, 1, 2} {
+		if err := s.MarkAlertDelivered(ctx, stored[i].ID, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	located := func(as []results.Alert) []string {
+		out := []string{}
+		for _, a := range as {
+			out = append(out, fmt.Sprintf("%s %s %s", a.Kind, a.SilentLocation(), a.Receiver))
+		}
+		return out
+	}
+	got, err := s.FiringAlerts(ctx, "default/alertmanager")
+	if want := []string{"location_silent ap-south default/alertmanager"}; err != nil || !reflect.DeepEqual(located(got), want) {
+		t.Errorf("FiringAlerts(default/alertmanager): %v, %v; want %v", located(got), err, want)
+	}
+	if err := s.MarkAlertDelivered(ctx, stored[3].ID, at); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.FiringAlerts(ctx, "default/alertmanager")
+	if want := []string{"location_silent ap-south default/alertmanager", "location_silent us-east default/alertmanager"}; err != nil || !reflect.DeepEqual(located(got), want) {
+		t.Errorf("FiringAlerts(default/alertmanager), us-east's delivered too: %v, %v; want %v", located(got), err, want)
+	}
+	if len(got) > 0 && (got[0].ID != stored[1].ID || len(got[0].Locations) != 1 || !got[0].Locations[0].Silent) {
+		t.Errorf("the alert read back: %+v, want ap-south's, whole", got[0])
+	}
+
+	// Both back: nothing to re-post.
+	none := results.AlertState{Probe: "search"}
+	if err := s.RecordDecision(ctx, &results.DecisionRecord{Probe: "search", At: at.Add(time.Minute), AlertState: &none}); err != nil {
+		t.Fatalf("RecordDecision: %v", err)
+	}
+	if got, err := s.FiringAlerts(ctx, "default/alertmanager"); err != nil || len(got) != 0 {
+		t.Errorf("FiringAlerts with no location silent: %v, %v; want none", located(got), err)
 	}
 }

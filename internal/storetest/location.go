@@ -166,3 +166,87 @@ func statsLocations(t *testing.T, impl Impl) {
 	}
 	check("pruned")
 }
+
+// newestRuns: NewestRuns answers many probes and locations at once (the
+// fleet's decider asks once a round, SPEC §13): for each, in the order
+// asked, that probe's newest runs from that location alone, newest first
+// (started_at, then recording order), at most its limit, each with its
+// attempts; the default location by its stored name; nothing for a
+// location nothing ran from; the same one asked twice answered twice;
+// and each run as History returns it.
+func newestRuns(t *testing.T, impl Impl) {
+	ctx := context.Background()
+	s := impl.Open(t)
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	for _, r := range []struct {
+		op, probe, location string
+		sec                 int
+		outcome             results.Outcome
+	}{
+		{"p-eu-1", "p", "eu-west", 1, results.Pass},
+		{"p-us-1", "p", "us-east", 1, results.Pass},
+		{"p-eu-2", "p", "eu-west", 2, results.Unavailable},
+		{"p-eu-3", "p", "eu-west", 4, results.Pass},
+		{"p-eu-3b", "p", "eu-west", 4, results.Unavailable}, // same instant, recorded after
+		{"p-us-2", "p", "us-east", 3, results.Unavailable},
+		{"q-eu-1", "q", "eu-west", 5, results.Pass},
+		{"p-def-1", "p", "", 6, results.Pass},
+		{"p-eu-0", "p", "eu-west", 0, results.Pass}, // recorded last, started first
+	} {
+		code := results.Code("")
+		if r.outcome == results.Unavailable {
+			code = results.CodeTimeout
+		}
+		ran := runAt(r.op, r.probe, at(r.sec), r.outcome, code, 5, 2)
+		ran.Location = r.location
+		recordRun(t, s, &results.RunRecord{Result: ran})
+	}
+	want := []results.RunsFrom{
+		{Probe: "p", Location: "eu-west", Limit: 3},
+		{Probe: "p", Location: "us-east", Limit: 10},
+		{Probe: "q", Location: "eu-west", Limit: 10},
+		{Probe: "p", Location: "ap-south", Limit: 10},
+		{Probe: "p", Location: results.DefaultLocation, Limit: 10},
+		{Probe: "p", Location: "eu-west", Limit: 1},
+		{Probe: "q", Location: "us-east", Limit: 10},
+	}
+	got, err := s.NewestRuns(ctx, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs := [][]string{
+		{"p-eu-3b", "p-eu-3", "p-eu-2"},
+		{"p-us-2", "p-us-1"},
+		{"q-eu-1"},
+		{},
+		{"p-def-1"},
+		{"p-eu-3b"},
+		{},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("NewestRuns: %d answers for %d asked", len(got), len(want))
+	}
+	for i := range want {
+		if g := ids(got[i]); !reflect.DeepEqual(g, wantIDs[i]) {
+			t.Errorf("NewestRuns %+v: %v, want %v", want[i], g, wantIDs[i])
+		}
+	}
+	// Each run reads back whole, as History returns it.
+	hist, err := s.History(ctx, results.HistoryQuery{Probes: []string{"p"}, Locations: []string{"eu-west"}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) == len(hist) {
+		for i := range hist {
+			if !reflect.DeepEqual(got[0][i], hist[i]) {
+				t.Errorf("NewestRuns' run %s differs from History's:\n%s\nwant\n%s", hist[i].OperationID, dump(got[0][i]), dump(hist[i]))
+			}
+		}
+	}
+	if len(got[0]) > 0 && len(got[0][0].Attempts) != 2 {
+		t.Errorf("NewestRuns' run %s has %d attempts, want 2", got[0][0].OperationID, len(got[0][0].Attempts))
+	}
+	if none, err := s.NewestRuns(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("NewestRuns(nothing) = %v, %v; want nothing", none, err)
+	}
+}

@@ -42,6 +42,9 @@ type Store interface {
 	// History returns the results q selects, newest first (by started_at,
 	// then recording order).
 	History(ctx context.Context, q results.HistoryQuery) ([]results.Result, error)
+	// NewestRuns returns, for each of want in its order, the newest runs
+	// of its probe from its location, newest first.
+	NewestRuns(ctx context.Context, want []results.RunsFrom) ([][]results.Result, error)
 	// Latest returns the latest result of every probe, sorted by probe.
 	Latest(ctx context.Context) ([]results.Result, error)
 	// Drifts returns up to limit drifts of probe ("" every probe)
@@ -122,8 +125,10 @@ var behaviours = []behaviour{
 	{"RecordRun/the node that ran it reads back", recordNode},
 	{"RecordRun/the location it ran from reads back, and History filters by it", recordLocation},
 	{"RecordRun/the trace its requests carried reads back", recordTraceID},
+	{"NewestRuns/each probe's newest runs from each location, in one call", newestRuns},
 	{"RecordDecision/the alert state and alerts, with each location's view, read back", recordDecision},
 	{"RecordDecision/the locations announced silent and their alerts, read back", silentLocations},
+	{"FiringAlerts/the locations still silent, as told to the receiver", firingSilentLocations},
 	{"RecordRun/duplicate keeps the first", recordDuplicate},
 	{"RecordRun/refused record leaves nothing", recordRefused},
 	{"RecordRun/concurrent callers read their run once answered", recordConcurrent},

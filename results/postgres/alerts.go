@@ -171,18 +171,44 @@ LEFT JOIN drifts d ON d.id = a.drift_id
 WHERE s.firing
 ORDER BY a.id`
 
+// silentAlerts is, for each location a probe's alert state holds
+// announced silent, the newest location_silent alert about that probe and
+// location recorded for receiver $1, when it was delivered: what the
+// receiver was last told is silent (an alert still pending will be sent
+// by the outbox, and one announced earlier was ended by location_back).
+const silentAlerts = `SELECT ` + alertColumns + `
+FROM alert_state s
+CROSS JOIN LATERAL jsonb_object_keys(s.silent_locations::jsonb) AS l(location)
+JOIN alerts a ON a.id = (
+    SELECT x.id FROM alerts x
+    WHERE x.probe = s.probe AND x.receiver = $1 AND x.kind = 'location_silent'
+      AND x.locations->0->>'location' = l.location
+    ORDER BY x.id DESC LIMIT 1)
+LEFT JOIN drifts d ON d.id = a.drift_id
+WHERE s.silent_locations IS NOT NULL AND a.state = 'delivered'
+ORDER BY a.id`
+
 // FiringAlerts returns, for each probe whose failure is firing, the newest
 // firing, reminder or update alert of that failure (or flapping alert of
 // its flapping, while it lasts) delivered to receiver
 // (a receiver key such as "routes[0]/alertmanager"), oldest first: what
 // the receiver was last told is failing. A receiver that must keep
 // telling it (Alertmanager re-posts) starts from it after a restart.
+//
+// It also returns, for each location of a probe announced silent and not
+// back yet (SPEC §13), the location_silent alert delivered to receiver
+// about it: a new decider after a failover re-posts it as it does the
+// firing ones. Everything comes back by id, oldest first.
 func (s *Store) FiringAlerts(ctx context.Context, receiver string) ([]results.Alert, error) {
 	alerts, err := s.queryAlerts(ctx, s.pool, firingAlerts, receiver)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: firing alerts of %s: %w", receiver, ctxErr(ctx, err))
 	}
-	return alerts, nil
+	silent, err := s.queryAlerts(ctx, s.pool, silentAlerts, receiver)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: silent locations' alerts of %s: %w", receiver, ctxErr(ctx, err))
+	}
+	return results.ByID(append(alerts, silent...)), nil
 }
 
 // DueAlerts returns up to limit pending alerts whose next attempt is at or

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -296,4 +297,41 @@ func (w *where) String() string {
 		return ""
 	}
 	return "\nWHERE " + strings.Join(w.conds, " AND ")
+}
+
+// newestRuns picks, for each probe and location of the arrays $1 and $2,
+// its newest $3 runs: a backward range of the index on (probe, location,
+// started_at, id) each, in one query however many are asked for.
+const newestRuns = `SELECT ` + resultColumns + `
+FROM unnest($1::text[], $2::text[], $3::int[]) AS w(probe, location, lim)
+CROSS JOIN LATERAL (
+    SELECT x.id FROM results x
+    WHERE x.probe = w.probe AND x.location = w.location
+    ORDER BY x.started_at DESC, x.id DESC
+    LIMIT w.lim) pick
+JOIN results r ON r.id = pick.id
+LEFT JOIN shapes s ON s.fingerprint = r.shape_fingerprint
+ORDER BY r.probe, r.location, r.started_at DESC, r.id DESC`
+
+// NewestRuns returns, for each of want in its order, the newest runs of
+// its probe from its location (newest first: by started_at, then
+// recording order), each with its attempts and shape as Result returns
+// it. It reads them all in one read transaction: one query for the runs
+// of every probe and location, one for their attempts, one for their
+// steps, whatever the size of want. The fleet's decider asks it once a
+// round (SPEC §13).
+func (s *Store) NewestRuns(ctx context.Context, want []results.RunsFrom) ([][]results.Result, error) {
+	distinct := results.Distinct(want)
+	if len(distinct) == 0 {
+		return make([][]results.Result, len(want)), nil
+	}
+	probes, locations, limits := make([]string, len(distinct)), make([]string, len(distinct)), make([]int32, len(distinct))
+	for i, w := range distinct {
+		probes[i], locations[i], limits[i] = w.Probe, w.Location, int32(min(w.Limit, math.MaxInt32))
+	}
+	rs, err := s.readResults(ctx, newestRuns, probes, locations, limits)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: newest runs: %w", ctxErr(ctx, err))
+	}
+	return results.SplitRuns(want, rs), nil
 }

@@ -318,3 +318,45 @@ func ceilMillisecond(t time.Time) time.Time {
 	}
 	return ms
 }
+
+// newestRunsChunk bounds the probes and locations of one NewestRuns query:
+// one compound SELECT term each, below SQLite's limit of 500 terms.
+const newestRunsChunk = 100
+
+// newestRuns picks the newest runs of n probes and locations, each its
+// own term of a UNION ALL (?, ?, ?: probe, location, limit), a backward
+// range of the index on (probe, location, started_at, id) each.
+func newestRuns(n int) string {
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = `SELECT * FROM (SELECT ` + resultColumns + `
+` + resultFrom + `
+WHERE r.probe = ? AND r.location = ?
+ORDER BY r.started_at DESC, r.id DESC
+LIMIT ?)`
+	}
+	return strings.Join(terms, "\nUNION ALL\n")
+}
+
+// NewestRuns returns, for each of want in its order, the newest runs of
+// its probe from its location (newest first: by started_at, then
+// recording order), each with its attempts and shape as Result returns
+// it: one query (and one read transaction) for every newestRunsChunk
+// probes and locations, rather than one per probe and location.
+func (s *Store) NewestRuns(ctx context.Context, want []results.RunsFrom) ([][]results.Result, error) {
+	distinct := results.Distinct(want)
+	var all []results.Result
+	for start := 0; start < len(distinct); start += newestRunsChunk {
+		chunk := distinct[start:min(start+newestRunsChunk, len(distinct))]
+		args := make([]any, 0, 3*len(chunk))
+		for _, w := range chunk {
+			args = append(args, w.Probe, w.Location, w.Limit)
+		}
+		rs, err := s.readResults(ctx, newestRuns(len(chunk)), args...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: newest runs: %w", err)
+		}
+		all = append(all, rs...)
+	}
+	return results.SplitRuns(want, all), nil
+}
