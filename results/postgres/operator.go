@@ -49,6 +49,12 @@ const bucketSQL = `CASE WHEN duration_ms < 128 THEN duration_ms
 // RecordRun (toolpulse-bench, a copy of a history), runs them once, in
 // this order, on tables left empty; TestRollupStatementsMatchRecordRun
 // holds them to what RecordRun writes.
+//
+// probe_hours is written hour by hour, as RecordRun leaves it: the rows of
+// an hour lie together, so that stats' window of hours reads a few
+// thousand pages rather than a page per row (in the order a hash
+// aggregate gives, 19 hours of 1,000 probes lay on 14,781 pages, and
+// stats' hours cost the server about 65 ms of CPU instead of 36 ms).
 func RollupStatements() []string {
 	return []string{
 		`INSERT INTO shape_counts (probe, hour, fingerprint, runs, last_seen)
@@ -71,6 +77,7 @@ FROM (
     FROM results
     GROUP BY 1, 2, 3, 4
 ) b
-GROUP BY probe, hour, location`,
+GROUP BY probe, hour, location
+ORDER BY hour, probe, location`,
 	}
 }

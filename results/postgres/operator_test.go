@@ -61,6 +61,40 @@ func TestRollupStatementsMatchRecordRun(t *testing.T) {
 	}
 }
 
+// TestRollupStatementsWriteHourByHour: RollupStatements write
+// probe_hours an hour at a time, as RecordRun leaves it, so that the rows
+// of a window of hours lie together in the table.
+func TestRollupStatementsWriteHourByHour(t *testing.T) {
+	ctx := context.Background()
+	s, dsn := newStore(t)
+	n := 0
+	for _, probe := range []string{"c", "a", "b"} {
+		for h := range 4 {
+			n++
+			rec := runWithID(fmt.Sprintf("op-%d", n), true)
+			rec.Result.Probe = probe
+			rec.Result.StartedAt = t0.Add(time.Duration(h) * time.Hour)
+			rec.AlertState, rec.Alerts = nil, nil
+			if err := s.RecordRun(ctx, rec); err != nil {
+				t.Fatalf("RecordRun: %v", err)
+			}
+		}
+	}
+	pgtest.Exec(t, dsn, `DELETE FROM shape_counts; DELETE FROM probe_hours`)
+	for _, stmt := range postgres.RollupStatements() {
+		pgtest.Exec(t, dsn, stmt)
+	}
+	// Deleted rows leave their space until a vacuum: the new rows follow
+	// them in the order they were written.
+	got := strings.Split(pgtest.Exec(t, dsn, `SELECT to_char(hour AT TIME ZONE 'UTC', 'HH24') || ' ' || probe
+FROM probe_hours ORDER BY ctid`), "\n")
+	want := slices.Clone(got)
+	slices.Sort(want)
+	if len(got) != 12 || !slices.Equal(got, want) {
+		t.Errorf("probe_hours in the order written: %q, want by hour then probe", got)
+	}
+}
+
 // TestOperatorQueriesPlan: every operator query is valid SQL on the
 // schema, so that toolpulse-bench can EXPLAIN it.
 func TestOperatorQueriesPlan(t *testing.T) {

@@ -24,6 +24,9 @@ import (
 // (subtractHours). A row therefore always sums up exactly the results
 // stored for its probe, hour and location, and Stats can read a day as
 // some 25 rows per probe and location.
+// Postgres keeps duration_buckets_text (migration 0009), the text it
+// prints for duration_buckets, as a stored generated column: Stats reads
+// that, and no writer sets it.
 //
 // upsertProbeHour adds one run to its probe, hour and location: $1 probe,
 // $2 hour, $9 location, $3 to $7 the run's share of pass, contract_error, unavailable,
