@@ -227,26 +227,26 @@ func groupSilentLocations(alerts []results.Alert) {
 	}
 }
 
-// The grouping of a location's location_silent and location_back alerts
-// to a receiver whose route does not group: the probes of a dead location
-// turn silent over about one interval (their last runs were spread over
-// it), so the message waits the longest interval of the probes of several
-// locations, within these bounds, and a return waits as long after it.
-const (
-	minSilentGroupWait = 5 * time.Second
-	maxSilentGroupWait = 5 * time.Minute
-)
+// maxSilentGroupWait bounds how long a location's group waits for its
+// probes on a route that does not group (see silentGrouping).
+const maxSilentGroupWait = 5 * time.Minute
 
-// silentGrouping returns the grouping of the location groups of a
-// receiver whose route does not group, for cfg (see the constants above).
+// silentGrouping returns the grouping of a location's location_silent and
+// location_back alerts to a receiver whose route does not group, for cfg.
+// The probes of a dead location turn silent over about one interval
+// (their last runs were spread over it) and are found so at the
+// decider's next round: the message waits the longest interval of the
+// probes of several locations and a round (at most maxSilentGroupWait),
+// and a return as long after it. Probes of much longer intervals than the
+// others turn silent later, in a message of their own.
 func silentGrouping(cfg *checks.Config) checks.Grouping {
-	wait := time.Duration(0)
+	longest := time.Duration(0)
 	for _, p := range cfg.Probes {
 		if len(p.Locations) > 1 {
-			wait = max(wait, p.Interval)
+			longest = max(longest, p.Interval)
 		}
 	}
-	wait = min(max(wait, minSilentGroupWait), maxSilentGroupWait)
+	wait := min(longest+DecideEvery, maxSilentGroupWait)
 	return checks.Grouping{GroupBy: []string{results.SilentLocationLabel}, GroupWait: wait, GroupInterval: wait}
 }
 

@@ -120,8 +120,9 @@ func TestDeciderSilentLocationOneMessage(t *testing.T) {
 }
 
 // TestSilentGrouping: a route that does not group waits for a location's
-// probes the longest interval of the probes of several locations, within
-// bounds; probes of one location do not count.
+// probes the longest interval of the probes of several locations and a
+// decider's round, at most maxSilentGroupWait; probes of one location do
+// not count.
 func TestSilentGrouping(t *testing.T) {
 	two := []string{"a", "b"}
 	tests := []struct {
@@ -129,8 +130,8 @@ func TestSilentGrouping(t *testing.T) {
 		probes []*checks.Probe
 		want   time.Duration
 	}{
-		{"the longest interval", []*checks.Probe{{Interval: 30 * time.Second, Locations: two}, {Interval: 2 * time.Minute, Locations: two}, {Interval: time.Hour}}, 2 * time.Minute},
-		{"no shorter than the floor", []*checks.Probe{{Interval: time.Second, Locations: two}}, minSilentGroupWait},
+		{"the longest interval", []*checks.Probe{{Interval: 30 * time.Second, Locations: two}, {Interval: 2 * time.Minute, Locations: two}, {Interval: time.Hour}}, 2*time.Minute + DecideEvery},
+		{"a second", []*checks.Probe{{Interval: time.Second, Locations: two}}, time.Second + DecideEvery},
 		{"no longer than the cap", []*checks.Probe{{Interval: time.Hour, Locations: two}}, maxSilentGroupWait},
 	}
 	for _, tt := range tests {
