@@ -93,3 +93,25 @@ func GroupLabelText(labels map[string]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// SilentLocationLabel is the group label of the alerts that say a
+// location went silent or came back (location_silent, location_back): one
+// group per receiver and location, so that a location that dies under
+// forty probes is one message listing them. Its name starts with "__",
+// which no probe label or group_by name may, so it never clashes with a
+// probe's own location label.
+const SilentLocationLabel = "__location"
+
+// LocationGroupKey returns the key of the group of location_silent and
+// location_back alerts about location to receiver.
+func LocationGroupKey(receiver, location string) string {
+	return GroupKey(receiver, []string{SilentLocationLabel}, map[string]string{SilentLocationLabel: location})
+}
+
+// GroupLocation returns the location a group's labels name when it is a
+// group of location_silent and location_back alerts (see
+// LocationGroupKey).
+func GroupLocation(labels map[string]string) (string, bool) {
+	loc, ok := labels[SilentLocationLabel]
+	return loc, ok
+}

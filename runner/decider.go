@@ -187,6 +187,7 @@ func (dc *decider) decide(ctx context.Context, p *checks.Probe, runs [][]results
 	run.alerts = append(run.alerts, silentAlerts(silent, back, run.now, run.silenced)...)
 	creditMaintenance(&run)
 	rc.addressAlerts(&run)
+	groupSilentLocations(run.alerts)
 	if known && sameState(run.next, prev) && len(run.alerts) == 0 {
 		return nil
 	}
@@ -209,6 +210,44 @@ func (dc *decider) decide(ctx context.Context, p *checks.Probe, runs [][]results
 		dc.wake()
 	}
 	return nil
+}
+
+// groupSilentLocations gives each pending location_silent and
+// location_back alert the group of its receiver and location
+// (results.LocationGroupKey), whatever its route's group_by: the probes of
+// a dead location, each decided on its own, are one message per receiver
+// (see silentGrouping for when it goes out).
+func groupSilentLocations(alerts []results.Alert) {
+	for i, a := range alerts {
+		if (a.Kind != results.AlertLocationSilent && a.Kind != results.AlertLocationBack) ||
+			a.State != results.DeliveryPending || len(a.Locations) != 1 {
+			continue
+		}
+		alerts[i].GroupKey = results.LocationGroupKey(a.Receiver, a.Locations[0].Location)
+	}
+}
+
+// maxSilentGroupWait bounds how long a location's group waits for its
+// probes on a route that does not group (see silentGrouping).
+const maxSilentGroupWait = 5 * time.Minute
+
+// silentGrouping returns the grouping of a location's location_silent and
+// location_back alerts to a receiver whose route does not group, for cfg.
+// The probes of a dead location turn silent over about one interval
+// (their last runs were spread over it) and are found so at the
+// decider's next round: the message waits the longest interval of the
+// probes of several locations and a round (at most maxSilentGroupWait),
+// and a return as long after it. Probes of much longer intervals than the
+// others turn silent later, in a message of their own.
+func silentGrouping(cfg *checks.Config) checks.Grouping {
+	longest := time.Duration(0)
+	for _, p := range cfg.Probes {
+		if len(p.Locations) > 1 {
+			longest = max(longest, p.Interval)
+		}
+	}
+	wait := min(longest+DecideEvery, maxSilentGroupWait)
+	return checks.Grouping{GroupBy: []string{results.SilentLocationLabel}, GroupWait: wait, GroupInterval: wait}
 }
 
 // decideFleet is the decide stage of a fleet-wide decision: the probe's
@@ -363,6 +402,7 @@ func (d *Daemon) startDeciding(store DecisionStore, role *deciderRole, epoch int
 	refused := func() { role.refusedUnder(epoch) }
 	deliv := newDeliverer(d.fleet.Store.FencedOutbox(f), d.sender, d.delivery)
 	deliv.grouping = d.sender.grouping
+	deliv.silentGrouping = func() checks.Grouping { return silentGrouping(d.config()) }
 	deliv.use(d.fleet.Store.FencedOutbox(f), refused)
 	dc := &decider{
 		store: store, states: d.rec.store.AlertStates, rc: d.rec, config: d.config, fence: f,

@@ -122,7 +122,7 @@ func (d *deliverer) deliverGroup(ctx context.Context, key string, tried map[int6
 	if len(send) == 0 {
 		return true
 	}
-	if due := groupDue(send, g.LastDelivered, d.grouping(receiver)); due.After(now) {
+	if due := groupDue(send, g.LastDelivered, d.groupingOf(receiver, g.Labels)); due.After(now) {
 		return d.putOff(ctx, send, due)
 	}
 	g.Alerts = send
@@ -164,6 +164,17 @@ func (d *deliverer) deliverGroup(ctx context.Context, key string, tried map[int6
 		}
 	}
 	return true
+}
+
+// groupingOf returns the grouping by which a group of receiver with
+// labels is due: its route's, or, for a location's group of a route that
+// does not group, silentGrouping's.
+func (d *deliverer) groupingOf(receiver string, labels map[string]string) checks.Grouping {
+	g := d.grouping(receiver)
+	if _, ok := results.GroupLocation(labels); ok && !g.Enabled() {
+		return d.silentGrouping()
+	}
+	return g
 }
 
 // maxTries returns the most delivery tries of alerts.

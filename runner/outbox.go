@@ -106,6 +106,10 @@ type deliverer struct {
 	// grouping returns the grouping of a receiver's route now; the zero
 	// Grouping (a group's alerts due at once) for one that does not group.
 	grouping func(receiver string) checks.Grouping
+	// silentGrouping returns the grouping of a location's location_silent
+	// and location_back alerts (results.LocationGroupKey) to a receiver
+	// whose route does not group; the decider's deliverer sets it.
+	silentGrouping func() checks.Grouping
 }
 
 // use makes the deliverer drain o from its next Run on, telling fenced
@@ -129,23 +133,24 @@ func (d *deliverer) storeFailed(op string, err error) {
 // with sender. Start it with Run.
 func newDeliverer(store Outbox, sender Sender, opts delivererOptions) *deliverer {
 	d := &deliverer{
-		store:       store,
-		sender:      sender,
-		logger:      opts.Logger,
-		observer:    observerOr(opts.Observer),
-		rand:        opts.Rand,
-		maxTries:    opts.MaxTries,
-		baseDelay:   opts.BaseDelay,
-		maxDelay:    opts.MaxDelay,
-		maxAge:      opts.MaxAge,
-		poll:        opts.PollInterval,
-		sendTimeout: sendTimeout,
-		grace:       shutdownGrace,
-		wake:        make(chan struct{}, 1),
-		unmarked:    map[int64]time.Time{},
-		pausedUntil: map[string]time.Time{},
-		fenced:      func() {},
-		grouping:    func(string) checks.Grouping { return checks.Grouping{} },
+		store:          store,
+		sender:         sender,
+		logger:         opts.Logger,
+		observer:       observerOr(opts.Observer),
+		rand:           opts.Rand,
+		maxTries:       opts.MaxTries,
+		baseDelay:      opts.BaseDelay,
+		maxDelay:       opts.MaxDelay,
+		maxAge:         opts.MaxAge,
+		poll:           opts.PollInterval,
+		sendTimeout:    sendTimeout,
+		grace:          shutdownGrace,
+		wake:           make(chan struct{}, 1),
+		unmarked:       map[int64]time.Time{},
+		pausedUntil:    map[string]time.Time{},
+		fenced:         func() {},
+		grouping:       func(string) checks.Grouping { return checks.Grouping{} },
+		silentGrouping: func() checks.Grouping { return checks.Grouping{} },
 	}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)

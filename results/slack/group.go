@@ -32,6 +32,9 @@ func renderGroup(g results.AlertGroup, baseURL string) Message {
 	if len(g.Alerts) == 1 {
 		return render(g.Alerts[0], baseURL)
 	}
+	if loc, ok := results.GroupLocation(g.Labels); ok {
+		return renderLocationGroup(g, loc)
+	}
 	var failing, resolved []results.Alert
 	for _, a := range g.Alerts {
 		if a.Kind == results.AlertResolved {
@@ -131,10 +134,82 @@ func listSections(title string, alerts []results.Alert, line func(results.Alert)
 	return blocks
 }
 
+// renderLocationGroup is the message of a location's group of
+// location_silent and location_back alerts (results.LocationGroupKey):
+// "🔇 location ap-south silent: 10 probes", the list of the probes that
+// went silent, each with its last run, the list of those recording again,
+// and the context line.
+func renderLocationGroup(g results.AlertGroup, loc string) Message {
+	var silent, back []results.Alert
+	for _, a := range g.Alerts {
+		if a.Kind == results.AlertLocationBack {
+			back = append(back, a)
+		} else {
+			silent = append(silent, a)
+		}
+	}
+	title := locationGroupTitle(loc, len(silent), len(back))
+	blocks := []goslack.Block{
+		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
+			clip(oneLine(title), maxHeaderText), true, false)),
+	}
+	blocks = append(blocks, listSections("*Silent*", silent, silentLine)...)
+	blocks = append(blocks, listSections("*Recording again*", back, backLine)...)
+	blocks = append(blocks, groupContext(g))
+	names := make([]string, 0, len(g.Alerts))
+	for _, a := range silent {
+		names = append(names, a.Probe)
+	}
+	for _, a := range back {
+		if len(silent) > 0 {
+			names = append(names, a.Probe+" (back)")
+		} else {
+			names = append(names, a.Probe)
+		}
+	}
+	return Message{Text: clip(esc(oneLine(title+": "+strings.Join(names, ", "))), maxFallback), Blocks: blocks}
+}
+
+// locationGroupTitle is "🔇 location ap-south silent: 10 probes", or
+// "🟢 location ap-south back: 10 probes" for a return alone.
+func locationGroupTitle(loc string, silent, back int) string {
+	probes := func(n int) string {
+		if n == 1 {
+			return "1 probe"
+		}
+		return fmt.Sprintf("%d probes", n)
+	}
+	switch {
+	case silent == 0:
+		return fmt.Sprintf(":large_green_circle: location %s back: %s", loc, probes(back))
+	case back == 0:
+		return fmt.Sprintf(":mute: location %s silent: %s", loc, probes(silent))
+	}
+	return fmt.Sprintf(":mute: location %s silent: %s, %d back", loc, probes(silent), back)
+}
+
+// silentLine is one probe of a silent location with the location's last
+// run of it: "`search_eu` last run pass at 2026-12-03T14:00:05Z".
+func silentLine(a results.Alert) string {
+	s := code(a.Probe) + " last run " + esc(string(a.Outcome))
+	if a.Code != "" {
+		s += " (" + code(string(a.Code)) + ")"
+	}
+	if len(a.Locations) == 1 && !a.Locations[0].LastRun.IsZero() {
+		s += " at " + slackDate(a.Locations[0].LastRun)
+	}
+	return s
+}
+
+// backLine is one probe of a location recording again.
+func backLine(a results.Alert) string { return code(a.Probe) + " recording again" }
+
 // groupContext is the group's labels and the span of its alerts' times.
 func groupContext(g results.AlertGroup) *goslack.ContextBlock {
 	var els []goslack.MixedElement
-	if labels := results.GroupLabelText(g.Labels); labels != "" {
+	if loc, ok := results.GroupLocation(g.Labels); ok {
+		els = append(els, mrkdwn(clip("location "+code(loc), maxSectionText)))
+	} else if labels := results.GroupLabelText(g.Labels); labels != "" {
 		els = append(els, mrkdwn(clip("group "+code(labels), maxSectionText)))
 	}
 	first, last := g.Alerts[0].CreatedAt, g.Alerts[0].CreatedAt

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -22,6 +23,15 @@ type GroupPayload struct {
 	// alerts against the others (firing, reminder, update).
 	Firing   int `json:"firing"`
 	Resolved int `json:"resolved"`
+	// Location, Silent, Back and Summary are set for a location's group
+	// of location_silent and location_back alerts only (whose alerts are
+	// counted there, not in Firing and Resolved): the location, how many
+	// of its probes went silent and how many record again, and the
+	// message in a line, "location ap-south silent: 10 probes".
+	Location string `json:"location,omitempty"`
+	Silent   int    `json:"silent,omitempty"`
+	Back     int    `json:"back,omitempty"`
+	Summary  string `json:"summary,omitempty"`
 	// Alerts are the group's alerts, oldest first. Each has its own id:
 	// a receiver deduplicates on it as for a single alert.
 	Alerts []Payload `json:"alerts"`
@@ -39,15 +49,44 @@ func (n *Notifier) GroupPayload(g results.AlertGroup) GroupPayload {
 	for k, v := range g.Labels {
 		p.Group.Labels[n.redact(k)] = n.redact(v)
 	}
+	loc, byLocation := results.GroupLocation(g.Labels)
 	for i, a := range g.Alerts {
 		p.Alerts[i] = n.Payload(a)
-		if a.Kind == results.AlertResolved {
+		switch {
+		case byLocation && a.Kind == results.AlertLocationBack:
+			p.Back++
+		case byLocation:
+			p.Silent++
+		case a.Kind == results.AlertResolved:
 			p.Resolved++
-		} else {
+		default:
 			p.Firing++
 		}
 	}
+	if byLocation {
+		p.Location = n.redact(loc)
+		p.Summary = locationSummary(p.Location, p.Silent, p.Back)
+	}
 	return p
+}
+
+// locationSummary is a location group's message in a line: "location
+// ap-south silent: 10 probes", "location ap-south back: 10 probes", or
+// both counts.
+func locationSummary(loc string, silent, back int) string {
+	probes := func(n int) string {
+		if n == 1 {
+			return "1 probe"
+		}
+		return fmt.Sprintf("%d probes", n)
+	}
+	switch {
+	case silent == 0:
+		return fmt.Sprintf("location %s back: %s", loc, probes(back))
+	case back == 0:
+		return fmt.Sprintf("location %s silent: %s", loc, probes(silent))
+	}
+	return fmt.Sprintf("location %s silent: %s, %d back", loc, probes(silent), back)
 }
 
 // GroupBody returns the exact bytes SendGroup posts (and signs) for g.

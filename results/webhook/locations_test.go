@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,58 @@ func TestBodyLocationSilent(t *testing.T) {
 	}
 	if err := json.Unmarshal(body, &got); err != nil || got.Kind != "location_silent" || got.Location != "ap-south" {
 		t.Errorf("location_silent body: %s (%v)", body, err)
+	}
+}
+
+// TestGroupBodyLocation: a dead location's group posts one body that says
+// "location ap-south silent: 10 probes" and lists the ten alerts, counted
+// as silent (not as firing); its return's body counts them back; a
+// group_by group's body has none of these fields.
+func TestGroupBodyLocation(t *testing.T) {
+	n, err := New(Config{URL: "https://hooks.example.com" + hookPath, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := func(kind results.AlertKind) results.AlertGroup {
+		g := results.AlertGroup{Key: results.LocationGroupKey("routes[0]/webhook", "ap-south"),
+			Labels: map[string]string{results.SilentLocationLabel: "ap-south"}}
+		for i := range 10 {
+			a := firing()
+			a.ID, a.Kind, a.Probe = int64(i+1), kind, fmt.Sprintf("search_%02d", i)
+			a.Locations = []results.LocationView{{Location: "ap-south", Silent: kind == results.AlertLocationSilent}}
+			g.Alerts = append(g.Alerts, a)
+		}
+		return g
+	}
+	type body struct {
+		Firing, Resolved, Silent, Back int
+		Location, Summary              string
+		Alerts                         []struct{ Probe, Kind string }
+	}
+	decode := func(g results.AlertGroup) body {
+		t.Helper()
+		raw, err := n.GroupBody(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b body
+		if err := json.Unmarshal(raw, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	silent := decode(group(results.AlertLocationSilent))
+	if silent.Summary != "location ap-south silent: 10 probes" || silent.Location != "ap-south" ||
+		silent.Silent != 10 || silent.Back != 0 || silent.Firing != 0 || len(silent.Alerts) != 10 ||
+		silent.Alerts[9].Probe != "search_09" || silent.Alerts[9].Kind != "location_silent" {
+		t.Errorf("the dead location's body: %+v", silent)
+	}
+	back := decode(group(results.AlertLocationBack))
+	if back.Summary != "location ap-south back: 10 probes" || back.Back != 10 || back.Silent != 0 || back.Resolved != 0 || len(back.Alerts) != 10 {
+		t.Errorf("the return's body: %+v", back)
+	}
+	raw, err := n.GroupBody(results.AlertGroup{Key: `routes[0]/webhook{team="search"}`, Labels: map[string]string{"team": "search"}, Alerts: []results.Alert{firing()}})
+	if err != nil || strings.Contains(string(raw), `"summary"`) || strings.Contains(string(raw), `"silent"`) {
+		t.Errorf("a group_by group's body: %s (%v), want no location fields", raw, err)
 	}
 }
