@@ -22,6 +22,7 @@ type mcpCallCmd struct {
 	AllowDestructive bool          `help:"Call the tool even if its annotations say destructiveHint: true."`
 	Format           string        `enum:"text,json" default:"text" help:"Output: text (one line, then the response), or json (as docs/cli.md shows it)."`
 	Timeout          time.Duration `default:"10s" help:"Give up on the server after this long."`
+	oauthFlags
 	// URL comes last so that a harness may append it (the MCP conformance
 	// suite runs a client as COMMAND URL).
 	URL string `required:"" placeholder:"URL" help:"The server's Streamable HTTP endpoint (http:// or https://)."`
@@ -48,17 +49,33 @@ func (m *mcpCallCmd) Run(e *env) error {
 	if m.Timeout <= 0 {
 		return usageError("--timeout %v: want a positive duration, such as 10s", m.Timeout)
 	}
+	src, err := m.source(e, endpoint)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, m.Timeout)
 	defer cancel()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
-	ans, err := mcpsdk.Call(ctx, mcpsdk.Request{
-		URL: endpoint, Header: header, Tool: m.Tool, Arguments: args, AllowDestructive: m.AllowDestructive,
-		MaxBodyBytes: checks.DefaultMaxBodyBytes,
-		// A redirect is not followed, as in a probe.
-		HTTPClient: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
-	})
+	call := func(header http.Header, rt http.RoundTripper) callResult {
+		ans, err := mcpsdk.Call(ctx, mcpsdk.Request{
+			URL: endpoint, Header: header, Tool: m.Tool, Arguments: args, AllowDestructive: m.AllowDestructive,
+			MaxBodyBytes: checks.DefaultMaxBodyBytes,
+			// A redirect is not followed, as in a probe.
+			HTTPClient: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
+		})
+		return callResult{ans, err}
+	}
+	var got callResult
+	if src == nil {
+		got = call(header, transport)
+	} else if res, failed := withBearer(ctx, src, header, transport, call); failed != nil {
+		got.ans = &mcpsdk.Answer{Err: failed} // no token: the verdict a probe's attempt would record
+	} else {
+		got = res
+	}
+	ans, err := got.ans, got.err
 	if err != nil {
 		return softwareError(err)
 	}
@@ -78,6 +95,12 @@ func (m *mcpCallCmd) Run(e *env) error {
 		return exitStatus(exitUnavailable)
 	}
 	return nil
+}
+
+// callResult is what mcpsdk.Call returned.
+type callResult struct {
+	ans *mcpsdk.Answer
+	err error
 }
 
 // callJSON is the --format json document of one call.
