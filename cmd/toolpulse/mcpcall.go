@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/oauth"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
 )
@@ -67,19 +68,23 @@ func (m *mcpCallCmd) Run(e *env) error {
 		})
 		return callResult{ans, err}
 	}
-	var got callResult
+	var (
+		got       callResult
+		tokenRows []oauth.Exchange
+	)
 	if src == nil {
 		got = call(header, transport)
-	} else if res, failed := withBearer(ctx, src, header, transport, call); failed != nil {
-		got.ans = &mcpsdk.Answer{Err: failed} // no token: the verdict a probe's attempt would record
 	} else {
-		got = res
+		var failed *results.Error
+		if got, tokenRows, failed = withBearer(ctx, src, header, transport, call); failed != nil {
+			got.ans = &mcpsdk.Answer{Err: failed} // no token: the verdict a probe's attempt would record
+		}
 	}
 	ans, err := got.ans, got.err
 	if err != nil {
 		return softwareError(err)
 	}
-	out := callOutcome(ans)
+	out := callOutcome(ans, tokenRows)
 	if m.Format == "json" {
 		err = writeCallJSON(e.stdout, out)
 	} else {
@@ -124,10 +129,19 @@ type callExchange struct {
 }
 
 // callOutcome is a call's answer as a probe's attempt would judge it
-// before its rules: pass when the tool answered a usable result.
-func callOutcome(ans *mcpsdk.Answer) callJSON {
+// before its rules: pass when the tool answered a usable result. The
+// OAuth metadata and token requests come first among the exchanges, as
+// they are a probe's first rows (session 0: none of the MCP sessions).
+func callOutcome(ans *mcpsdk.Answer, token []oauth.Exchange) callJSON {
 	out := callJSON{Outcome: results.Pass, ProtocolVersion: ans.ProtocolVersion, IsError: ans.IsError,
-		Response: ans.Response, Exchanges: make([]callExchange, 0, len(ans.Exchanges))}
+		Response: ans.Response, Exchanges: make([]callExchange, 0, len(token)+len(ans.Exchanges))}
+	for _, x := range token {
+		row := callExchange{Method: x.Method, DurationMS: float64(x.Duration.Microseconds()) / 1000}
+		if x.Status != 0 {
+			row.HTTPStatus = &x.Status
+		}
+		out.Exchanges = append(out.Exchanges, row)
+	}
 	if ans.Err != nil {
 		code, msg := string(ans.Err.Code), ans.Err.Message
 		out.Outcome, out.Code, out.Message = ans.Err.Code.Outcome(), &code, &msg

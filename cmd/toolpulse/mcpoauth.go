@@ -58,25 +58,25 @@ func (f *oauthFlags) source(e *env, endpoint string) (*oauth.Source, error) {
 // refusing the token, is run once more with a fresh one. rt is the
 // session's transport: withBearer wraps it to see the 401s, and sends the
 // metadata and token requests through it, never following a redirect.
-// A token that cannot be had is the failure, with the code a probe's
-// attempt would record.
-func withBearer[T any](ctx context.Context, src *oauth.Source, header http.Header, rt http.RoundTripper, send func(http.Header, http.RoundTripper) T) (T, *results.Error) {
-	var zero T
+// xs are the metadata and token requests, in order. A token that cannot
+// be had is the failure, with the code a probe's attempt would record.
+func withBearer[T any](ctx context.Context, src *oauth.Source, header http.Header, rt http.RoundTripper, send func(http.Header, http.RoundTripper) T) (out T, xs []oauth.Exchange, failed *results.Error) {
 	ch := &challenges{next: rt}
 	client := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for again := true; ; again = false {
-		token, _, _, err := src.Token(ctx, client)
+		token, _, got, err := src.Token(ctx, client)
+		xs = append(xs, got...)
 		if err != nil && !errors.Is(err, oauth.ErrNoMetadata) {
-			return zero, tokenFailure(err)
+			return out, xs, tokenFailure(err)
 		}
 		h := header.Clone()
 		if token != "" {
 			h.Set("Authorization", "Bearer "+token)
 		}
-		out := send(h, ch)
-		got, www := ch.take()
-		if !got || !again || ctx.Err() != nil || !src.Unauthorized(token, www) {
-			return out, nil
+		out = send(h, ch)
+		refused, www := ch.take()
+		if !refused || !again || ctx.Err() != nil || !src.Unauthorized(token, www) {
+			return out, xs, nil
 		}
 	}
 }

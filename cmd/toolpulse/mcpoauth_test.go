@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -88,6 +89,34 @@ func TestMCPOAuthClientCredentials(t *testing.T) {
 		"--oauth-token-url", as.TokenURL(), "--url", url}, creds...)...)
 	if code != exitOK || !strings.HasPrefix(out, "pass ") || !strings.Contains(out, "doc_1") {
 		t.Errorf("mcp call, token URL: exit %d, stdout %s, stderr %s; want a pass with the answer", code, out, errOut)
+	}
+
+	// The metadata and token requests are the first exchanges, as they
+	// are a probe's first rows.
+	code, out, _ = runMCPOAuth(t, as, cliOAuthSecret, append([]string{"call", "--tool", "search", "--arguments", `{"query":"q"}`,
+		"--format", "json", "--url", url}, creds...)...)
+	var doc struct {
+		Outcome   string `json:"outcome"`
+		Exchanges []struct {
+			Method     string `json:"method"`
+			Session    int    `json:"session"`
+			HTTPStatus *int   `json:"http_status"`
+		} `json:"exchanges"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitOK || doc.Outcome != "pass" {
+		t.Fatalf("mcp call --format json, discovered: exit %d, %v\n%s", code, err, out)
+	}
+	var rows []string
+	for _, x := range doc.Exchanges {
+		status := 0
+		if x.HTTPStatus != nil {
+			status = *x.HTTPStatus
+		}
+		rows = append(rows, fmt.Sprintf("%s/%d/%d", x.Method, x.Session, status))
+	}
+	got := strings.Join(rows, " ")
+	if want := "GET oauth-protected-resource/0/200 GET oauth-authorization-server/0/200 POST token/0/200 "; !strings.HasPrefix(got, want) || !strings.Contains(got, "tools/call/1/200") {
+		t.Errorf("exchanges %s; want %s…tools/call/1/200", got, want)
 	}
 
 	code, out, _ = runMCPOAuth(t, as, cliOAuthSecret, "call", "--tool", "search", "--arguments", `{"query":"q"}`, "--url", url)

@@ -87,7 +87,7 @@ func (m *mcpToolsCmd) Run(e *env) error {
 	var got listResult
 	if src == nil {
 		got = session(header, transport)
-	} else if res, failed := withBearer(ctx, src, header, transport, session); failed != nil {
+	} else if res, _, failed := withBearer(ctx, src, header, transport, session); failed != nil {
 		got.err = failed
 	} else {
 		got = res
