@@ -61,7 +61,8 @@ type Request struct {
 	Watch Watch
 	// Trace, unless it is the zero Trace, marks every HTTP request of the
 	// session with a span of it: traceparent and tracestate headers, and
-	// the same in a request's params._meta (SPEC §10.1).
+	// the same in a request's params._meta (SPEC §10.1). On a stdio
+	// session, every request and notification carries them in _meta.
 	Trace results.Trace
 }
 

@@ -110,7 +110,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		c.rec.fault(i, results.CodeServerExited, "starting the server: %s", firstLine(err.Error()))
 		return nil, err
 	}
-	return &stdioConn{inner: conn, srv: srv, rec: c.rec, tool: c.req.Tool, pending: map[string]int{}, closed: make(chan struct{})}, nil
+	return &stdioConn{inner: conn, srv: srv, rec: c.rec, tool: c.req.Tool, trace: c.req.Trace, pending: map[string]int{}, closed: make(chan struct{})}, nil
 }
 
 // dirProblem says what is wrong with a server's working directory: Go
@@ -153,6 +153,7 @@ type stdioConn struct {
 	srv   *stdioServer
 	rec   *recorder
 	tool  string
+	trace results.Trace // the zero Trace: messages go unmarked
 
 	mu      sync.Mutex
 	pending map[string]int // request id → its exchange
@@ -165,6 +166,7 @@ type stdioConn struct {
 func (s *stdioConn) SessionID() string { return "" }
 
 func (s *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	msg = s.traced(msg)
 	x := &exchange{stdio: true, resumedBy: -1, started: s.rec.now()}
 	var key string
 	switch m := msg.(type) {
@@ -198,6 +200,40 @@ func (s *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		s.rec.finish(i) // a notification or a response: done once written
 	}
 	return nil
+}
+
+// traced is msg with the run's trace in params._meta when it is a request
+// or a notification (SPEC §10.1): a stdio message has no headers, so _meta
+// is its only carrier, as it is for the messages an HTTP stream carries
+// (traceTripper). Each message is a span of its own. A response, or a
+// message the trace cannot be placed in, goes as it is.
+func (s *stdioConn) traced(msg jsonrpc.Message) jsonrpc.Message {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !s.trace.On() {
+		return msg
+	}
+	parent, err := s.trace.Traceparent()
+	if err != nil {
+		return msg // no random bytes: unmarked rather than not sent
+	}
+	data, err := jsonrpc.EncodeMessage(req)
+	if err != nil {
+		return msg
+	}
+	data, ok = traceMeta(data, parent, s.trace.State)
+	if !ok {
+		return msg
+	}
+	out, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return msg
+	}
+	marked, ok := out.(*jsonrpc.Request)
+	if !ok {
+		return msg
+	}
+	marked.Extra = req.Extra
+	return marked
 }
 
 func (s *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {

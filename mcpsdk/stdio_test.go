@@ -3,7 +3,11 @@
 package mcpsdk_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +54,9 @@ type echoIn struct {
 //   - hang: echo never answers;
 //   - stubborn: starts a child that ignores SIGTERM (its pid in PID_FILE),
 //     ignores SIGTERM itself, never answers echo and outlives its stdin;
-//   - sleeper: the stubborn server's child.
+//   - sleeper: the stubborn server's child;
+//   - meta: serves as ok, and appends every request's method and
+//     params._meta, as a JSON line, to META_FILE.
 func stdioServer(mode string) int {
 	switch mode {
 	case "exit-early":
@@ -72,6 +78,9 @@ func stdioServer(mode string) int {
 		_ = os.WriteFile(os.Getenv("PID_FILE"), []byte(strconv.Itoa(child.Process.Pid)), 0o600)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "stdio-test", Version: "1.0.0"}, nil)
+	if mode == "meta" {
+		s.AddReceivingMiddleware(recordMeta(os.Getenv("META_FILE")))
+	}
 	desc := os.Getenv("ECHO_DESCRIPTION")
 	if desc == "" {
 		desc = "Echoes the message."
@@ -94,6 +103,25 @@ func stdioServer(mode string) int {
 		return 1
 	}
 	return 0
+}
+
+// recordMeta is a middleware that appends each request's method and
+// params._meta to file as a JSON line.
+func recordMeta(file string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			var meta map[string]any
+			if p := req.GetParams(); p != nil {
+				meta = p.GetMeta()
+			}
+			line, _ := json.Marshal(map[string]any{"method": method, "meta": meta})
+			if f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				_, _ = f.Write(append(line, '\n'))
+				_ = f.Close()
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // self is a Command that runs this test binary as a stdio server in mode.
@@ -146,6 +174,84 @@ func TestStdioCall(t *testing.T) {
 	if ans.Status != 0 || ans.Headers != nil {
 		t.Errorf("Status, Headers = %d, %v; want none on a stdio session", ans.Status, ans.Headers)
 	}
+}
+
+// TestStdioTrace: with a trace, every request and notification toolpulse
+// sends a stdio server carries a traceparent of the run's trace, a span of
+// its own, and the synthetic tracestate in params._meta, where the go-sdk
+// server hands them on; without one, none does (SPEC §10.1).
+func TestStdioTrace(t *testing.T) {
+	trace, err := results.NewTrace(rand.Reader, "stdio_probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		trace results.Trace
+	}{{"on", trace}, {"off", results.Trace{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer testkit.NoLeaks(t)()
+			file := filepath.Join(t.TempDir(), "meta.jsonl")
+			ans, err := mcpsdk.Call(t.Context(), mcpsdk.Request{Command: self("meta", map[string]string{"META_FILE": file}),
+				Tool: "echo", Arguments: map[string]any{"message": "hi"}, MaxBodyBytes: 1 << 20, Trace: tt.trace})
+			if err != nil || ans.Err != nil {
+				t.Fatalf("Call: %v, %v", err, ans.Err)
+			}
+			seen := readMeta(t, file)
+			methods := map[string]bool{}
+			spans := map[string]string{}
+			for _, m := range seen {
+				methods[m.Method] = true
+				parent, _ := m.Meta["traceparent"].(string)
+				state, _ := m.Meta["tracestate"].(string)
+				if !tt.trace.On() {
+					if m.Meta["traceparent"] != nil || m.Meta["tracestate"] != nil {
+						t.Errorf("%s: _meta %v, want no trace with trace off", m.Method, m.Meta)
+					}
+					continue
+				}
+				if id, ok := results.ParseTraceparent(parent); !ok || id != trace.ID {
+					t.Errorf("%s: _meta.traceparent %q, want one of trace %s", m.Method, parent, trace.ID)
+				}
+				if state != "toolpulse=synthetic:stdio_probe" {
+					t.Errorf("%s: _meta.tracestate %q, want toolpulse=synthetic:stdio_probe", m.Method, state)
+				}
+				if other, dup := spans[parent]; dup {
+					t.Errorf("%s and %s share the span %s; each message is a span of its own", other, m.Method, parent)
+				}
+				spans[parent] = m.Method
+			}
+			for _, want := range []string{"server/discover", "tools/list", "tools/call"} {
+				if !methods[want] {
+					t.Errorf("the server saw no %s among %v", want, methods)
+				}
+			}
+		})
+	}
+}
+
+type seenMeta struct {
+	Method string         `json:"method"`
+	Meta   map[string]any `json:"meta"`
+}
+
+// readMeta is what the meta server recorded.
+func readMeta(t *testing.T, file string) []seenMeta {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("the server recorded nothing: %v", err)
+	}
+	var out []seenMeta
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m seenMeta
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", sc.Bytes(), err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // TestStdioDefinitionDrift: the tool's definition comes from the stdio

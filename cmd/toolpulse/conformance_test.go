@@ -46,11 +46,26 @@ var conformanceClientScenarios = []struct {
 	args        []string
 	suitePasses bool
 	want        string // "" for mcp tools, which prints no verdict
+	env         string // VAR=VALUE put before the command, for a scenario's secret
 }{
-	{"initialize", []string{"mcp", "tools", "--url"}, true, ""},
-	{"tools_call", []string{"mcp", "call", "--tool", "add_numbers", "--arguments", `'{"a":2,"b":3}'`, "--format", "json", "--url"}, true, "pass"},
-	{"sse-retry", []string{"mcp", "call", "--tool", "test_reconnection", "--format", "json", "--url"}, true, "pass"},
-	{"elicitation-sep1034-client-defaults", []string{"mcp", "call", "--tool", "test_client_elicitation_defaults", "--timeout", "5s", "--format", "json", "--url"}, false, "needs_input"},
+	{"initialize", []string{"mcp", "tools", "--url"}, true, "", ""},
+	{"tools_call", []string{"mcp", "call", "--tool", "add_numbers", "--arguments", `'{"a":2,"b":3}'`, "--format", "json", "--url"}, true, "pass", ""},
+	{"sse-retry", []string{"mcp", "call", "--tool", "test_reconnection", "--format", "json", "--url"}, true, "pass", ""},
+	{"elicitation-sep1034-client-defaults", []string{"mcp", "call", "--tool", "test_client_elicitation_defaults", "--timeout", "5s", "--format", "json", "--url"}, false, "needs_input", ""},
+	// The client credentials extension (SEP-1046): the suite's server
+	// wants a token its authorization server issues to the credentials it
+	// hands the client in MCP_CONFORMANCE_CONTEXT, found through its
+	// protected resource metadata. (Its private_key_jwt variant does not
+	// apply: toolpulse authenticates with a client secret only.)
+	{"auth/client-credentials-basic", []string{"mcp", "tools", "--oauth-client-id", fromContext("client_id"),
+		"--oauth-client-secret-env", "CONFORMANCE_SECRET", "--url"}, true, "", "CONFORMANCE_SECRET=" + fromContext("client_secret")},
+}
+
+// fromContext is a shell expression for one string member of the JSON
+// object the suite hands a client in MCP_CONFORMANCE_CONTEXT: the client
+// credentials of the auth scenarios.
+func fromContext(key string) string {
+	return `"$(printf %s "$MCP_CONFORMANCE_CONTEXT" | sed -n 's/.*"` + key + `":"\([^"]*\)".*/\1/p')"`
 }
 
 // TestMCPConformance runs the MCP conformance suite
@@ -124,7 +139,12 @@ func TestMCPConformance(t *testing.T) {
 		for _, sc := range conformanceClientScenarios {
 			t.Run("client/"+sc.name, func(t *testing.T) {
 				results := filepath.Join(out, "client-"+sc.name)
-				cmd := suite.Command(t.Context(), out, "client", "--command", strings.Join(append([]string{bin}, sc.args...), " "),
+				command := append([]string{bin}, sc.args...)
+				if sc.env != "" {
+					// The suite runs the command through a shell.
+					command = append([]string{"env", sc.env}, command...)
+				}
+				cmd := suite.Command(t.Context(), out, "client", "--command", strings.Join(command, " "),
 					"--scenario", sc.name, "-o", results, "--timeout", "20000")
 				got, err := cmd.CombinedOutput()
 				switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/oauth"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
 )
@@ -22,6 +23,7 @@ type mcpCallCmd struct {
 	AllowDestructive bool          `help:"Call the tool even if its annotations say destructiveHint: true."`
 	Format           string        `enum:"text,json" default:"text" help:"Output: text (one line, then the response), or json (as docs/cli.md shows it)."`
 	Timeout          time.Duration `default:"10s" help:"Give up on the server after this long."`
+	oauthFlags
 	// URL comes last so that a harness may append it (the MCP conformance
 	// suite runs a client as COMMAND URL).
 	URL string `required:"" placeholder:"URL" help:"The server's Streamable HTTP endpoint (http:// or https://)."`
@@ -48,21 +50,41 @@ func (m *mcpCallCmd) Run(e *env) error {
 	if m.Timeout <= 0 {
 		return usageError("--timeout %v: want a positive duration, such as 10s", m.Timeout)
 	}
+	src, err := m.source(e, endpoint)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, m.Timeout)
 	defer cancel()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
-	ans, err := mcpsdk.Call(ctx, mcpsdk.Request{
-		URL: endpoint, Header: header, Tool: m.Tool, Arguments: args, AllowDestructive: m.AllowDestructive,
-		MaxBodyBytes: checks.DefaultMaxBodyBytes,
-		// A redirect is not followed, as in a probe.
-		HTTPClient: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
-	})
+	call := func(header http.Header, rt http.RoundTripper) callResult {
+		ans, err := mcpsdk.Call(ctx, mcpsdk.Request{
+			URL: endpoint, Header: header, Tool: m.Tool, Arguments: args, AllowDestructive: m.AllowDestructive,
+			MaxBodyBytes: checks.DefaultMaxBodyBytes,
+			// A redirect is not followed, as in a probe.
+			HTTPClient: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
+		})
+		return callResult{ans, err}
+	}
+	var (
+		got       callResult
+		tokenRows []oauth.Exchange
+	)
+	if src == nil {
+		got = call(header, transport)
+	} else {
+		var failed *results.Error
+		if got, tokenRows, failed = withBearer(ctx, src, header, transport, call); failed != nil {
+			got.ans = &mcpsdk.Answer{Err: failed} // no token: the verdict a probe's attempt would record
+		}
+	}
+	ans, err := got.ans, got.err
 	if err != nil {
 		return softwareError(err)
 	}
-	out := callOutcome(ans)
+	out := callOutcome(ans, tokenRows)
 	if m.Format == "json" {
 		err = writeCallJSON(e.stdout, out)
 	} else {
@@ -78,6 +100,12 @@ func (m *mcpCallCmd) Run(e *env) error {
 		return exitStatus(exitUnavailable)
 	}
 	return nil
+}
+
+// callResult is what mcpsdk.Call returned.
+type callResult struct {
+	ans *mcpsdk.Answer
+	err error
 }
 
 // callJSON is the --format json document of one call.
@@ -101,10 +129,19 @@ type callExchange struct {
 }
 
 // callOutcome is a call's answer as a probe's attempt would judge it
-// before its rules: pass when the tool answered a usable result.
-func callOutcome(ans *mcpsdk.Answer) callJSON {
+// before its rules: pass when the tool answered a usable result. The
+// OAuth metadata and token requests come first among the exchanges, as
+// they are a probe's first rows (session 0: none of the MCP sessions).
+func callOutcome(ans *mcpsdk.Answer, token []oauth.Exchange) callJSON {
 	out := callJSON{Outcome: results.Pass, ProtocolVersion: ans.ProtocolVersion, IsError: ans.IsError,
-		Response: ans.Response, Exchanges: make([]callExchange, 0, len(ans.Exchanges))}
+		Response: ans.Response, Exchanges: make([]callExchange, 0, len(token)+len(ans.Exchanges))}
+	for _, x := range token {
+		row := callExchange{Method: x.Method, DurationMS: float64(x.Duration.Microseconds()) / 1000}
+		if x.Status != 0 {
+			row.HTTPStatus = &x.Status
+		}
+		out.Exchanges = append(out.Exchanges, row)
+	}
 	if ans.Err != nil {
 		code, msg := string(ans.Err.Code), ans.Err.Message
 		out.Outcome, out.Code, out.Message = ans.Err.Code.Outcome(), &code, &msg

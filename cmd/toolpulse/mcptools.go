@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/mcpsdk"
+	"github.com/toolpulse/toolpulse/oauth"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/results/present"
 )
@@ -33,6 +34,7 @@ type mcpToolsCmd struct {
 	Command []string      `arg:"" optional:"" passthrough:"" placeholder:"COMMAND" help:"A stdio server to start instead of --url, after --: the program and its arguments, run without a shell, such as -- npx -y @modelcontextprotocol/server-memory@2026.8.31."`
 	Format  string        `enum:"table,json" default:"table" help:"Output: table, or json (the raw definitions and the server, as docs/cli.md shows it)."`
 	Timeout time.Duration `default:"10s" help:"Give up on the server after this long."`
+	oauthFlags
 }
 
 // Run opens one session to the server, lists every tool (at most 10
@@ -56,21 +58,41 @@ func (m *mcpToolsCmd) Run(e *env) error {
 	if m.Timeout <= 0 {
 		return usageError("--timeout %v: want a positive duration, such as 10s", m.Timeout)
 	}
+	var src *oauth.Source
+	if stdio == nil {
+		if src, err = m.source(e, endpoint); err != nil {
+			return err
+		}
+	} else if m.OAuthClientID != "" {
+		return usageError("--oauth-client-id: a stdio server takes no bearer token; give its credentials with --env")
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, m.Timeout)
 	defer cancel()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
-	req := mcpsdk.ListRequest{
-		URL: endpoint, Header: header, MaxBodyBytes: checks.DefaultMaxBodyBytes,
-		// A redirect is not followed, as in a probe: the headers ride on
-		// every request, and would go wherever the server points.
-		HTTPClient: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
+	session := func(header http.Header, rt http.RoundTripper) listResult {
+		req := mcpsdk.ListRequest{
+			URL: endpoint, Header: header, MaxBodyBytes: checks.DefaultMaxBodyBytes,
+			// A redirect is not followed, as in a probe: the headers ride on
+			// every request, and would go wherever the server points.
+			HTTPClient: &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+			ClientName: "toolpulse", ClientVersion: results.ReadBuild().Version,
+		}
+		if stdio != nil {
+			req = mcpsdk.ListRequest{Command: stdio, MaxBodyBytes: req.MaxBodyBytes, ClientName: req.ClientName, ClientVersion: req.ClientVersion}
+		}
+		l, err := mcpsdk.ListTools(ctx, req)
+		return listResult{l, err}
 	}
-	if stdio != nil {
-		req = mcpsdk.ListRequest{Command: stdio, MaxBodyBytes: req.MaxBodyBytes, ClientName: req.ClientName, ClientVersion: req.ClientVersion}
+	var got listResult
+	if src == nil {
+		got = session(header, transport)
+	} else if res, _, failed := withBearer(ctx, src, header, transport, session); failed != nil {
+		got.err = failed
+	} else {
+		got = res
 	}
-	list, err := mcpsdk.ListTools(ctx, req)
+	list, err := got.list, got.err
 	var failed *results.Error
 	switch {
 	case errors.As(err, &failed):
@@ -87,6 +109,12 @@ func (m *mcpToolsCmd) Run(e *env) error {
 		return softwareError(err)
 	}
 	return nil
+}
+
+// listResult is what mcpsdk.ListTools returned.
+type listResult struct {
+	list *mcpsdk.ToolList
+	err  error
 }
 
 // listFailureExit is the exit code of a failed listing: EX_UNAVAILABLE for
