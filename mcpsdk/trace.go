@@ -24,15 +24,8 @@ type traceTripper struct {
 }
 
 func (t *traceTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	parent, err := t.trace.Traceparent()
-	if err != nil {
-		// No random bytes: the request goes unmarked rather than not at all.
-		return t.next.RoundTrip(req)
-	}
-	req = req.Clone(req.Context())
-	req.Header.Set("Traceparent", parent)
-	req.Header.Set("Tracestate", t.trace.State)
-	if req.Method == http.MethodPost && req.GetBody != nil {
+	req, parent := t.trace.Mark(req)
+	if parent != "" && req.Method == http.MethodPost && req.GetBody != nil {
 		if body, ok := withTraceMeta(req, parent, t.trace.State); ok {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

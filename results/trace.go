@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 )
 
@@ -50,6 +51,22 @@ func (t Trace) Traceparent() (string, error) {
 		return "", fmt.Errorf("span id: %w", err)
 	}
 	return "00-" + t.ID + "-" + hex.EncodeToString(span[:]) + "-01", nil
+}
+
+// Mark returns a copy of req marked as a new span of t: its traceparent
+// and t's tracestate headers, and the traceparent. When no span id can be
+// drawn it returns req itself and "": the request goes unmarked rather
+// than not at all, since the trace helps find a run and is not what the
+// run checks.
+func (t Trace) Mark(req *http.Request) (*http.Request, string) {
+	parent, err := t.Traceparent()
+	if err != nil {
+		return req, ""
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Traceparent", parent)
+	req.Header.Set("Tracestate", t.State)
+	return req, parent
 }
 
 // readNonZero fills b from r until it is not all zeros, which W3C forbids

@@ -31,13 +31,6 @@ type traceTransport struct {
 }
 
 func (t *traceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	parent, err := t.trace.Traceparent()
-	if err != nil {
-		// No random bytes: the request goes unmarked rather than not at all.
-		return t.next.RoundTrip(req)
-	}
-	req = req.Clone(req.Context())
-	req.Header.Set("Traceparent", parent)
-	req.Header.Set("Tracestate", t.trace.State)
+	req, _ = t.trace.Mark(req)
 	return t.next.RoundTrip(req)
 }
