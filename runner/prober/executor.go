@@ -7,7 +7,6 @@ package prober
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/toolpulse/toolpulse/checks"
@@ -38,13 +36,13 @@ type Options struct {
 	// Rand returns a number in [0,1) for back-off jitter. Runs call it
 	// concurrently, so it must be safe for concurrent use. nil: math/rand/v2.
 	Rand     func() float64
-	NewID    func() string     // operation ids; nil: uuid.NewString
+	NewID    func() string     // operation ids; nil: UUIDs of version 7 (see newOperationID)
 	Redactor *results.Redactor // scrubs secrets from messages and samples; nil scrubs nothing
 	// Version is sent in the User-Agent as toolpulse/<Version>. "": the
 	// binary's own (results.ReadBuild().Label()).
 	Version string
 	// TraceRand is where trace and span ids come from (SPEC §10.1); it must
-	// be safe for concurrent use. nil: crypto/rand.Reader.
+	// be safe for concurrent use. nil: crypto/rand, read a block at a time.
 	TraceRand io.Reader
 }
 
@@ -103,8 +101,9 @@ func NewExecutor(opts Options) *Executor {
 
 		traceRand: opts.TraceRand,
 	}
+	random := newRandomSource()
 	if e.traceRand == nil {
-		e.traceRand = cryptorand.Reader
+		e.traceRand = random
 	}
 	e.redactor.Store(opts.Redactor)
 	if e.logger == nil {
@@ -118,7 +117,7 @@ func NewExecutor(opts Options) *Executor {
 		e.rand = rand.Float64
 	}
 	if e.newID == nil {
-		e.newID = uuid.NewString
+		e.newID = func() string { return newOperationID(random) }
 	}
 	version := opts.Version
 	if version == "" {
