@@ -79,13 +79,16 @@ type Recorder struct {
 	queue       *writeQueue
 	redact      func(string) string
 
-	mu      sync.RWMutex // guards notify, labels, targets, deliver, windows and states
-	notify  checks.Notify
-	groups  map[string]checks.Grouping   // groupings(notify)
-	labels  map[string]map[string]string // by probe: routes and silences match them
-	targets map[string]probeTarget       // by probe: what its alerts say it called
-	deliver bool
-	windows []results.MaintenanceWindow // the config's maintenance windows
+	mu     sync.RWMutex // guards notify, labels, targets, deliver, windows and states
+	notify checks.Notify
+	groups map[string]checks.Grouping // groupings(notify)
+	// receivers: notify.AllReceivers(), read by every run, built once
+	// per config.
+	receivers map[string]bool
+	labels    map[string]map[string]string // by probe: routes and silences match them
+	targets   map[string]probeTarget       // by probe: what its alerts say it called
+	deliver   bool
+	windows   []results.MaintenanceWindow // the config's maintenance windows
 	// fleetWide: the probes whose alerts no location decides.
 	fleetWide map[string]bool
 	states    map[string]results.AlertState
@@ -136,20 +139,21 @@ type Decision struct {
 // policy of its notify route. Call Load before the first Record.
 func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recorder {
 	rc := &Recorder{
-		store:    store,
-		logger:   opts.Logger,
-		wake:     opts.Wake,
-		notify:   notify,
-		groups:   groupings(notify),
-		labels:   opts.Labels,
-		targets:  opts.Targets,
-		deliver:  opts.Deliver,
-		windows:  opts.Maintenance,
-		observer: observerOr(opts.Observer),
-		states:   map[string]results.AlertState{},
-		locks:    map[string]*sync.Mutex{},
-		fenced:   opts.Fenced,
-		loaded:   true,
+		store:     store,
+		logger:    opts.Logger,
+		wake:      opts.Wake,
+		notify:    notify,
+		groups:    groupings(notify),
+		receivers: notify.AllReceivers(),
+		labels:    opts.Labels,
+		targets:   opts.Targets,
+		deliver:   opts.Deliver,
+		windows:   opts.Maintenance,
+		observer:  observerOr(opts.Observer),
+		states:    map[string]results.AlertState{},
+		locks:     map[string]*sync.Mutex{},
+		fenced:    opts.Fenced,
+		loaded:    true,
 
 		fleetWide: opts.FleetWide,
 	}
@@ -271,6 +275,7 @@ func (rc *Recorder) SetConfig(cfg *checks.Config, deliver bool) {
 	rc.notify, rc.labels, rc.targets, rc.deliver = cfg.Notify, labels, targets, deliver
 	rc.windows = cfg.Maintenance
 	rc.groups = groupings(cfg.Notify)
+	rc.receivers = cfg.Notify.AllReceivers()
 	rc.fleetWide = wide
 }
 
@@ -402,7 +407,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 	run.to = addressing{told: run.state.Receivers}
 	if rc.deliver {
 		run.to.current = run.route.Receivers()
-		run.to.configured = rc.notify.AllReceivers()
+		run.to.configured = rc.receivers
 		run.to.groups = rc.groups
 	}
 	if run.state.Firing && run.to.told == nil {
