@@ -46,9 +46,6 @@ type store interface {
 	ExpireSilence(ctx context.Context, id int64, now time.Time) error
 	// Ping checks that the store answers and can be written (/healthz).
 	Ping(ctx context.Context) error
-	// SetCommitWindow lets runs recorded close together share a commit
-	// (the daemon's, daemonCommitWindow).
-	SetCommitWindow(window time.Duration)
 	Close() error
 }
 
@@ -72,25 +69,9 @@ const (
 	storeRead
 )
 
-// daemonCommitWindow is how long the daemon's store waits, after a run
-// finishes, for others to share its commit. At 100 runs a second a run then
-// shares its transaction with two or three others instead of paying its
-// own (BENCHMARKS.md, "Cost by load"); the window is added to the time
-// from a failing answer to its alert, which stays well inside the 50 ms
-// promised.
-const daemonCommitWindow = 20 * time.Millisecond
-
 // openStore opens the store storage names, for use. Every command opens
 // its store here, so that a driver is one case of this switch.
 func openStore(ctx context.Context, storage checks.Storage, use storeUse) (store, error) {
-	s, err := openDriver(ctx, storage, use)
-	if err == nil && use == storeDaemon {
-		s.SetCommitWindow(daemonCommitWindow)
-	}
-	return s, err
-}
-
-func openDriver(ctx context.Context, storage checks.Storage, use storeUse) (store, error) {
 	switch storage.Driver {
 	case checks.DriverSQLite, "":
 		return openSQLite(ctx, storage.Path, use)

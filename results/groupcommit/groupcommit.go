@@ -38,12 +38,6 @@ const MaxBatch = 256
 // about 2,400 runs/s against 6,000 with 1 ms); the daemon's probes do not.
 const CommitDelay = 5 * time.Millisecond
 
-// sequentialGap tells a caller that records one run after another from
-// runs that arrive on their own: with a commit window set, a batch whose
-// first run arrived less than this after the previous batch (of one run)
-// committed is written at once, as that caller's next run would be.
-const sequentialGap = time.Millisecond
-
 // ErrClosed is what Enqueue answers once Close has been called; the
 // stores return it, wrapped, from RecordRun and Record.
 var ErrClosed = errors.New("store is closed")
@@ -114,9 +108,6 @@ type Queue struct {
 	stop    chan struct{} // closed by Close
 	stopped chan struct{} // closed when the writer has returned
 
-	// window is SetWindow's, in nanoseconds.
-	window atomic.Int64
-
 	// HoldUntil, when above zero, makes the writer wait until that many
 	// requests are queued and take them as one batch; tests set it.
 	HoldUntil atomic.Int32
@@ -133,38 +124,6 @@ func New() *Queue {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
-}
-
-// SetWindow sets how long the writer waits, after taking the first run of
-// a batch, for more runs to share its commit (at most MaxBatch); 0, the
-// default, waits only as CommitDelay says. It may be called at any time;
-// the next batch uses it.
-//
-// A window shares commits at any rate: with CommitDelay alone, runs that
-// arrive one at a time (100 runs a second finishing some 10 ms apart)
-// each pay their own transaction, which at such rates costs more than the
-// run's rows (BENCHMARKS.md). The price is the window, added to the time
-// from a run's answer to its being recorded, logged and alerted. A caller
-// that records one run after another still never waits (see
-// sequentialGap), so a backlog drains at full speed.
-func (g *Queue) SetWindow(window time.Duration) {
-	g.window.Store(int64(max(window, 0)))
-}
-
-// wait is how long the writer waits for more runs to join a batch, given
-// the size of the previous batch and how long after its commit the
-// batch's first run arrived.
-func (g *Queue) wait(prev int, gap time.Duration) time.Duration {
-	if window := time.Duration(g.window.Load()); window > 0 {
-		if prev == 1 && gap < sequentialGap {
-			return 0
-		}
-		return window
-	}
-	if prev >= 2 {
-		return CommitDelay
-	}
-	return 0
 }
 
 // Enqueue queues r for the writer, or fails with ErrClosed.
@@ -203,10 +162,10 @@ func (g *Queue) take(batch []*Request, limit int, stopping bool) (_ []*Request, 
 }
 
 // next waits for the next batch and returns it, or nil once Close has been
-// called and the queue is empty. prev is the size of the previous batch
-// and committed when it was committed: they decide how long next waits
-// for more runs to join the first (see wait).
-func (g *Queue) next(prev int, committed time.Time) []*Request {
+// called and the queue is empty. prev is the size of the previous batch:
+// only after one of two runs or more does next wait up to CommitDelay for
+// more runs to join the first.
+func (g *Queue) next(prev int) []*Request {
 	var batch []*Request
 	for len(batch) == 0 {
 		stopping := false
@@ -221,12 +180,11 @@ func (g *Queue) next(prev int, committed time.Time) []*Request {
 			return nil
 		}
 	}
-	wait := g.wait(prev, time.Since(committed))
-	if wait == 0 {
+	if prev < 2 {
 		return batch
 	}
 	g.Delays.Add(1)
-	delay := time.NewTimer(wait)
+	delay := time.NewTimer(CommitDelay)
 	defer delay.Stop()
 	for len(batch) < MaxBatch {
 		select {
@@ -247,14 +205,14 @@ func (g *Queue) next(prev int, committed time.Time) []*Request {
 // every queued request has been answered.
 func (g *Queue) Run(commit func(batch []*Request)) {
 	defer close(g.stopped)
-	prev, committed := 0, time.Time{}
+	prev := 0
 	for {
-		batch := g.next(prev, committed)
+		batch := g.next(prev)
 		if batch == nil {
 			return
 		}
 		commit(batch)
-		prev, committed = len(batch), time.Now()
+		prev = len(batch)
 	}
 }
 

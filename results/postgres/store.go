@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/toolpulse/toolpulse/results"
@@ -112,12 +111,6 @@ func target(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("database %q on %s:%d as %q", c.Database, c.Host, c.Port, c.User)
 }
-
-// SetCommitWindow makes runs recorded within window of each other share
-// one transaction (groupcommit.Queue.SetWindow): the daemon sets it, so
-// that at every rate a commit is shared; a command that records a run or
-// two leaves it at 0 and never waits.
-func (s *Store) SetCommitWindow(window time.Duration) { s.gc.SetWindow(window) }
 
 // Close closes the store. It first refuses new runs (RecordRun then fails
 // with ErrClosed), commits the runs already waiting and waits for the

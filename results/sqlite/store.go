@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	// The driver registers itself as "sqlite3".
 	_ "github.com/mattn/go-sqlite3"
@@ -174,12 +173,6 @@ func checkPragmas(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
-
-// SetCommitWindow makes runs recorded within window of each other share
-// one transaction (groupcommit.Queue.SetWindow): the daemon sets it, so
-// that at every rate a commit is shared; a command that records a run or
-// two leaves it at 0 and never waits.
-func (s *Store) SetCommitWindow(window time.Duration) { s.gc.SetWindow(window) }
 
 // Close closes the store. It first refuses new runs (RecordRun then fails
 // with ErrClosed), commits the runs already waiting and waits for the
