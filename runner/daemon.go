@@ -135,6 +135,9 @@ type Daemon struct {
 	// jobsMu serializes changes to the set of jobs (Run scheduling, Reload,
 	// shutdown), so that a reload never interleaves with either end of Run.
 	jobsMu sync.Mutex
+	// tick is the grid first runs fall on (startTick of the probes the
+	// instance schedules); guarded by jobsMu.
+	tick time.Duration
 
 	mu       sync.Mutex // guards what follows
 	state    daemonState
@@ -317,6 +320,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return d.runFleet(ctx, closeQueue)
 	}
 	var errs []error
+	d.tick = startTick(probes, d.maxConcurrency())
 	for _, p := range probes {
 		if err := d.scheduleProbe(s, p, false); err != nil {
 			errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))

@@ -209,7 +209,10 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*Deps)) *schedHarness 
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tt := testkit.New(t)
 	tt.Attach("daemon", &logs.Log)
-	h := &schedHarness{T: tt, clock: clockwork.NewFakeClock(), store: newTestStore(t), logs: logs}
+	// The clock starts minStartLead before a whole second, so that a first
+	// run at minStartLead (Rand 0) is on the grid of every start tick.
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC).Add(-minStartLead))
+	h := &schedHarness{T: tt, clock: clock, store: newTestStore(t), logs: logs}
 	h.start = h.clock.Now()
 	o := Deps{
 		Logger:      logger,

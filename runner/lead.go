@@ -205,6 +205,7 @@ func (d *Daemon) scheduleAll() {
 	d.scheduling = true
 	s, probes := d.sched, d.scheduledInOrder()
 	d.mu.Unlock()
+	d.tick = startTick(probes, d.maxConcurrency())
 	for _, p := range probes {
 		if err := d.scheduleProbe(s, p, false); err != nil {
 			d.logger.Error("scheduling the probe failed", "probe", p.Name, "error", err)

@@ -61,6 +61,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 	// Only the probes that run from the instance's location are its to
 	// schedule; one whose locations no longer include it is removed.
 	local := localProbes(cfg, d.location)
+	d.tick = startTick(local, d.maxConcurrency())
 	next := make(map[string]*checks.Probe, len(local))
 	var added, changed, removed []string
 	var errs []error

@@ -70,9 +70,86 @@ func jitterOffset(r float64, jitter time.Duration) time.Duration {
 	return off
 }
 
+// Start ticks. A daemon whose runs are spread evenly in time wakes for
+// each one, and at 100 runs a second or fewer most of its CPU went to
+// waking up rather than to the runs: the Go scheduler parking and waking
+// threads, its monitor thread polling every 20 µs for a millisecond after
+// each wake, and a commit per run (BENCHMARKS.md, "Start ticks"). So
+// first runs fall on a grid of ticks, sized so that a tick gathers a few
+// dozen runs of the instance's probes: those runs start together, share
+// their commits, and the daemon wakes once for them and then sleeps. Each
+// probe keeps a random phase within its jitter window, rounded up to a
+// tick no longer than its jitter, and its regular interval.
+//
+// runsPerTick is how many runs a tick aims at, at most; a tick never
+// aims at more than half the concurrency slots, so that the runs of a
+// tick do not wait for each other's slots.
+const runsPerTick = 50
+
+// tickSizes are the ticks a grid may have: each divides a second, so that
+// runs every whole number of seconds stay on their grid.
+var tickSizes = []time.Duration{
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second,
+}
+
+// startTick is the grid for probes, run with slots concurrency slots: the
+// longest tick size in which they are expected to start no more runs than
+// runsPerTick and half the slots; 0 (no grid) when even that tick would
+// gather fewer than two.
+func startTick(probes []*checks.Probe, slots int) time.Duration {
+	var perSecond float64
+	for _, p := range probes {
+		if p.Interval > 0 {
+			perSecond += float64(time.Second) / float64(p.Interval)
+		}
+	}
+	if perSecond == 0 {
+		return 0
+	}
+	runs := float64(max(min(runsPerTick, slots/2), 1))
+	tick := tickAtMost(time.Duration(runs / perSecond * float64(time.Second)))
+	if perSecond*tick.Seconds() < 2 {
+		return 0 // a tick of fewer than two runs would move first runs for nothing
+	}
+	return tick
+}
+
+// tickAtMost is the longest tick size not above limit, or 0 if none is.
+func tickAtMost(limit time.Duration) time.Duration {
+	tick := time.Duration(0)
+	for _, size := range tickSizes {
+		if size <= limit {
+			tick = size
+		}
+	}
+	return tick
+}
+
+// firstRun is when a probe first runs: now plus offset (its phase in
+// [0, jitter)), moved onto the grid of tick, to the tick after it or else
+// the one before, whichever stays within [now + minStartLead,
+// now + jitter); a tick of 0, or one neither fits, leaves it alone.
+func firstRun(now time.Time, offset, jitter, tick time.Duration) time.Time {
+	at := now.Add(max(offset, minStartLead))
+	if tick <= 0 {
+		return at
+	}
+	down := at.Truncate(tick) // on the grid of every probe: multiples since the zero time
+	if up := down.Add(tick); !down.Equal(at) && up.Before(now.Add(jitter)) {
+		return up
+	}
+	if !down.Before(now.Add(minStartLead)) {
+		return down
+	}
+	return at
+}
+
 // scheduleProbe creates or, with update, replaces p's job: every
-// p.Interval, first at now plus a random offset in [0, p.Jitter), so that
-// probes never fire in lockstep; the offset is the job's fixed phase.
+// p.Interval, first at now plus a random offset in [0, p.Jitter), rounded
+// up to the daemon's start tick (or the longest tick size within the
+// jitter, if shorter): the offset is the job's fixed phase, and probes
+// start in small groups, never all at once.
 //
 // A tick that comes while the probe's previous run is still going is
 // skipped, not queued. The limiter's claim on the probe's name does that
@@ -83,7 +160,7 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool)
 	var err error
 	// The clock can overtake a start before gocron checks it: try again.
 	for range 3 {
-		start := d.clock.Now().Add(max(jitterOffset(d.rand(), p.Jitter), minStartLead))
+		start := firstRun(d.clock.Now(), jitterOffset(d.rand(), p.Jitter), p.Jitter, min(d.tick, tickAtMost(p.Jitter)))
 		fired := new(atomic.Bool)
 		opts := []gocron.JobOption{
 			gocron.WithName(p.Name),

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
+
+	"github.com/toolpulse/toolpulse/checks"
 )
 
 func TestSchedJitterOffset(t *testing.T) {
@@ -129,4 +132,99 @@ func TestCatchUpFirstRun(t *testing.T) {
 			t.Errorf("%d runs, want the one that fired: a fired run is not made up", n)
 		}
 	})
+}
+
+// TestStartTick sizes the grid of first runs from the probes' runs per
+// second and the concurrency slots.
+func TestStartTick(t *testing.T) {
+	probes := func(n int, interval time.Duration) []*checks.Probe {
+		out := make([]*checks.Probe, n)
+		for i := range out {
+			out[i] = &checks.Probe{Interval: interval}
+		}
+		return out
+	}
+	tests := map[string]struct {
+		probes []*checks.Probe
+		slots  int
+		want   time.Duration
+	}{
+		"100 @1s, 64 slots: 32 runs a tick":    {probes(100, time.Second), 64, 200 * time.Millisecond},
+		"100 @1s, 200 slots: 50 runs a tick":   {probes(100, time.Second), 200, 500 * time.Millisecond},
+		"1,000 @1s":                            {probes(1000, time.Second), 64, 20 * time.Millisecond},
+		"100 @10s":                             {probes(100, 10*time.Second), 64, time.Second},
+		"10,000 @1m":                           {probes(10000, time.Minute), 64, 100 * time.Millisecond},
+		"100 @1s, 4 slots: two runs a tick":    {probes(100, time.Second), 4, 20 * time.Millisecond},
+		"10 @10s: under two runs a second":     {probes(10, 10*time.Second), 64, 0},
+		"100,000 @1s: shorter than every size": {probes(100000, time.Second), 64, 0},
+		"none":                                 {nil, 64, 0},
+	}
+	for name, tt := range tests {
+		if got := startTick(tt.probes, tt.slots); got != tt.want {
+			t.Errorf("%s: startTick = %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+// TestFirstRun keeps every first run within [minStartLead, jitter) of now
+// and puts it on the tick's grid whenever a tick fits there.
+func TestFirstRun(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 300_000_000, time.UTC) // 300 ms past a second
+	const jitter = 2 * time.Second
+	tests := map[string]struct {
+		offset, tick time.Duration
+		want         time.Duration // after now
+	}{
+		"no tick":                     {offset: 250 * time.Millisecond, want: 250 * time.Millisecond},
+		"rounded up":                  {offset: 250 * time.Millisecond, tick: 100 * time.Millisecond, want: 300 * time.Millisecond},
+		"on the grid already":         {offset: 200 * time.Millisecond, tick: 100 * time.Millisecond, want: 200 * time.Millisecond},
+		"up leaves the window: down":  {offset: 1950 * time.Millisecond, tick: time.Second, want: 1700 * time.Millisecond},
+		"below the lead: up":          {offset: 0, tick: 100 * time.Millisecond, want: 100 * time.Millisecond},
+		"a second tick":               {offset: 0, tick: time.Second, want: 700 * time.Millisecond},
+		"last tick before the window": {offset: 1699 * time.Millisecond, tick: time.Second, want: 1700 * time.Millisecond},
+		"just after the last tick":    {offset: 1701 * time.Millisecond, tick: time.Second, want: 1700 * time.Millisecond},
+		"lead applies without a tick": {offset: 0, want: minStartLead},
+		"tick longer than the window": {offset: 100 * time.Millisecond, tick: 10 * time.Second, want: 100 * time.Millisecond},
+	}
+	for name, tt := range tests {
+		got := firstRun(now, tt.offset, jitter, tt.tick).Sub(now)
+		if got != tt.want {
+			t.Errorf("%s: first run %v after now, want %v", name, got, tt.want)
+		}
+		if got < minStartLead || got >= jitter {
+			t.Errorf("%s: first run %v after now, outside [%v, %v)", name, got, minStartLead, jitter)
+		}
+	}
+}
+
+// TestDaemonFirstRunsOnTicks schedules 100 probes every 10s, 10 runs a
+// second: their first runs fall on a one-second grid, each within its
+// jitter window, so that the daemon wakes for groups of runs.
+func TestDaemonFirstRunsOnTicks(t *testing.T) {
+	schedCheckLeaks(t)
+	prov := schedServe(t, nil, false)
+	probes := make([]*checks.Probe, 100)
+	for i := range probes {
+		probes[i] = schedProbe(t, fmt.Sprintf("probe_%03d", i), prov.URL, 10*time.Second)
+	}
+	var n atomic.Int64
+	h := schedNew(t, schedConfig(64, probes...), func(o *Deps) {
+		o.Rand = func() float64 { return math.Mod(float64(n.Add(1))*0.618, 1) }
+	})
+	h.run()
+	h.tick(len(probes), 0) // every job is armed
+	starts := map[time.Time]int{}
+	for _, p := range probes {
+		next := h.probeStatus(p.Name).NextRun
+		if off := next.Sub(h.start); off < minStartLead || off >= p.Jitter {
+			t.Errorf("%s: first run %v after the start, outside [%v, %v)", p.Name, off, minStartLead, p.Jitter)
+		}
+		if !next.Truncate(time.Second).Equal(next) {
+			t.Errorf("%s: first run at %v, not on the one-second grid", p.Name, next)
+		}
+		starts[next]++
+	}
+	if len(starts) > 2 {
+		t.Errorf("first runs at %d instants, want the two ticks of the jitter window: %v", len(starts), starts)
+	}
 }
