@@ -224,13 +224,12 @@ func (c *call) judgeStatus(method string, i int, x exchange) *verdict {
 // Bearer challenge with resource_metadata (RFC 9728) is a server that wants
 // OAuth, and says where its protected resource metadata is; the error
 // and scope it names say which token it would take.
-func authSays(challenges []string) string {
-	for _, ch := range challenges {
-		scheme, params, _ := strings.Cut(strings.TrimSpace(ch), " ")
-		if !strings.EqualFold(scheme, "Bearer") {
+func authSays(values []string) string {
+	for _, ch := range results.ParseChallenges(values) {
+		if !ch.Is("Bearer") {
 			continue
 		}
-		p := authParams(params)
+		p := ch.Params
 		var parts []string
 		if p["resource_metadata"] != "" {
 			parts = append(parts, "the server wants an OAuth access token (WWW-Authenticate: Bearer; its protected resource metadata is at "+quote(clip(p["resource_metadata"], 200))+")")
@@ -246,38 +245,6 @@ func authSays(challenges []string) string {
 		return ": " + strings.Join(parts, ", ")
 	}
 	return ""
-}
-
-// authParams reads the auth-params of a challenge (RFC 9110 §11.2),
-// name=token or name="quoted string", separated by commas.
-func authParams(s string) map[string]string {
-	out := map[string]string{}
-	for s = strings.TrimSpace(s); s != ""; s = strings.TrimLeft(strings.TrimSpace(s), ", ") {
-		name, rest, ok := strings.Cut(s, "=")
-		if !ok {
-			break
-		}
-		name, rest = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(rest)
-		var value string
-		if strings.HasPrefix(rest, `"`) {
-			var b strings.Builder
-			j := 1
-			for ; j < len(rest) && rest[j] != '"'; j++ {
-				if rest[j] == '\\' && j+1 < len(rest) {
-					j++
-				}
-				b.WriteByte(rest[j])
-			}
-			value, s = b.String(), rest[min(j+1, len(rest)):]
-		} else {
-			value, s, _ = strings.Cut(rest, ",")
-			value = strings.TrimSpace(value)
-		}
-		if _, seen := out[name]; !seen {
-			out[name] = value
-		}
-	}
-	return out
 }
 
 // bodySays quotes the body of a refusal that is not a JSON-RPC error when

@@ -222,71 +222,16 @@ func getJSON(ctx context.Context, c *http.Client, rec *recorder, label, u string
 
 // resourceMetadata is the resource_metadata parameter of a Bearer
 // challenge among WWW-Authenticate values (RFC 9728 §5.1); "" when none
-// names one.
+// names an http(s) URL.
 func resourceMetadata(values []string) string {
-	for _, v := range values {
-		for _, challenge := range splitChallenges(v) {
-			scheme, params, _ := strings.Cut(strings.TrimSpace(challenge), " ")
-			if !strings.EqualFold(scheme, "Bearer") {
-				continue
-			}
-			for _, p := range splitParams(params) {
-				k, val, ok := strings.Cut(p, "=")
-				if ok && strings.EqualFold(strings.TrimSpace(k), "resource_metadata") {
-					val = strings.TrimSpace(val)
-					val = strings.TrimSuffix(strings.TrimPrefix(val, `"`), `"`)
-					if u, err := url.Parse(val); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
-						return val
-					}
-				}
-			}
+	for _, ch := range results.ParseChallenges(values) {
+		if !ch.Is("Bearer") {
+			continue
+		}
+		val := ch.Params["resource_metadata"]
+		if u, err := url.Parse(val); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			return val
 		}
 	}
 	return ""
-}
-
-// splitChallenges splits one WWW-Authenticate value into its challenges:
-// a new one starts at a token followed by a space, outside quotes.
-func splitChallenges(v string) []string {
-	var out []string
-	start, quoted := 0, false
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case '"':
-			quoted = !quoted
-		case '\\':
-			i++
-		case ',':
-			if quoted {
-				continue
-			}
-			rest := strings.TrimLeft(v[i+1:], " ")
-			tok, _, found := strings.Cut(rest, " ")
-			if found && !strings.Contains(tok, "=") {
-				out = append(out, v[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, v[start:])
-}
-
-// splitParams splits a challenge's auth-params at commas outside quotes.
-func splitParams(v string) []string {
-	var out []string
-	start, quoted := 0, false
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case '"':
-			quoted = !quoted
-		case '\\':
-			i++
-		case ',':
-			if !quoted {
-				out = append(out, v[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, v[start:])
 }

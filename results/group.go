@@ -115,3 +115,24 @@ func GroupLocation(labels map[string]string) (string, bool) {
 	loc, ok := labels[SilentLocationLabel]
 	return loc, ok
 }
+
+// LocationGroupSummary is the one line that says what a group of
+// location_silent and location_back alerts about loc holds: "location
+// ap-south silent: 10 probes", "location ap-south back: 1 probe" when none
+// is silent, or "location ap-south silent: 10 probes, 2 back". Every
+// receiver words a location group with it.
+func LocationGroupSummary(loc string, silent, back int) string {
+	probes := func(n int) string {
+		if n == 1 {
+			return "1 probe"
+		}
+		return fmt.Sprintf("%d probes", n)
+	}
+	switch {
+	case silent == 0:
+		return fmt.Sprintf("location %s back: %s", loc, probes(back))
+	case back == 0:
+		return fmt.Sprintf("location %s silent: %s", loc, probes(silent))
+	}
+	return fmt.Sprintf("location %s silent: %s, %d back", loc, probes(silent), back)
+}

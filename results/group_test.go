@@ -44,3 +44,26 @@ func TestGroupKeyRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestLocationGroupSummary: a location group's line counts the silent
+// probes and those back, singular for one.
+func TestLocationGroupSummary(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		silent, back int
+		want         string
+	}{
+		{"silent", 10, 0, "location ap-south silent: 10 probes"},
+		{"one silent", 1, 0, "location ap-south silent: 1 probe"},
+		{"back", 0, 3, "location ap-south back: 3 probes"},
+		{"one back", 0, 1, "location ap-south back: 1 probe"},
+		{"both", 10, 2, "location ap-south silent: 10 probes, 2 back"},
+		{"one silent, one back", 1, 1, "location ap-south silent: 1 probe, 1 back"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LocationGroupSummary("ap-south", tt.silent, tt.back); got != tt.want {
+				t.Errorf("LocationGroupSummary(ap-south, %d, %d) = %q, want %q", tt.silent, tt.back, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package mcptest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
 // The environment the npm tests read. .ci/run installs the packages into
@@ -82,16 +78,7 @@ type npmPackage struct {
 // test is skipped, or failed where it is required.
 func findPackage(t *testing.T, pkg string) npmPackage {
 	t.Helper()
-	var p npmPackage
-	for _, name := range []string{"node", "nodejs"} {
-		if path, err := exec.LookPath(name); err == nil {
-			p.node = path
-			break
-		}
-	}
-	if p.node == "" {
-		unavailable(t, "no node on PATH (apt-get install nodejs npm)")
-	}
+	p := npmPackage{node: findNode(t)}
 	dir := os.Getenv(NPMDirEnv)
 	if dir == "" {
 		unavailable(t, "%s is not set (npm install --prefix DIR %s, then %s=DIR)", NPMDirEnv, pkg, NPMDirEnv)
@@ -133,56 +120,15 @@ func findPackage(t *testing.T, pkg string) npmPackage {
 // its output is shown if the test failed.
 func (e Everything) Start(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-
-	log := &testkit.Log{}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, e.Node, e.Entry, "streamableHttp")
-	// Only what node needs: the server has a get-env tool.
-	cmd.Env = []string{"PORT=" + port, "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", everythingPackage, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			lines, _ := log.Tail(testkit.TailLines)
-			for _, line := range lines {
-				t.Log("server-everything: " + line)
-			}
-		}
-	})
-
-	addr := net.JoinHostPort("127.0.0.1", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr + "/mcp"
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			lines, _ := log.Tail(testkit.TailLines)
-			t.Fatalf("%s exited before it listened: %v\n%s", everythingPackage, err, strings.Join(lines, "\n"))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not listening on %s after 30s: %v", everythingPackage, addr, err)
-		}
-	}
+	port := freePort(t)
+	return nodeServer{
+		name: everythingPackage,
+		port: port,
+		node: e.Node,
+		args: []string{e.Entry, "streamableHttp"},
+		// Only what node needs: the server has a get-env tool.
+		env: []string{"PORT=" + port, "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()},
+	}.start(t)
 }
 
 // InPrivateNetwork runs fn inside a private network namespace whose only

@@ -1,18 +1,10 @@
 package mcptest
 
 import (
-	"context"
 	_ "embed"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/toolpulse/toolpulse/internal/testkit"
 )
 
 // tsServerScript is a server on the official TypeScript SDK; its header
@@ -37,16 +29,7 @@ const sdkPackage = "@modelcontextprotocol/sdk"
 // failed.
 func StartTSServer(t *testing.T) string {
 	t.Helper()
-	node := ""
-	for _, name := range []string{"node", "nodejs"} {
-		if path, err := exec.LookPath(name); err == nil {
-			node = path
-			break
-		}
-	}
-	if node == "" {
-		unavailable(t, "no node on PATH (apt-get install nodejs npm)")
-	}
+	node := findNode(t)
 	dir := os.Getenv(NPMDirEnv)
 	if dir == "" {
 		unavailable(t, "%s is not set (npm install --prefix DIR %s, then %s=DIR)", NPMDirEnv, sdkPackage, NPMDirEnv)
@@ -59,53 +42,12 @@ func StartTSServer(t *testing.T) string {
 	if err := os.WriteFile(script, tsServerScript, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-
-	log := &testkit.Log{}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, script, port)
-	cmd.Env = []string{"NODE_PATH=" + modules, "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", script, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			lines, _ := log.Tail(testkit.TailLines)
-			for _, line := range lines {
-				t.Log("tsserver: " + line)
-			}
-		}
-	})
-
-	addr := net.JoinHostPort("127.0.0.1", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr + "/mcp"
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			lines, _ := log.Tail(testkit.TailLines)
-			t.Fatalf("tsserver exited before it listened: %v\n%s", err, strings.Join(lines, "\n"))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tsserver not listening on %s after 30s: %v", addr, err)
-		}
-	}
+	port := freePort(t)
+	return nodeServer{
+		name: "tsserver",
+		port: port,
+		node: node,
+		args: []string{script, port},
+		env:  []string{"NODE_PATH=" + modules, "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()},
+	}.start(t)
 }

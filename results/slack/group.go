@@ -170,22 +170,15 @@ func renderLocationGroup(g results.AlertGroup, loc string) Message {
 	return Message{Text: clip(esc(oneLine(title+": "+strings.Join(names, ", "))), maxFallback), Blocks: blocks}
 }
 
-// locationGroupTitle is "🔇 location ap-south silent: 10 probes", or
-// "🟢 location ap-south back: 10 probes" for a return alone.
+// locationGroupTitle is the group's line (results.LocationGroupSummary)
+// after its emoji: "🔇 location ap-south silent: 10 probes", or "🟢
+// location ap-south back: 10 probes" for a return alone.
 func locationGroupTitle(loc string, silent, back int) string {
-	probes := func(n int) string {
-		if n == 1 {
-			return "1 probe"
-		}
-		return fmt.Sprintf("%d probes", n)
+	emoji := ":mute: "
+	if silent == 0 {
+		emoji = ":large_green_circle: "
 	}
-	switch {
-	case silent == 0:
-		return fmt.Sprintf(":large_green_circle: location %s back: %s", loc, probes(back))
-	case back == 0:
-		return fmt.Sprintf(":mute: location %s silent: %s", loc, probes(silent))
-	}
-	return fmt.Sprintf(":mute: location %s silent: %s, %d back", loc, probes(silent), back)
+	return emoji + results.LocationGroupSummary(loc, silent, back)
 }
 
 // silentLine is one probe of a silent location with the location's last

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -65,28 +64,9 @@ func (n *Notifier) GroupPayload(g results.AlertGroup) GroupPayload {
 	}
 	if byLocation {
 		p.Location = n.redact(loc)
-		p.Summary = locationSummary(p.Location, p.Silent, p.Back)
+		p.Summary = results.LocationGroupSummary(p.Location, p.Silent, p.Back)
 	}
 	return p
-}
-
-// locationSummary is a location group's message in a line: "location
-// ap-south silent: 10 probes", "location ap-south back: 10 probes", or
-// both counts.
-func locationSummary(loc string, silent, back int) string {
-	probes := func(n int) string {
-		if n == 1 {
-			return "1 probe"
-		}
-		return fmt.Sprintf("%d probes", n)
-	}
-	switch {
-	case silent == 0:
-		return fmt.Sprintf("location %s back: %s", loc, probes(back))
-	case back == 0:
-		return fmt.Sprintf("location %s silent: %s", loc, probes(silent))
-	}
-	return fmt.Sprintf("location %s silent: %s, %d back", loc, probes(silent), back)
 }
 
 // GroupBody returns the exact bytes SendGroup posts (and signs) for g.
