@@ -1,6 +1,9 @@
 package prometheus
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -34,8 +37,7 @@ type infoCollector struct {
 }
 
 func newInfoCollector() *infoCollector {
-	return &infoCollector{desc: prometheus.NewDesc("toolpulse_probe_info",
-		"Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).",
+	return &infoCollector{desc: prometheus.NewDesc("toolpulse_probe_info", familyHelp["toolpulse_probe_info"],
 		[]string{labelProbe, labelKind, labelTool}, nil)}
 }
 
@@ -116,4 +118,34 @@ func (m *Metrics) SetProbeInfo(infos []ProbeInfo) {
 	m.info.mu.Lock()
 	m.info.series = series
 	m.info.mu.Unlock()
+}
+
+// len returns how many series toolpulse_probe_info has.
+func (c *infoCollector) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.series)
+}
+
+// writeSeries writes the series of toolpulse_probe_info in the text
+// format, in the registry's order: by kind, probe and tool.
+func (c *infoCollector) writeSeries(t *textWriter) {
+	c.mu.Lock()
+	all := c.series
+	c.mu.Unlock()
+	series := make([]*infoSeries, len(all))
+	for i := range all {
+		series[i] = &all[i]
+	}
+	slices.SortFunc(series, func(a, b *infoSeries) int {
+		return cmp.Or(strings.Compare(*a.labels[0].Value, *b.labels[0].Value),
+			strings.Compare(a.name, b.name), strings.Compare(*a.labels[2].Value, *b.labels[2].Value))
+	})
+	for _, s := range series {
+		t.start("toolpulse_probe_info")
+		t.label(labelKind, *s.labels[0].Value)
+		t.label(labelProbe, s.name)
+		t.label(labelTool, *s.labels[2].Value)
+		t.end(1)
+	}
 }
