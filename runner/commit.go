@@ -76,7 +76,7 @@ func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 	}
 	run.learnDefinition()
 	rc.mu.Lock()
-	rc.states[run.probe] = run.next
+	rc.states.put(run.probe, run.next)
 	rc.mu.Unlock()
 	run.alerts = rec.Alerts
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -91,7 +90,7 @@ type Recorder struct {
 	windows   []results.MaintenanceWindow // the config's maintenance windows
 	// fleetWide: the probes whose alerts no location decides.
 	fleetWide map[string]bool
-	states    map[string]results.AlertState
+	states    alertStates
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // one per probe, see lockProbe
@@ -150,7 +149,7 @@ func NewRecorder(store Store, notify checks.Notify, opts RecorderOptions) *Recor
 		deliver:   opts.Deliver,
 		windows:   opts.Maintenance,
 		observer:  observerOr(opts.Observer),
-		states:    map[string]results.AlertState{},
+		states:    alertStates{},
 		locks:     map[string]*sync.Mutex{},
 		fenced:    opts.Fenced,
 		loaded:    true,
@@ -197,7 +196,7 @@ func (rc *Recorder) Load(ctx context.Context) error {
 	defer rc.mu.Unlock()
 	for probe, st := range states {
 		if _, ok := rc.states[probe]; !ok {
-			rc.states[probe] = st
+			rc.states.put(probe, st)
 		}
 	}
 	return nil
@@ -214,7 +213,7 @@ func (rc *Recorder) lead(f results.Fence) {
 	defer rc.termMu.Unlock()
 	rc.term, rc.loaded = recorderTerm{fence: f}, false
 	rc.mu.Lock()
-	rc.states = map[string]results.AlertState{}
+	rc.states = alertStates{}
 	rc.mu.Unlock()
 	rc.baselines.mu.Lock()
 	rc.baselines.entries, rc.baselines.resetsReadAt = nil, time.Time{}
@@ -248,8 +247,10 @@ func (rc *Recorder) loadTerm(ctx context.Context) error {
 		return fmt.Errorf("runner: load alert states for epoch %d: %w", rc.term.fence.Epoch, err)
 	}
 	rc.mu.Lock()
-	rc.states = make(map[string]results.AlertState, len(states))
-	maps.Copy(rc.states, states)
+	rc.states = make(alertStates, len(states))
+	for probe, st := range states {
+		rc.states.put(probe, st)
+	}
 	rc.mu.Unlock()
 	rc.loaded = true
 	return nil
@@ -402,7 +403,7 @@ func (rc *Recorder) begin(run *recording, r *results.Result, fence results.Fence
 	*run = recording{r: r, probe: r.Probe, now: rc.now(), labels: rc.labels[r.Probe], target: rc.targets[r.Probe], fence: fence,
 		windows: rc.windows}
 	run.route = rc.notify.Route(run.labels)
-	run.state, run.known = rc.states[r.Probe]
+	run.state, run.known = rc.states.get(r.Probe)
 	run.fleetWide = rc.fleetWide[r.Probe]
 	run.to = addressing{told: run.state.Receivers}
 	if rc.deliver {

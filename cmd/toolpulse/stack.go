@@ -50,7 +50,7 @@ func newStack(ctx context.Context, cfg *checks.Config, logger *slog.Logger, opts
 		store.Close()
 		return nil, err
 	}
-	s.metricsHandler = prometheus.Handler(reg)
+	s.metricsHandler = s.metrics.Handler(reg)
 	s.metrics.WatchAlertStates(store.AlertStates)
 	fleet, err := fleetOf(cfg, store)
 	if err != nil {

@@ -10,6 +10,21 @@ import (
 	"github.com/toolpulse/toolpulse/results"
 )
 
+// familyHelp are the help texts of the per-probe families and of
+// toolpulse_probe_info, by name: their descriptions and streamed scrapes
+// (stream.go) both say them.
+var familyHelp = map[string]string{
+	"toolpulse_runs_total":                 "Probe runs by outcome and code (code \"none\" on pass).",
+	"toolpulse_run_duration_seconds":       "Duration of probe runs, all attempts and back-off included.",
+	"toolpulse_attempts_total":             "HTTP attempts made by probe runs, first attempts and retries.",
+	"toolpulse_retried_runs_total":         "Probe runs that needed more than one attempt, by final outcome.",
+	"toolpulse_last_outcome":               "1 for the outcome of the probe's last run, 0 for the other two.",
+	"toolpulse_last_run_timestamp_seconds": "Unix time at which the probe's last run finished.",
+	"toolpulse_validated_items":            "Items selected and validated by the probe's last run; absent while it does not pass.",
+	"toolpulse_drift_events_total":         "Drift events: of the response's shape (kind response) or of an MCP tool's definition (kind definition).",
+	"toolpulse_probe_info":                 "Always 1, one series per configured probe: kind is http, mcp or steps, tool an MCP probe's tool (empty for HTTP).",
+}
+
 // probeDescs describe the per-probe metrics; their series are built from
 // the probe states at scrape time.
 type probeDescs struct {
@@ -36,29 +51,21 @@ func newProbeDescs(withLocation bool) probeDescs {
 		return names
 	}
 	return probeDescs{
-		runs: prometheus.NewDesc("toolpulse_runs_total",
-			"Probe runs by outcome and code (code \"none\" on pass).",
+		runs: prometheus.NewDesc("toolpulse_runs_total", familyHelp["toolpulse_runs_total"],
 			labels(labelProbe, labelOutcome, labelCode), nil),
-		duration: prometheus.NewDesc("toolpulse_run_duration_seconds",
-			"Duration of probe runs, all attempts and back-off included.",
+		duration: prometheus.NewDesc("toolpulse_run_duration_seconds", familyHelp["toolpulse_run_duration_seconds"],
 			labels(labelProbe), nil),
-		attempts: prometheus.NewDesc("toolpulse_attempts_total",
-			"HTTP attempts made by probe runs, first attempts and retries.",
+		attempts: prometheus.NewDesc("toolpulse_attempts_total", familyHelp["toolpulse_attempts_total"],
 			labels(labelProbe), nil),
-		retried: prometheus.NewDesc("toolpulse_retried_runs_total",
-			"Probe runs that needed more than one attempt, by final outcome.",
+		retried: prometheus.NewDesc("toolpulse_retried_runs_total", familyHelp["toolpulse_retried_runs_total"],
 			labels(labelProbe, labelOutcome), nil),
-		last: prometheus.NewDesc("toolpulse_last_outcome",
-			"1 for the outcome of the probe's last run, 0 for the other two.",
+		last: prometheus.NewDesc("toolpulse_last_outcome", familyHelp["toolpulse_last_outcome"],
 			labels(labelProbe, labelOutcome), nil),
-		lastRun: prometheus.NewDesc("toolpulse_last_run_timestamp_seconds",
-			"Unix time at which the probe's last run finished.",
+		lastRun: prometheus.NewDesc("toolpulse_last_run_timestamp_seconds", familyHelp["toolpulse_last_run_timestamp_seconds"],
 			labels(labelProbe), nil),
-		validated: prometheus.NewDesc("toolpulse_validated_items",
-			"Items selected and validated by the probe's last run; absent while it does not pass.",
+		validated: prometheus.NewDesc("toolpulse_validated_items", familyHelp["toolpulse_validated_items"],
 			labels(labelProbe), nil),
-		drifts: prometheus.NewDesc("toolpulse_drift_events_total",
-			"Drift events: of the response's shape (kind response) or of an MCP tool's definition (kind definition).",
+		drifts: prometheus.NewDesc("toolpulse_drift_events_total", familyHelp["toolpulse_drift_events_total"],
 			labels(labelProbe, labelKind), nil),
 	}
 }

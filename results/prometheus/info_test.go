@@ -1,6 +1,7 @@
 package prometheus_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,4 +65,25 @@ toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs"} 1
 # TYPE toolpulse_probe_info gauge
 toolpulse_probe_info{kind="mcp",probe="docs_tool",tool="search_docs_v2"} 1
 `, "toolpulse_probe_info")
+}
+
+// TestProbeInfoAllocations: the daemon keeps toolpulse_probe_info's
+// series of every configured probe for its whole life, so setting them
+// allocates a few times per call, not per probe (a const metric per probe
+// took six allocations and some 500 bytes).
+func TestProbeInfoAllocations(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := make([]metrics.ProbeInfo, 1000)
+	for i := range infos {
+		infos[i] = metrics.ProbeInfo{Probe: fmt.Sprintf("probe-%04d", i), Kind: results.ProbeHTTP}
+		if i%2 == 0 {
+			infos[i] = metrics.ProbeInfo{Probe: infos[i].Probe, Kind: results.ProbeMCP, Tool: "search"}
+		}
+	}
+	if n := testing.AllocsPerRun(5, func() { m.SetProbeInfo(infos) }); n > 20 {
+		t.Errorf("SetProbeInfo of %d probes: %.0f allocations, want at most 20", len(infos), n)
+	}
 }

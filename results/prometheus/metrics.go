@@ -127,6 +127,11 @@ type Metrics struct {
 	// maintenance exposes toolpulse_probe_in_maintenance.
 	maintenance *maintenanceCollector
 	flapping    *flappingCollector
+	// shared are the per-probe series' shared messages, which streamed
+	// scrapes read their label values from; rest gathers every family
+	// but those streamed scrapes write themselves (stream.go).
+	shared *sharedMessages
+	rest   *prometheus.Registry
 }
 
 // New creates the toolpulse metrics of an instance in the default
@@ -202,13 +207,20 @@ func NewAt(reg prometheus.Registerer, location string) (*Metrics, error) {
 	for _, c := range results.ContractCodes {
 		m.builtin[c] = true
 	}
-	shared := newSharedMessages(m.builtin, results.LocationOrDefault(location))
-	probes := &probeCollector{m: m, d: newProbeDescs(shared.hasLocation), shared: shared}
-	for _, c := range []prometheus.Collector{
-		probes, m.info, m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
+	m.shared = newSharedMessages(m.builtin, results.LocationOrDefault(location))
+	probes := &probeCollector{m: m, d: newProbeDescs(m.shared.hasLocation), shared: m.shared}
+	rest := []prometheus.Collector{
+		m.sent, m.failed, m.storeErrs, m.dropped, buildInfo,
 		m.reloadOK, m.reloadAt, m.leader, m.fleet, m.flapping, pending, m.maintenance,
-	} {
+	}
+	for _, c := range append([]prometheus.Collector{probes, m.info}, rest...) {
 		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.rest = NewRegistry()
+	for _, c := range rest {
+		if err := m.rest.Register(c); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,8 @@ package prometheus
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +198,25 @@ func TestCollectRefusesBadState(t *testing.T) {
 				t.Error("the good probe's runs series is missing")
 			}
 		})
+	}
+}
+
+// TestStreamedScrapeRefusesBadState: a probe state the registry would
+// refuse fails a streamed scrape with HTTP 500 too, as the registry's
+// handler does, rather than being written.
+func TestStreamedScrapeRefusesBadState(t *testing.T) {
+	reg := NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RunFinished(report("good", "", time.Second, 1, 1))
+	bad := newProbe("bad")
+	bad.name = "caf\xe9"
+	m.probes["bad"] = bad
+	rec := httptest.NewRecorder()
+	m.Handler(reg).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "not valid UTF-8") {
+		t.Errorf("HTTP %d, want 500 saying why:\n%.300s", rec.Code, rec.Body)
 	}
 }

@@ -3,6 +3,7 @@ package shape_test
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -116,4 +117,52 @@ func BenchmarkProfileObserve(b *testing.B) {
 			b.Fatal(r.Lines)
 		}
 	}
+}
+
+// profileHeap returns the live heap one established profile of the 2 KB
+// search answer takes, measured over n of them.
+func profileHeap(tb testing.TB, n int) float64 {
+	tb.Helper()
+	s := shape.Of(decode(tb, searchBody(tb, 2<<10)))
+	at := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
+	before := liveHeap()
+	profiles := make([]*shape.Profile, n)
+	for i := range profiles {
+		p := &shape.Profile{}
+		for j := range shape.ProfileWarmup {
+			p.Observe(s, at.Add(time.Duration(j)*time.Minute))
+		}
+		profiles[i] = p
+	}
+	after := liveHeap()
+	runtime.KeepAlive(profiles)
+	return float64(int64(after)-int64(before)) / float64(n)
+}
+
+// BenchmarkProfileMemory measures what the runner keeps in memory per
+// probe for drift: one established profile of the 2 KB search answer
+// (heap-B/profile, the live heap after a GC over 1,000 such profiles).
+func BenchmarkProfileMemory(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(profileHeap(b, 1000), "heap-B/profile")
+	}
+}
+
+// TestProfileMemory holds a profile's size: the runner keeps one per
+// probe (and step) in memory, 10,000 of them in a fleet of 10,000 probes.
+// A profile of the 2 KB search answer (26 positions) took 11.6 KB while
+// its counts carried a time.Time each, 4.8 KB since.
+func TestProfileMemory(t *testing.T) {
+	const limit = 6 << 10
+	if got := profileHeap(t, 1000); got > limit {
+		t.Errorf("a profile of the 2 KB search answer takes %.0f bytes of heap, more than %d", got, limit)
+	}
+}
+
+// liveHeap returns the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

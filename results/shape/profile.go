@@ -1,6 +1,7 @@
 package shape
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -76,18 +77,32 @@ type Profile struct {
 const forgetEvery = time.Minute
 
 // stat counts the answers that showed a feature, and when the last did.
+// A profile holds a stat for every kind of every position and three for
+// every field, and the runner keeps a profile per probe in memory, so a
+// stat is 8 bytes without pointers: the time in whole Unix seconds (the
+// 24-hour window needs no finer; the stored form keeps milliseconds,
+// profile_json.go), the count stopping at maxStatCount.
 type stat struct {
-	n    int
-	last time.Time
+	n    int32
+	last uint32 // Unix seconds
+}
+
+// maxStatCount is where a stat stops counting.
+const maxStatCount = 1 << 30
+
+// statTime returns at as a stat's time: Unix seconds, clamped to what
+// a uint32 holds (1970 to 2106).
+func statTime(at time.Time) uint32 {
+	return uint32(min(max(at.Unix(), 0), math.MaxUint32))
 }
 
 func (s stat) learned() bool { return s.n >= ProfileVariantAnswers }
 
-func (s *stat) see(at time.Time) {
-	if s.n < 1<<30 {
+func (s *stat) see(at uint32) {
+	if s.n < maxStatCount {
 		s.n++
 	}
-	if at.After(s.last) {
+	if at > s.last {
 		s.last = at
 	}
 }
@@ -213,12 +228,12 @@ func (p *Profile) learnAnswer(s Shape, at time.Time, fits bool) bool {
 	if fits {
 		p.base = s.Fingerprint()
 	}
-	l := learner{at: at, left: MaxProfilePositions - p.positions}
+	l := learner{at: statTime(at), left: MaxProfilePositions - p.positions}
 	l.learn(p.root, s.root, 1)
 	p.positions = MaxProfilePositions - l.left
 	if p.forgotAt.IsZero() || at.Sub(p.forgotAt) >= forgetEvery || at.Before(p.forgotAt) {
 		p.forgotAt = at
-		l.forget(p.root, at.Add(-ProfileWindow))
+		l.forget(p.root, statTime(at.Add(-ProfileWindow)))
 		p.positions = p.root.count()
 	}
 	return l.changed || p.answers == ProfileWarmup
@@ -234,7 +249,7 @@ func (p *Profile) Learn(s Shape, at time.Time) (changed bool) {
 // first time (what makes the next answer showing it not novel), crossed
 // into the profile, or left it.
 type learner struct {
-	at      time.Time
+	at      uint32 // statTime
 	changed bool
 	// left is how many new positions the profile may still take.
 	left int
@@ -321,9 +336,9 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 // forget zeroes every count of n whose last answer came before cutoff and
 // drops the positions left with none. It reports whether n itself is left
 // empty.
-func (l *learner) forget(n *pnode, cutoff time.Time) (empty bool) {
+func (l *learner) forget(n *pnode, cutoff uint32) (empty bool) {
 	old := func(s *stat) {
-		if s.n > 0 && s.last.Before(cutoff) {
+		if s.n > 0 && s.last < cutoff {
 			l.changed = l.changed || s.learned()
 			*s = stat{}
 		}

@@ -45,7 +45,7 @@ func toStatJSON(s stat) statJSON {
 	if s.n == 0 {
 		return statJSON{}
 	}
-	return statJSON{N: s.n, Last: s.last.UnixMilli()}
+	return statJSON{N: int(s.n), Last: int64(s.last) * 1000}
 }
 
 func fromStatJSON(s statJSON) (stat, error) {
@@ -55,7 +55,7 @@ func fromStatJSON(s statJSON) (stat, error) {
 	if s.N == 0 {
 		return stat{}, nil
 	}
-	return stat{n: s.N, last: time.UnixMilli(s.Last).UTC()}, nil
+	return stat{n: int32(min(s.N, maxStatCount)), last: statTime(time.UnixMilli(s.Last))}, nil
 }
 
 // MarshalJSON returns the stored form of p.

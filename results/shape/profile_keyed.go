@@ -1,9 +1,6 @@
 package shape
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // # Keyed maps
 //
@@ -63,11 +60,7 @@ func (l *learner) toMap(n *pnode) {
 }
 
 func addStat(a, b stat) stat {
-	out := stat{n: min(a.n+b.n, 1<<30), last: a.last}
-	if b.last.After(out.last) {
-		out.last = b.last
-	}
-	return out
+	return stat{n: int32(min(int64(a.n)+int64(b.n), maxStatCount)), last: max(a.last, b.last)}
 }
 
 // mergeProfile adds src's counts into dst, position by position. Where
@@ -118,7 +111,7 @@ func mergeProfile(dst, src *pnode) {
 
 // markPartial counts one partial answer, at at, for every field of a that
 // b lacks.
-func markPartial(a, b map[string]*pfield, at time.Time) {
+func markPartial(a, b map[string]*pfield, at uint32) {
 	for k, f := range a {
 		if b[k] == nil {
 			f.partial = addStat(f.partial, stat{n: 1, last: at})
