@@ -201,6 +201,14 @@ type schedHarness struct {
 	stopped bool
 }
 
+// schedClock is the fake clock of the daemons under test. It starts
+// minStartLead before a whole second, so that a first run at minStartLead
+// (Rand 0) is on the grid of every start tick, where a fleet of probes
+// schedules it.
+func schedClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC).Add(-minStartLead))
+}
+
 // schedNew builds a daemon for cfg; opts may adjust its dependencies (the
 // defaults: a fake clock, Rand 0, a 200ms grace period, no receiver).
 func schedNew(t *testing.T, cfg *checks.Config, opts func(*Deps)) *schedHarness {
@@ -209,10 +217,7 @@ func schedNew(t *testing.T, cfg *checks.Config, opts func(*Deps)) *schedHarness 
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tt := testkit.New(t)
 	tt.Attach("daemon", &logs.Log)
-	// The clock starts minStartLead before a whole second, so that a first
-	// run at minStartLead (Rand 0) is on the grid of every start tick.
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC).Add(-minStartLead))
-	h := &schedHarness{T: tt, clock: clock, store: newTestStore(t), logs: logs}
+	h := &schedHarness{T: tt, clock: schedClock(), store: newTestStore(t), logs: logs}
 	h.start = h.clock.Now()
 	o := Deps{
 		Logger:      logger,

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/toolpulse/toolpulse/checks"
 	"github.com/toolpulse/toolpulse/results"
 	"github.com/toolpulse/toolpulse/runner/prober"
@@ -199,7 +197,7 @@ func memDaemonRound(b *testing.B, provider *memProvider, probes []*checks.Probe)
 	cfg := schedConfig(memConcurrency, probes...)
 	store := &memNullStore{}
 	obs := &memRunCounter{}
-	clock := clockwork.NewFakeClock()
+	clock := schedClock()
 	d, err := New(cfg, Deps{
 		Clock:       clock,
 		Rand:        func() float64 { return 0 },
