@@ -116,18 +116,21 @@ func GroupLocation(labels map[string]string) (string, bool) {
 	return loc, ok
 }
 
+// CountProbes is "1 probe" or "n probes", as group messages count them.
+func CountProbes(n int) string {
+	if n == 1 {
+		return "1 probe"
+	}
+	return fmt.Sprintf("%d probes", n)
+}
+
 // LocationGroupSummary is the one line that says what a group of
 // location_silent and location_back alerts about loc holds: "location
 // ap-south silent: 10 probes", "location ap-south back: 1 probe" when none
 // is silent, or "location ap-south silent: 10 probes, 2 back". Every
 // receiver words a location group with it.
 func LocationGroupSummary(loc string, silent, back int) string {
-	probes := func(n int) string {
-		if n == 1 {
-			return "1 probe"
-		}
-		return fmt.Sprintf("%d probes", n)
-	}
+	probes := CountProbes
 	switch {
 	case silent == 0:
 		return fmt.Sprintf("location %s back: %s", loc, probes(back))

@@ -35,19 +35,9 @@ func renderGroup(g results.AlertGroup, baseURL string) Message {
 	if loc, ok := results.GroupLocation(g.Labels); ok {
 		return renderLocationGroup(g, loc)
 	}
-	var failing, resolved []results.Alert
-	for _, a := range g.Alerts {
-		if a.Kind == results.AlertResolved {
-			resolved = append(resolved, a)
-		} else {
-			failing = append(failing, a)
-		}
-	}
+	failing, resolved := splitByKind(g.Alerts, results.AlertResolved)
 	title := groupTitle(g, len(failing), len(resolved))
-	blocks := []goslack.Block{
-		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
-			clip(oneLine(title), maxHeaderText), true, false)),
-	}
+	blocks := []goslack.Block{headerBlock(title)}
 	blocks = append(blocks, listSections("*Failing*", failing, failingLine)...)
 	blocks = append(blocks, listSections("*Resolved*", resolved, resolvedLine)...)
 	blocks = append(blocks, groupContext(g))
@@ -60,12 +50,7 @@ func groupTitle(g results.AlertGroup, failing, resolved int) string {
 	if labels := results.GroupLabelText(g.Labels); labels != "" {
 		of = " of " + labels
 	}
-	probes := func(n int) string {
-		if n == 1 {
-			return "1 probe"
-		}
-		return fmt.Sprintf("%d probes", n)
-	}
+	probes := results.CountProbes
 	switch {
 	case failing == 0:
 		return fmt.Sprintf(":large_green_circle: %s%s resolved", probes(resolved), of)
@@ -140,19 +125,9 @@ func listSections(title string, alerts []results.Alert, line func(results.Alert)
 // went silent, each with its last run, the list of those recording again,
 // and the context line.
 func renderLocationGroup(g results.AlertGroup, loc string) Message {
-	var silent, back []results.Alert
-	for _, a := range g.Alerts {
-		if a.Kind == results.AlertLocationBack {
-			back = append(back, a)
-		} else {
-			silent = append(silent, a)
-		}
-	}
+	silent, back := splitByKind(g.Alerts, results.AlertLocationBack)
 	title := locationGroupTitle(loc, len(silent), len(back))
-	blocks := []goslack.Block{
-		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
-			clip(oneLine(title), maxHeaderText), true, false)),
-	}
+	blocks := []goslack.Block{headerBlock(title)}
 	blocks = append(blocks, listSections("*Silent*", silent, silentLine)...)
 	blocks = append(blocks, listSections("*Recording again*", back, backLine)...)
 	blocks = append(blocks, groupContext(g))
@@ -236,4 +211,24 @@ func groupFallback(title string, failing, resolved []results.Alert) string {
 		names = append(names, a.Probe+" (resolved)")
 	}
 	return clip(esc(oneLine(title+": "+strings.Join(names, ", "))), maxFallback)
+}
+
+// splitByKind splits a group's alerts into those not of kind and those
+// of kind (the ones that say a failure ended), each in the group's order.
+func splitByKind(alerts []results.Alert, kind results.AlertKind) (others, ofKind []results.Alert) {
+	for _, a := range alerts {
+		if a.Kind == kind {
+			ofKind = append(ofKind, a)
+		} else {
+			others = append(others, a)
+		}
+	}
+	return others, ofKind
+}
+
+// headerBlock is a message's title as its header block, on one line and
+// within Slack's limit.
+func headerBlock(title string) goslack.Block {
+	return goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
+		clip(oneLine(title), maxHeaderText), true, false))
 }

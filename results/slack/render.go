@@ -32,10 +32,7 @@ func Render(a results.Alert) Message { return render(a, "") }
 
 // render is Render with an optional status-page link to the probe.
 func render(a results.Alert, baseURL string) Message {
-	blocks := []goslack.Block{
-		goslack.NewHeaderBlock(goslack.NewTextBlockObject(goslack.PlainTextType,
-			clip(oneLine(header(a)), maxHeaderText), true, false)),
-	}
+	blocks := []goslack.Block{headerBlock(header(a))}
 	if intro := intro(a); intro != "" {
 		blocks = append(blocks, section(intro))
 	}
