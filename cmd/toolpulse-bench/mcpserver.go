@@ -163,17 +163,9 @@ func (p *provider) callTool(w http.ResponseWriter, i int, pp *providerProbe, id 
 	seq := pp.requests
 	pp.requests++
 	pp.mu.Unlock()
-	kind := p.answer(i, pp.special, seq, time.Now().UnixNano())
-	p.served[kind].Add(1)
-	p.noteFailure(pp, kind)
-	if kind == answerClose {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-		}
-		kind = answer503
+	kind, open := p.decide(w, i, pp, seq, time.Now().UnixNano())
+	if !open {
+		return
 	}
 	result := p.mcp.results[kind]
 	if result == nil {

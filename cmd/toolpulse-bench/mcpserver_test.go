@@ -15,16 +15,16 @@ import (
 // TestMCPProvider: the provider's MCP server holds a whole probe session
 // with toolpulse's own client (mcpsdk.Call) in both eras: the tool answers
 // the HTTP provider's body as structuredContent, each session counts as
-// one arrival, the mix decides tools/call, and a legacy session is
-// opened with initialize and closed with DELETE.
+// one arrival, the mix decides tools/call, a legacy session is opened with
+// initialize and closed with DELETE, and a passing session makes the
+// exchanges the report divides its CPU by.
 func TestMCPProvider(t *testing.T) {
 	for _, tt := range []struct {
-		era      string
-		version  string
-		requests int // HTTP requests of a passing session
+		era     string
+		version string
 	}{
-		{mcpLegacy, mcpLegacyVersion, 6}, // discover (400), initialize, initialized, list, call, DELETE
-		{mcpStateless, mcpModernVersion, 3},
+		{mcpLegacy, mcpLegacyVersion},
+		{mcpStateless, mcpModernVersion},
 	} {
 		t.Run(tt.era, func(t *testing.T) {
 			p, err := newProvider(providerSpec{Probes: 2, Items: 3, ResponseBytes: 300, Mix: benchMix{Unavailable: 1}, Capacity: 4,
@@ -58,8 +58,8 @@ func TestMCPProvider(t *testing.T) {
 			if want := p.answers[answerPass].body; !jsonEqual(t, a.Response, want) {
 				t.Errorf("response = %s, want the HTTP provider's passing body %s", a.Response, want)
 			}
-			if requests != tt.requests {
-				t.Errorf("%d HTTP requests in the session, want %d", requests, tt.requests)
+			if want := exchangesPerRun(kindMCP, tt.era); requests != want {
+				t.Errorf("%d HTTP requests in the session, want %d", requests, want)
 			}
 			if tt.era == mcpLegacy {
 				if last := a.Exchanges[len(a.Exchanges)-1]; last.Method != http.MethodDelete || last.Status != http.StatusOK {

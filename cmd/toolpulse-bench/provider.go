@@ -49,17 +49,35 @@ type providerSpec struct {
 	// Capacity is how many arrivals to preallocate per probe.
 	Capacity int            `json:"capacity"`
 	Special  []specialProbe `json:"special"`
-	// Kind is what each probe path serves: kindHTTP (the JSON API) or
-	// kindMCP (one tool of an MCP server, in MCPEra; see mcpserver.go).
+	// Kind is what each probe path serves: kindHTTP (the JSON API),
+	// kindMCP (one tool of an MCP server, in MCPEra; see mcpserver.go) or
+	// kindSteps (a three-step flow; see stepsserver.go).
 	Kind   string `json:"kind"`
 	MCPEra string `json:"mcp_era,omitempty"`
 }
 
 // What the probes call (--kind).
 const (
-	kindHTTP = "http"
-	kindMCP  = "mcp"
+	kindHTTP  = "http"
+	kindMCP   = "mcp"
+	kindSteps = "steps"
 )
+
+// exchangesPerRun is how many HTTP requests a passing run of a probe of
+// kind makes: the daemon's CPU per run divided by it is its CPU per
+// exchange, the unit in which other kinds are compared with an HTTP
+// probe's run.
+func exchangesPerRun(kind, mcpEra string) int {
+	switch {
+	case kind == kindSteps:
+		return 3 // create, confirm, verify
+	case kind == kindMCP && mcpEra == mcpLegacy:
+		return 6 // server/discover (refused), initialize, initialized, tools/list, tools/call, DELETE
+	case kind == kindMCP:
+		return 3 // server/discover, tools/list, tools/call
+	}
+	return 1
+}
 
 // Kinds of special probe: those the mix does not decide.
 const (
@@ -129,6 +147,10 @@ type providerProbe struct {
 	requests  uint64
 	firstFail int64
 	special   *specialProbe
+	// jobs counts the jobs a steps probe created: the probe's open job is
+	// the last one (a probe never overlaps itself), confirmed or not.
+	jobs      uint64
+	confirmed bool
 }
 
 func newProvider(spec providerSpec) (*provider, error) {
@@ -138,7 +160,7 @@ func newProvider(spec providerSpec) (*provider, error) {
 	p := &provider{spec: spec, probes: make([]providerProbe, spec.Probes)}
 	p.answers = cannedAnswers(spec.Items, spec.ResponseBytes)
 	switch spec.Kind {
-	case "", kindHTTP:
+	case "", kindHTTP, kindSteps:
 	case kindMCP:
 		if spec.MCPEra != mcpLegacy && spec.MCPEra != mcpStateless {
 			return nil, fmt.Errorf("provider: MCP era %q", spec.MCPEra)
@@ -205,13 +227,20 @@ func cannedAnswers(items, responseBytes int) [answerKinds]cannedAnswer {
 
 func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UnixNano()
-	i, ok := probeOfPath(r.URL.Path, len(p.probes))
+	i, rest, ok := probeOfPath(r.URL.Path, len(p.probes))
 	if !ok {
 		p.control(w, r)
 		return
 	}
 	pp := &p.probes[i]
-	if p.mcp != nil {
+	switch {
+	case p.spec.Kind == kindSteps:
+		p.serveStep(w, r, i, pp, rest, now)
+		return
+	case rest != "":
+		http.NotFound(w, r)
+		return
+	case p.mcp != nil:
 		p.serveMCP(w, r, i, pp)
 		return
 	}
@@ -221,24 +250,36 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	pp.requests++
 	pp.mu.Unlock()
 
-	kind := p.answer(i, pp.special, seq, now)
-	p.served[kind].Add(1)
-	if kind == answerClose {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-		}
-		kind = answer503
+	kind, open := p.decide(w, i, pp, seq, now)
+	if !open {
+		return
 	}
 	a := &p.answers[kind]
-	p.noteFailure(pp, kind)
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = a.length
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
+}
+
+// decide picks and counts the answer the mix (or the probe's clock) gives
+// the seq-th request of probe i at now. When that answer is a closed
+// connection, decide closes it and open is false; otherwise the caller
+// writes kind (a 503 where the connection could not be taken over).
+func (p *provider) decide(w http.ResponseWriter, i int, pp *providerProbe, seq uint64, now int64) (kind int, open bool) {
+	kind = p.answer(i, pp.special, seq, now)
+	p.served[kind].Add(1)
+	p.noteFailure(pp, kind)
+	if kind != answerClose {
+		return kind, true
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return kind, false
+		}
+	}
+	return answer503, true
 }
 
 // noteFailure remembers when an alert probe was first answered kind, if
@@ -259,17 +300,22 @@ func (p *provider) connState(_ net.Conn, state http.ConnState) {
 	}
 }
 
-// probeOfPath parses /p/N, for N below n.
-func probeOfPath(path string, n int) (int, bool) {
-	rest, ok := strings.CutPrefix(path, probePathPrefix)
+// probeOfPath parses /p/N and /p/N/REST, for N below n; rest is "" or
+// starts with a slash.
+func probeOfPath(path string, n int) (i int, rest string, ok bool) {
+	tail, ok := strings.CutPrefix(path, probePathPrefix)
 	if !ok {
-		return 0, false
+		return 0, "", false
 	}
-	i, err := strconv.Atoi(rest)
+	num := tail
+	if j := strings.IndexByte(tail, '/'); j >= 0 {
+		num, rest = tail[:j], tail[j:]
+	}
+	i, err := strconv.Atoi(num)
 	if err != nil || i < 0 || i >= n {
-		return 0, false
+		return 0, "", false
 	}
-	return i, true
+	return i, rest, true
 }
 
 // answer decides the answer to the seq-th request of probe i at now.

@@ -277,6 +277,7 @@ func benchRun(ctx context.Context, o runOptions, stderr io.Writer) (*runReport, 
 	rep.CPU.LoadAverage = loadAverage()
 	if ops.Completed > 0 {
 		rep.CPU.DaemonMicrosPerOp = rep.CPU.DaemonSeconds * 1e6 / float64(ops.Completed)
+		rep.CPU.DaemonMicrosPerExchange = rep.CPU.DaemonMicrosPerOp / float64(rep.Setup.ExchangesPerRun)
 		rep.CPU.PostgresMicrosPerOp = rep.CPU.PostgresSeconds * 1e6 / float64(ops.Completed)
 	}
 	rep.Memory = memUse{PeakRSSBytes: end.daemon.HWM, EndRSSBytes: end.daemon.RSS, Threads: end.daemon.Threads}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -166,6 +167,92 @@ func TestRunSmokeMCP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunSmokeSteps is the run mode with three-step probes, small. With
+// every answer passing, every run passes, and does so by all three steps,
+// each answered by the provider only for the job id the run captured at
+// create; the report says three exchanges a run. With the mix and alert
+// probes, the numbers stay consistent and every failing run fails at
+// verify, the step they decide.
+func TestRunSmokeSteps(t *testing.T) {
+	requireSQLiteShell(t)
+	bin := testToolpulse(t)
+	smoke := func(t *testing.T, args ...string) (*runReport, string, string) {
+		t.Helper()
+		dir := t.TempDir()
+		jsonPath, keepDir := filepath.Join(dir, "run.json"), filepath.Join(dir, "keep")
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append([]string{"run", "--kind", "steps",
+			"--interval", "500ms", "--jitter", "400ms", "--warmup", "1s", "--daemon-env", "GOMEMLIMIT=1GiB",
+			"--toolpulse", bin, "--json", jsonPath, "--keep", keepDir}, args...), &stdout, &stderr)
+		if code != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+		}
+		b, err := os.ReadFile(jsonPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep runReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Setup.Kind != kindSteps || rep.Setup.ExchangesPerRun != 3 {
+			t.Errorf("setup kind %q, %d exchanges a run; want steps, 3", rep.Setup.Kind, rep.Setup.ExchangesPerRun)
+		}
+		if c := rep.CPU; c.DaemonMicrosPerExchange <= 0 || c.DaemonMicrosPerExchange*3 < c.DaemonMicrosPerOp*0.999 || c.DaemonMicrosPerExchange*3 > c.DaemonMicrosPerOp*1.001 {
+			t.Errorf("CPU per exchange %v µs, per run %v µs: want a third", c.DaemonMicrosPerExchange, c.DaemonMicrosPerOp)
+		}
+		for _, want := range []string{"three-step HTTP JSON API", "daemon CPU per exchange", "3 exchanges a run"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("the table does not mention %q:\n%s", want, stdout.String())
+			}
+		}
+		return &rep, filepath.Join(keepDir, "toolpulse.db"), stdout.String()
+	}
+	count := func(t *testing.T, db, sql string) int {
+		t.Helper()
+		out, err := querySQLite(t.Context(), db, []string{"-list", "-noheader"}, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("%s: %q", sql, out)
+		}
+		return n
+	}
+
+	t.Run("pass", func(t *testing.T) {
+		rep, db, _ := smoke(t, "--probes", "10", "--duration", "3s", "--alert-probes", "0", "--scrape-every", "0")
+		ops := rep.Operations
+		// 10 probes × 3s ÷ 500ms, give or take a run per probe and edge.
+		if ops.Expected != 60 || ops.Completed < ops.Expected-20 || ops.Completed > ops.Expected+20 {
+			t.Errorf("completed %d of %d expected", ops.Completed, ops.Expected)
+		}
+		if ops.Pass != ops.Completed || ops.ContractError != 0 || ops.Unavailable != 0 {
+			t.Errorf("outcomes: pass %d, contract_error %d, unavailable %d of %d; want every run to pass", ops.Pass, ops.ContractError, ops.Unavailable, ops.Completed)
+		}
+		runs := count(t, db, "SELECT count(*) FROM results WHERE kind = 'steps' AND outcome = 'pass';")
+		if all := count(t, db, "SELECT count(*) FROM results;"); runs != all || runs < ops.Completed {
+			t.Errorf("%d passing steps runs of %d in the database, %d in the window", runs, all, ops.Completed)
+		}
+		// Each run passed create, confirm and verify, its claim holding at
+		// the first poll.
+		steps := count(t, db, "SELECT count(*) FROM run_steps WHERE outcome = 'pass' AND (step IN ('create', 'confirm') OR (step = 'verify' AND polls = 1));")
+		if steps != 3*runs {
+			t.Errorf("%d passing steps for %d runs, want three each", steps, runs)
+		}
+	})
+
+	t.Run("mix and alert probes", func(t *testing.T) {
+		rep, db, _ := smoke(t, "--probes", "20", "--duration", "5s",
+			"--mix", "pass=70,contract_error=15,unavailable=15", "--alert-probes", "2", "--scrape-every", "1s")
+		checkRunReport(t, rep)
+		if n := count(t, db, "SELECT count(*) FROM results WHERE outcome != 'pass' AND coalesce(step, '') != 'verify';"); n != 0 {
+			t.Errorf("%d runs failed before verify; the mix and alert probes decide verify alone", n)
+		}
+	})
 }
 
 func checkRunReport(t *testing.T, rep *runReport) {

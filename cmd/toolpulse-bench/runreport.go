@@ -52,9 +52,13 @@ type loadSetup struct {
 	MixPercent     string   `json:"mix_percent"`
 	AlertProbes    int      `json:"alert_probes"`
 	Consumer       string   `json:"consumer"`
-	// Kind is what the probes call: http, or mcp (MCPEra says which era).
+	// Kind is what the probes call: http, mcp (MCPEra says which era) or
+	// steps.
 	Kind   string `json:"kind"`
 	MCPEra string `json:"mcp_era,omitempty"`
+	// ExchangesPerRun is how many HTTP requests a passing run makes: 1
+	// for http, 3 for steps, 6 or 3 for an MCP session by era.
+	ExchangesPerRun int `json:"exchanges_per_run"`
 	// Store is the daemon's store: sqlite, or postgres (run mode only).
 	Store string `json:"store,omitempty"`
 	// DaemonEnv is what --daemon-env added to the daemon's environment.
@@ -91,9 +95,12 @@ type opsCounts struct {
 type cpuUse struct {
 	DaemonSeconds     float64 `json:"daemon_seconds"`
 	DaemonMicrosPerOp float64 `json:"daemon_us_per_op"`
-	DaemonCores       float64 `json:"daemon_cores"`
-	ProviderSeconds   float64 `json:"provider_seconds"`
-	BenchSeconds      float64 `json:"bench_seconds"`
+	// DaemonMicrosPerExchange is DaemonMicrosPerOp divided by the setup's
+	// exchanges per run: what compares other kinds with an HTTP run.
+	DaemonMicrosPerExchange float64 `json:"daemon_us_per_exchange"`
+	DaemonCores             float64 `json:"daemon_cores"`
+	ProviderSeconds         float64 `json:"provider_seconds"`
+	BenchSeconds            float64 `json:"bench_seconds"`
 	// PostgresSeconds is the CPU of the Postgres server's processes over
 	// the window with --store postgres (the postmaster and its children,
 	// those reaped included), 0 with SQLite.
@@ -174,8 +181,9 @@ func newLoadSetup(o loadOptions, s *session) loadSetup {
 		MaxConcurrency: o.maxConcurrency, Items: o.items,
 		ResponseBytes: len(cannedAnswers(o.items, o.responseBytes)[answerPass].body),
 		Mix:           o.mix, MixPercent: o.mix.String(), Consumer: consumer,
-		DaemonEnv: append([]string{}, o.daemonEnv...),
-		Kind:      o.kind,
+		DaemonEnv:       append([]string{}, o.daemonEnv...),
+		Kind:            o.kind,
+		ExchangesPerRun: exchangesPerRun(o.kind, o.mcpEra),
 	}
 	if o.kind == kindMCP {
 		st.MCPEra = o.mcpEra
@@ -240,14 +248,21 @@ func writeRunTable(w io.Writer, r *runReport) error {
 	row("missed runs", fmt.Sprintf("%s (%.2f %%)", commas(int64(ops.Missed)), ops.MissedPercent), "expected − completed")
 	row("outcomes", fmt.Sprintf("pass %s, contract_error %s, unavailable %s", commas(int64(ops.Pass)), commas(int64(ops.ContractError)), commas(int64(ops.Unavailable))), "")
 	arrivals := "arrivals"
-	if r.Setup.Kind == kindMCP {
+	switch r.Setup.Kind {
+	case kindMCP:
 		arrivals = "sessions (each one's first request)"
+	case kindSteps:
+		arrivals = "runs (each one's first step)"
 	}
 	row("provider requests", commas(int64(ops.ProviderRequests)), fmt.Sprintf("%s in the window; %d ticks skipped between runs", arrivals, r.StartLag.SkippedTicks))
 	row("throughput", fmt.Sprintf("%.1f runs/s", ops.PerSecond), "")
 	row("connections", commas(r.ProviderConnections), "TCP connections the daemon opened to the provider, warm-up and closed answers included")
 	row("daemon CPU", fmt.Sprintf("%.2f s, %.0f µs per run, %.2f cores", r.CPU.DaemonSeconds, r.CPU.DaemonMicrosPerOp, r.CPU.DaemonCores),
 		"utime + stime from /proc/PID/stat over the window")
+	if n := r.Setup.ExchangesPerRun; n > 1 {
+		row("daemon CPU per exchange", fmt.Sprintf("%.0f µs, %d exchanges a run", r.CPU.DaemonMicrosPerExchange, n),
+			"CPU per run ÷ the HTTP requests a passing run makes: what compares this kind with an HTTP probe's run")
+	}
 	if r.Setup.Store == "postgres" {
 		row("Postgres CPU", fmt.Sprintf("%.2f s, %.0f µs per run", r.CPU.PostgresSeconds, r.CPU.PostgresMicrosPerOp),
 			"the server's processes (postmaster, backends, writers) from /proc over the window")

@@ -38,8 +38,9 @@ type loadOptions struct {
 	maxConcurrency int
 	timeout        time.Duration
 	consumer       string
-	// kind is what the probes call: kindHTTP or kindMCP, a tool of an
-	// MCP server of the provider's in era mcpEra.
+	// kind is what the probes call: kindHTTP, kindMCP (a tool of an MCP
+	// server of the provider's in era mcpEra) or kindSteps (three HTTP
+	// steps a run).
 	kind      string
 	mcpEra    string
 	toolpulse string
@@ -82,7 +83,7 @@ func (o *loadOptions) register(fs *flag.FlagSet, d loadOptions) {
 	fs.IntVar(&o.maxAttempts, "max-attempts", d.maxAttempts, "retries.max_attempts of every probe; above 1, unavailable runs are retried and the provider sees more requests than runs")
 	fs.IntVar(&o.maxConcurrency, "max-concurrency", d.maxConcurrency, "max_concurrency: runs in flight at once")
 	fs.DurationVar(&o.timeout, "timeout", d.timeout, "every probe's per-attempt timeout")
-	fs.StringVar(&o.kind, "kind", kindHTTP, "what the probes call: `http` (a JSON API) or mcp (a tool of an MCP server, one session per run)")
+	fs.StringVar(&o.kind, "kind", kindHTTP, "what the probes call: `http` (a JSON API), mcp (a tool of an MCP server, one session per run) or steps (three HTTP steps per run: create a job, confirm it by the id captured from create's answer, verify it; each answer about --response-bytes and judged by the consumer; --mix and --alert-probes decide the answer of the last step)")
 	fs.StringVar(&o.mcpEra, "mcp-era", mcpLegacy, "with --kind mcp, the era the provider's MCP server speaks: `legacy` (2025-11-25: initialize, a session, DELETE) or stateless (2026-07-28)")
 	fs.StringVar(&o.consumer, "consumer", d.consumer, "consumer `file` the probes use (default: the rules of consumers/select_results.yaml, built in)")
 	fs.StringVar(&o.toolpulse, "toolpulse", d.toolpulse, "toolpulse `binary` to run (default: go build ./cmd/toolpulse into a temporary directory)")
@@ -110,8 +111,8 @@ func (o *loadOptions) validate() error {
 		return fmt.Errorf("--max-concurrency must be at least 1, got %d", o.maxConcurrency)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %s", o.timeout)
-	case o.kind != kindHTTP && o.kind != kindMCP:
-		return fmt.Errorf("--kind must be http or mcp, got %q", o.kind)
+	case o.kind != kindHTTP && o.kind != kindMCP && o.kind != kindSteps:
+		return fmt.Errorf("--kind must be http, mcp or steps, got %q", o.kind)
 	case o.mcpEra != mcpLegacy && o.mcpEra != mcpStateless:
 		return fmt.Errorf("--mcp-era must be legacy or stateless, got %q", o.mcpEra)
 	}
@@ -234,8 +235,11 @@ func newSession(ctx context.Context, o loadOptions, spec providerSpec, prog *pro
 
 // describeKind says what the probes call, for the progress and the report.
 func describeKind(kind, mcpEra string) string {
-	if kind == kindMCP {
+	switch kind {
+	case kindMCP:
 		return "MCP tool, " + mcpEra + " era, JSON answers"
+	case kindSteps:
+		return "three-step HTTP JSON API (create, confirm, verify)"
 	}
 	return "HTTP JSON API"
 }
@@ -321,11 +325,16 @@ func (s *session) writeConfig(probes []int) error {
 	}
 	for _, i := range probes {
 		p := harness.Probe{Name: s.names[i], Consumer: s.consumerName}
-		if o.kind == kindMCP {
-			p.MCP = &harness.MCP{URL: harness.Literal(s.provider.url(i)), Tool: benchToolName,
+		url := harness.Literal(s.provider.url(i))
+		switch o.kind {
+		case kindMCP:
+			p.MCP = &harness.MCP{URL: url, Tool: benchToolName,
 				Arguments: map[string]any{"query": "API migration guide"}}
-		} else {
-			p.Request = harness.Request{Method: "POST", URL: harness.Literal(s.provider.url(i)),
+		case kindSteps:
+			// A probe with steps has a consumer on each step, none of its own.
+			p.Steps, p.Consumer = benchSteps(url, s.consumerName), ""
+		default:
+			p.Request = harness.Request{Method: "POST", URL: url,
 				JSON: map[string]any{"query": "API migration guide"}}
 		}
 		cfg.Probes = append(cfg.Probes, p)
