@@ -192,9 +192,8 @@ func canonical(n *pnode, s *node, depth int) (*node, bool) {
 			s, changed = m, true
 		}
 	}
-	c := *s
+	var fields []field
 	if s.kinds&kindObject != 0 && len(s.fields) > 0 {
-		var fields []field
 		for i, f := range s.fields {
 			pf := n.fields[f.key]
 			if pf == nil {
@@ -207,22 +206,27 @@ func canonical(n *pnode, s *node, depth int) (*node, bool) {
 				fields[i].shape = fs
 			}
 		}
-		if fields != nil {
-			c.fields, changed = fields, true
+	}
+	elem, val := s.elem, s.val
+	if elem != nil {
+		if e, ok := canonical(n.elem, elem, depth+1); ok {
+			elem, changed = e, true
 		}
 	}
-	if s.elem != nil {
-		if e, ok := canonical(n.elem, s.elem, depth+1); ok {
-			c.elem, changed = e, true
+	if val != nil {
+		if v, ok := canonical(n.val, val, depth+1); ok {
+			val, changed = v, true
 		}
 	}
-	if s.val != nil {
-		if v, ok := canonical(n.val, s.val, depth+1); ok {
-			c.val, changed = v, true
-		}
-	}
-	if !changed {
+	if fields == nil && !changed {
 		return s, false
 	}
+	// Copied only when something changed: most answers have no keyed
+	// position, and their nodes are left as they are.
+	c := *s
+	if fields != nil {
+		c.fields = fields
+	}
+	c.elem, c.val = elem, val
 	return &c, true
 }

@@ -174,12 +174,17 @@ func (n *node) truncated() bool { return n.nkeys > len(n.fields) }
 // String, Fingerprint or Diff, not with ==. A Shape is immutable and safe for
 // concurrent use.
 type Shape struct {
-	root *node
-	text string
+	root        *node
+	text        string
+	fingerprint string
 }
 
+// newShape computes the text and the fingerprint once: a run reads its
+// shape's fingerprint several times (the result, drift, the profile).
 func newShape(root *node) Shape {
-	return Shape{root: root, text: string(root.appendText(nil))}
+	text := root.appendText(nil)
+	sum := sha256.Sum256(text)
+	return Shape{root: root, text: string(text), fingerprint: hex.EncodeToString(sum[:8])}
 }
 
 // Of returns the shape of v, which holds decoded JSON: nil, bool, int, int64,
@@ -371,13 +376,7 @@ func (s Shape) String() string { return s.text }
 // Fingerprint returns 16 lowercase hex characters, the first 8 bytes of the
 // SHA-256 of the canonical text. Equal shapes, whatever their values and key
 // order, have equal fingerprints. It is "" for the zero Shape.
-func (s Shape) Fingerprint() string {
-	if s.root == nil {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(s.text))
-	return hex.EncodeToString(sum[:8])
-}
+func (s Shape) Fingerprint() string { return s.fingerprint }
 
 // Summary returns the short form of s used in diff lines: kinds by name,
 // an object as "object(N keys)" with N counting every key (even when N is 1),
