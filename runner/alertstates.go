@@ -25,13 +25,15 @@ func (s alertStates) get(probe string) (results.AlertState, bool) {
 	return *st, true
 }
 
-// put makes st probe's state.
+// put makes st probe's state. A state at rest, the common one, is kept
+// as nil, and only another is copied to the heap.
 func (s alertStates) put(probe string, st results.AlertState) {
 	if atRest(probe, st) {
 		s[probe] = nil
 		return
 	}
-	s[probe] = &st
+	kept := st
+	s[probe] = &kept
 }
 
 // atRest reports whether st is results.AlertState{Probe: probe}, every

@@ -52,7 +52,8 @@ func (rc *Recorder) commit(ctx context.Context, run *recording) error {
 	if run.keepTool {
 		rec.Result.Tool = &results.ToolDefinition{Fingerprint: r.Tool.Fingerprint}
 	}
-	if next := run.next; !run.known || !sameState(next, run.state) {
+	if !run.known || !sameState(run.next, run.state) {
+		next := run.next // copied only when it is written
 		rec.AlertState = &next
 	}
 
