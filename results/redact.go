@@ -197,10 +197,15 @@ func jsonEscape(s string, o jsonStyle) string {
 
 // Redact returns s with every known secret replaced by Redacted.
 func (r *Redactor) Redact(s string) string {
-	if r == nil || r.replacer == nil {
+	if r == nil || r.replacer == nil || s == "" {
 		return s
 	}
-	return r.replacer.Replace(s)
+	// Written into a builder of s's size: Replace builds the same text
+	// and then copies it, a second body-sized allocation for a sample.
+	var b strings.Builder
+	b.Grow(len(s))
+	r.replacer.WriteString(&b, s) // a Builder never fails
+	return b.String()
 }
 
 // RedactResult scrubs every free-text field of res in place: the error
