@@ -231,9 +231,28 @@ func (d *daemon) stop() error {
 	err := d.proc.Stop(syscall.SIGTERM, stopTimeout)
 	switch {
 	case errors.Is(err, harness.ErrNoExit):
-		return fmt.Errorf("toolpulse run did not stop within %s of SIGTERM", stopTimeout)
+		return fmt.Errorf("toolpulse run did not stop within %s of SIGTERM; %s", stopTimeout, d.keepOutput())
 	case err != nil:
 		return fmt.Errorf("toolpulse run: %w", d.exitErr())
 	}
 	return nil
+}
+
+// keepOutput writes the daemon's output, with the goroutines' stacks it
+// wrote on SIGQUIT when it did not stop, to a file of its own that
+// outlives the bench's directory, and says where; only once the daemon
+// has exited.
+func (d *daemon) keepOutput() string {
+	f, err := os.CreateTemp("", "toolpulse-run-*.log")
+	if err != nil {
+		return fmt.Sprintf("its output was not kept: %v", err)
+	}
+	_, werr := f.Write(d.stderr.Bytes())
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Sprintf("its output was not kept: %v", werr)
+	}
+	return "its output and its goroutines' stacks are in " + f.Name()
 }

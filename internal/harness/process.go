@@ -107,8 +107,10 @@ func (p *Process) Err() error { return p.err }
 func (p *Process) ExitCode() int { return p.cmd.ProcessState.ExitCode() }
 
 // Stop sends sig unless the process has exited, waits up to timeout for
-// it to exit and returns Err. A process still running then is killed, and
-// the error wraps ErrNoExit.
+// it to exit and returns Err. A process still running then gets SIGQUIT,
+// on which a Go program writes every goroutine's stack to its output
+// before it exits (what held it up is then in the output), and is killed
+// if it is still running quitWait later; the error wraps ErrNoExit.
 func (p *Process) Stop(sig os.Signal, timeout time.Duration) error {
 	select {
 	case <-p.exited:
@@ -124,10 +126,19 @@ func (p *Process) Stop(sig os.Signal, timeout time.Duration) error {
 	case <-p.exited:
 		return p.err
 	case <-timer.C:
-		p.Kill()
-		return fmt.Errorf("toolpulse %w within %s of %v", ErrNoExit, timeout, sig)
 	}
+	_ = p.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(quitWait):
+		p.Kill()
+	}
+	return fmt.Errorf("toolpulse %w within %s of %v", ErrNoExit, timeout, sig)
 }
+
+// quitWait is how long Stop waits for a stuck process to write its
+// goroutines' stacks after SIGQUIT.
+const quitWait = 5 * time.Second
 
 // Kill kills the process unless it has exited, and waits for it.
 func (p *Process) Kill() {

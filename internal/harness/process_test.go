@@ -65,6 +65,17 @@ func TestProcess(t *testing.T) {
 		t.Errorf("exit code %d, want -1: killed", p.ExitCode())
 	}
 
+	// Before it is killed, a stuck process is asked for its stacks.
+	log = &testkit.Log{}
+	p = shell(t, context.Background(), `trap '' TERM; trap 'echo stacks; exit 2' QUIT; echo up; while :; do sleep 0.05; done`, log)
+	ready(t, log)
+	if err := p.Stop(syscall.SIGTERM, 300*time.Millisecond); !errors.Is(err, ErrNoExit) {
+		t.Errorf("Stop of a process that ignores SIGTERM = %v, want ErrNoExit", err)
+	}
+	if got := log.String(); got != "up\nstacks\n" {
+		t.Errorf("output %q, want the answer to SIGQUIT after the start", got)
+	}
+
 	log = &testkit.Log{}
 	ctx, cancel := context.WithCancel(context.Background())
 	p = shell(t, ctx, drains, log)
