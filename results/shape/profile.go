@@ -2,7 +2,9 @@ package shape
 
 import (
 	"math"
+	"math/bits"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -109,11 +111,15 @@ func (s *stat) see(at uint32) {
 
 // pnode is one position of a profile.
 type pnode struct {
-	seen   stat               // answers with a value at this position
-	kinds  [nkinds]stat       // by kind bit index
-	fields map[string]*pfield // object part
-	elem   *pnode             // list elements; nil until an answer had some
-	val    *pnode             // map values; nil until an answer had a map
+	seen stat // answers with a value at this position
+	// kinds are the stats of the kinds in kindSet, in bit order: kinds
+	// no answer showed have none, and most positions only ever see one
+	// of the eight (read them with kind).
+	kinds   []stat
+	kindSet kind
+	fields  pfields // object part
+	elem    *pnode  // list elements; nil until an answer had some
+	val     *pnode  // map values; nil until an answer had a map
 	// full says that fields reached MaxKeys (or the profile
 	// MaxProfilePositions) and an answer's key was left out: like a
 	// truncated object, the profile cannot tell whether a key it does
@@ -124,15 +130,74 @@ type pnode struct {
 	keyed bool
 }
 
-// pfield is a field of an object position: the answers that had it, those
+// kindSlot returns where the stat of kind index i is in n.kinds, and
+// whether n has one.
+func (n *pnode) kindSlot(i int) (int, bool) {
+	bit := kind(1) << i
+	return bits.OnesCount16(uint16(n.kindSet & (bit - 1))), n.kindSet&bit != 0
+}
+
+// kind returns the stat of kind index i; zero if no answer showed it.
+func (n *pnode) kind(i int) stat {
+	if j, ok := n.kindSlot(i); ok {
+		return n.kinds[j]
+	}
+	return stat{}
+}
+
+// setKind sets the stat of kind index i; a zero stat drops it.
+func (n *pnode) setKind(i int, s stat) {
+	j, ok := n.kindSlot(i)
+	switch {
+	case ok && s == stat{}:
+		n.kinds = slices.Delete(n.kinds, j, j+1)
+		n.kindSet &^= kind(1) << i
+	case ok:
+		n.kinds[j] = s
+	case s != stat{}:
+		n.kinds = slices.Insert(n.kinds, j, s)
+		n.kindSet |= kind(1) << i
+	}
+}
+
+// pfield is the field key of an object position: the answers that had it, those
 // that lacked it, and those that had it in some of their objects only
 // (partial: the elements of a list, or the values of a map, that merge
 // into one object, some with the field and some without). One partial
 // answer is enough to learn the field as optional: the same answer showed
 // it both ways, so its absence is not one malformed answer.
 type pfield struct {
+	key                      string
 	present, absent, partial stat
 	node                     *pnode
+}
+
+// pfields are the fields of an object position, sorted by key. The runner
+// keeps a profile per probe in memory, and for the few keys of most
+// objects a sorted slice of values is much smaller than a map of pointers
+// (BENCHMARKS.md, "10,000 probes: peak RSS").
+type pfields []pfield
+
+// find returns the index of key, or where it would go, and whether it is
+// there.
+func (fs pfields) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(fs, key, func(f pfield, k string) int { return strings.Compare(f.key, k) })
+}
+
+// get returns the field key, or nil. The pointer is good until fs changes.
+func (fs pfields) get(key string) *pfield {
+	if i, ok := fs.find(key); ok {
+		return &fs[i]
+	}
+	return nil
+}
+
+// add inserts key, which fs lacks, with an empty position, and returns it.
+// The pointer is good until fs changes again.
+func (fs *pfields) add(key string) *pfield {
+	i, _ := fs.find(key)
+	*fs = slices.Insert(*fs, i, pfield{key: key, node: &pnode{}})
+	return &(*fs)[i]
 }
 
 // optional reports whether the field is learned as sometimes absent.
@@ -168,12 +233,11 @@ func (n *pnode) clone() *pnode {
 		return nil
 	}
 	c := *n
+	c.kinds = slices.Clone(n.kinds)
 	if n.fields != nil {
-		c.fields = make(map[string]*pfield, len(n.fields))
-		for k, f := range n.fields {
-			cf := *f
-			cf.node = f.node.clone()
-			c.fields[k] = &cf
+		c.fields = slices.Clone(n.fields)
+		for i := range c.fields {
+			c.fields[i].node = c.fields[i].node.clone()
 		}
 	}
 	c.elem, c.val = n.elem.clone(), n.val.clone()
@@ -261,8 +325,8 @@ func (n *pnode) count() int {
 		return 0
 	}
 	c := 1 + n.elem.count() + n.val.count()
-	for _, f := range n.fields {
-		c += f.node.count()
+	for i := range n.fields {
+		c += n.fields[i].node.count()
 	}
 	return c
 }
@@ -281,25 +345,23 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 	l.see(&n.seen)
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
 		if s.kinds&k != 0 {
-			l.see(&n.kinds[i])
+			st := n.kind(i)
+			l.see(&st)
+			n.setKind(i, st)
 		}
 	}
 	if depth > MaxDepth {
 		return
 	}
 	if s.kinds&kindObject != 0 {
-		if n.fields == nil {
-			n.fields = make(map[string]*pfield, len(s.fields))
-		}
 		for _, f := range s.fields {
-			pf := n.fields[f.key]
+			pf := n.fields.get(f.key)
 			if pf == nil {
 				if len(n.fields) >= MaxKeys || l.left <= 0 {
 					n.full = true
 					continue
 				}
-				pf = &pfield{node: &pnode{}}
-				n.fields[f.key] = pf
+				pf = n.fields.add(f.key)
 				l.left--
 			}
 			l.see(&pf.present)
@@ -308,8 +370,8 @@ func (l *learner) learn(n *pnode, s *node, depth int) {
 			}
 			l.learn(pf.node, f.shape, depth+1)
 		}
-		for k, pf := range n.fields {
-			if !has(s, k) && !unknown(s, k) {
+		for i := range n.fields {
+			if pf := &n.fields[i]; !has(s, pf.key) && !unknown(s, pf.key) {
 				l.see(&pf.absent)
 			}
 		}
@@ -344,17 +406,23 @@ func (l *learner) forget(n *pnode, cutoff uint32) (empty bool) {
 		}
 	}
 	old(&n.seen)
-	for i := range n.kinds {
-		old(&n.kinds[i])
+	for i := range nkinds {
+		st := n.kind(i)
+		old(&st)
+		n.setKind(i, st)
 	}
-	for k, f := range n.fields {
+	kept := n.fields[:0]
+	for _, f := range n.fields {
 		old(&f.present)
 		old(&f.absent)
 		old(&f.partial)
 		if l.forget(f.node, cutoff) && f.present.n == 0 {
-			delete(n.fields, k)
+			continue
 		}
+		kept = append(kept, f)
 	}
+	clear(n.fields[len(kept):])
+	n.fields = kept
 	if n.elem != nil && l.forget(n.elem, cutoff) {
 		n.elem = nil
 	}
@@ -427,14 +495,14 @@ func (c *checker) check(path string, n *pnode, s *node, depth int) {
 	}
 	var unlearned, unseen bool
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
-		if s.kinds&k == 0 || n.kinds[i].learned() {
+		if s.kinds&k == 0 || n.kind(i).learned() {
 			continue
 		}
-		if k == kindObject && len(s.fields) == 0 && !s.truncated() && n.kinds[kindIndex(kindMap)].learned() {
+		if k == kindObject && len(s.fields) == 0 && !s.truncated() && n.kind(kindIndex(kindMap)).learned() {
 			continue // an empty object is an empty map
 		}
 		unlearned = true
-		unseen = unseen || n.kinds[i].n == 0
+		unseen = unseen || n.kind(i).n == 0
 	}
 	if unlearned {
 		c.line(path, summary(n.learnedNode(depth))+" -> "+summary(s), unseen)
@@ -443,7 +511,7 @@ func (c *checker) check(path string, n *pnode, s *node, depth int) {
 	if depth > MaxDepth {
 		return
 	}
-	if s.kinds&kindObject != 0 && n.kinds[kindIndex(kindObject)].learned() {
+	if s.kinds&kindObject != 0 && n.kind(kindIndex(kindObject)).learned() {
 		c.object(path, n, s, depth)
 	}
 	if s.kinds&kindList != 0 && s.elem != nil && n.elem != nil && n.elem.seen.learned() {
@@ -460,17 +528,17 @@ func (c *checker) check(path string, n *pnode, s *node, depth int) {
 
 func (c *checker) object(path string, n *pnode, s *node, depth int) {
 	keys := make([]string, 0, len(n.fields)+len(s.fields))
-	for k := range n.fields {
-		keys = append(keys, k)
+	for i := range n.fields {
+		keys = append(keys, n.fields[i].key)
 	}
 	for _, f := range s.fields {
-		if n.fields[f.key] == nil {
+		if n.fields.get(f.key) == nil {
 			keys = append(keys, f.key)
 		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		pf := n.fields[k]
+		pf := n.fields.get(k)
 		i, found := slices.BinarySearchFunc(s.fields, k, func(f field, k string) int {
 			switch {
 			case f.key < k:
@@ -512,7 +580,7 @@ func (n *pnode) learnedNode(depth int) *node {
 	}
 	out := &node{}
 	for i, k := 0, kind(1); k < kindEnd; i, k = i+1, k<<1 {
-		if n.kinds[i].learned() {
+		if n.kind(i).learned() {
 			out.kinds |= k
 		}
 	}
@@ -523,8 +591,8 @@ func (n *pnode) learnedNode(depth int) *node {
 		return out
 	}
 	if out.kinds&kindObject != 0 {
-		for _, k := range sortedKeys(n.fields) {
-			f := n.fields[k]
+		for i := range n.fields {
+			f := &n.fields[i]
 			if !f.present.learned() {
 				continue
 			}
@@ -532,7 +600,7 @@ func (n *pnode) learnedNode(depth int) *node {
 			if c == nil {
 				continue
 			}
-			out.fields = append(out.fields, field{key: k, shape: c, optional: f.optional()})
+			out.fields = append(out.fields, field{key: f.key, shape: c, optional: f.optional()})
 		}
 		out.nkeys = len(out.fields)
 	}
@@ -546,15 +614,6 @@ func (n *pnode) learnedNode(depth int) *node {
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Learned returns the shape of what p has learned, the union of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -72,15 +73,15 @@ func (n *pnode) toJSON() *pnodeJSON {
 		return nil
 	}
 	out := &pnodeJSON{Seen: toStatJSON(n.seen), Elem: n.elem.toJSON(), Val: n.val.toJSON(), Full: n.full, Keyed: n.keyed}
-	for i, s := range n.kinds {
-		if s.n > 0 {
+	for i := range nkinds {
+		if s := n.kind(i); s.n > 0 {
 			if out.Kinds == nil {
 				out.Kinds = map[string]statJSON{}
 			}
 			out.Kinds[kindNames[i]] = toStatJSON(s)
 		}
 	}
-	for k, f := range n.fields {
+	for _, f := range n.fields {
 		if out.Fields == nil {
 			out.Fields = make(map[string]pfieldJSON, len(n.fields))
 		}
@@ -93,7 +94,7 @@ func (n *pnode) toJSON() *pnodeJSON {
 			a := toStatJSON(f.partial)
 			pf.Partial = &a
 		}
-		out.Fields[k] = pf
+		out.Fields[f.key] = pf
 	}
 	return out
 }
@@ -142,9 +143,11 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("unknown kind %q", name)
 		}
-		if n.kinds[i], err = fromStatJSON(s); err != nil {
+		st, err := fromStatJSON(s)
+		if err != nil {
 			return nil, err
 		}
+		n.setKind(i, st)
 	}
 	if len(in.Fields) > MaxKeys {
 		return nil, fmt.Errorf("%d fields, more than %d", len(in.Fields), MaxKeys)
@@ -153,10 +156,7 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		if len(k) > MaxKeyBytes {
 			return nil, fmt.Errorf("key of %d bytes, longer than %d", len(k), MaxKeyBytes)
 		}
-		if n.fields == nil {
-			n.fields = make(map[string]*pfield, len(in.Fields))
-		}
-		pf := &pfield{}
+		pf := pfield{key: k}
 		if pf.present, err = fromStatJSON(f.Present); err != nil {
 			return nil, err
 		}
@@ -176,8 +176,9 @@ func fromJSON(in *pnodeJSON, depth int) (*pnode, error) {
 		if pf.node == nil {
 			pf.node = &pnode{}
 		}
-		n.fields[k] = pf
+		n.fields = append(n.fields, pf)
 	}
+	slices.SortFunc(n.fields, func(a, b pfield) int { return strings.Compare(a.key, b.key) })
 	if n.elem, err = fromJSON(in.Elem, depth+1); err != nil {
 		return nil, err
 	}

@@ -17,19 +17,20 @@ const keyedMinKeys = 3
 
 // churns reports whether the object part of n shows keys that are data.
 func churns(n *pnode) bool {
-	if n.keyed || n.kinds[kindIndex(kindObject)].n < 2 || len(n.fields) < keyedMinKeys {
+	if n.keyed || n.kind(kindIndex(kindObject)).n < 2 || len(n.fields) < keyedMinKeys {
 		return false
 	}
 	once := 0
 	var want [nkinds]bool
 	first := true
-	for _, f := range n.fields {
+	for i := range n.fields {
+		f := &n.fields[i]
 		if f.present.n == 1 {
 			once++
 		}
 		var got [nkinds]bool
-		for i, st := range f.node.kinds {
-			got[i] = st.n > 0 && i != kindIndex(kindNull)
+		for i := range nkinds {
+			got[i] = f.node.kind(i).n > 0 && i != kindIndex(kindNull)
 		}
 		if got == ([nkinds]bool{}) {
 			continue
@@ -49,12 +50,12 @@ func (l *learner) toMap(n *pnode) {
 	if n.val == nil {
 		n.val = &pnode{}
 	}
-	for _, k := range sortedKeys(n.fields) {
-		mergeProfile(n.val, n.fields[k].node)
+	for i := range n.fields {
+		mergeProfile(n.val, n.fields[i].node)
 	}
 	o, m := kindIndex(kindObject), kindIndex(kindMap)
-	n.kinds[m] = addStat(n.kinds[m], n.kinds[o])
-	n.kinds[o] = stat{}
+	n.setKind(m, addStat(n.kind(m), n.kind(o)))
+	n.setKind(o, stat{})
 	n.fields, n.full, n.keyed = nil, false, true
 	l.changed = true
 }
@@ -68,26 +69,23 @@ func addStat(a, b stat) stat {
 // a map that had it and those that did not are now one position.
 func mergeProfile(dst, src *pnode) {
 	o := kindIndex(kindObject)
-	if dst.kinds[o].n > 0 && src.kinds[o].n > 0 {
-		markPartial(dst.fields, src.fields, src.kinds[o].last)
-		markPartial(src.fields, dst.fields, dst.kinds[o].last)
+	if dst.kind(o).n > 0 && src.kind(o).n > 0 {
+		markPartial(dst.fields, src.fields, src.kind(o).last)
+		markPartial(src.fields, dst.fields, dst.kind(o).last)
 	}
 	dst.seen = addStat(dst.seen, src.seen)
-	for i := range dst.kinds {
-		dst.kinds[i] = addStat(dst.kinds[i], src.kinds[i])
+	for i := range nkinds {
+		dst.setKind(i, addStat(dst.kind(i), src.kind(i)))
 	}
-	for k, f := range src.fields {
-		if dst.fields == nil {
-			dst.fields = map[string]*pfield{}
-		}
-		d := dst.fields[k]
+	for i := range src.fields {
+		f := &src.fields[i]
+		d := dst.fields.get(f.key)
 		if d == nil {
 			if len(dst.fields) >= MaxKeys {
 				dst.full = true
 				continue
 			}
-			d = &pfield{node: &pnode{}}
-			dst.fields[k] = d
+			d = dst.fields.add(f.key)
 		}
 		d.present, d.absent = addStat(d.present, f.present), addStat(d.absent, f.absent)
 		d.partial = addStat(d.partial, f.partial)
@@ -111,9 +109,9 @@ func mergeProfile(dst, src *pnode) {
 
 // markPartial counts one partial answer, at at, for every field of a that
 // b lacks.
-func markPartial(a, b map[string]*pfield, at uint32) {
-	for k, f := range a {
-		if b[k] == nil {
+func markPartial(a, b pfields, at uint32) {
+	for i := range a {
+		if f := &a[i]; b.get(f.key) == nil {
 			f.partial = addStat(f.partial, stat{n: 1, last: at})
 		}
 	}
@@ -159,7 +157,7 @@ func (p *Profile) KeyedAt(path []Step) bool {
 		case s.Values:
 			n = n.val
 		default:
-			f := n.fields[s.Key]
+			f := n.fields.get(s.Key)
 			if f == nil {
 				return false
 			}
@@ -195,7 +193,7 @@ func canonical(n *pnode, s *node, depth int) (*node, bool) {
 	var fields []field
 	if s.kinds&kindObject != 0 && len(s.fields) > 0 {
 		for i, f := range s.fields {
-			pf := n.fields[f.key]
+			pf := n.fields.get(f.key)
 			if pf == nil {
 				continue
 			}
