@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
 )
 
@@ -15,12 +14,12 @@ const maxMapKeys = 10_000
 
 // bigMapping returns the key that takes a mapping past maxMapKeys, or nil.
 // It reads the lexer's tokens, whose cost is linear, before the parser
-// sees the file. A block mapping's keys share one column: a key or a
+// sees them. A block mapping's keys share one column: a key or a
 // sequence entry further left ends the mappings to its right, so a stack
 // of (column, keys) follows the nesting. A flow mapping's keys are counted
 // between its braces. The count may only merge two mappings when nothing
 // at a smaller column separates them, which a valid document cannot do.
-func bigMapping(src string) *token.Token {
+func bigMapping(tokens token.Tokens) *token.Token {
 	type block struct{ column, keys int }
 	var (
 		blocks []block
@@ -31,7 +30,6 @@ func bigMapping(src string) *token.Token {
 			blocks = blocks[:len(blocks)-1]
 		}
 	}
-	tokens := lexer.Tokenize(src)
 	for i, tk := range tokens {
 		if tk == nil || tk.Position == nil {
 			continue

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/lexer"
 )
 
 func TestBigMapping(t *testing.T) {
@@ -46,7 +48,7 @@ func TestBigMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := bigMapping(tt.src)
+			key := bigMapping(lexer.Tokenize(tt.src))
 			switch {
 			case tt.wantLine == 0 && key != nil:
 				t.Fatalf("bigMapping = key %q at line %d, want none", key.Value, key.Position.Line)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
@@ -68,14 +69,18 @@ func parseYAML(file string, data []byte, errs *ErrorList, lookupEnv func(string)
 		errs.add(file, line, col, "not valid UTF-8; a config file is UTF-8 text")
 		return d, nil
 	}
-	if key := bigMapping(string(data)); key != nil {
+	// The file is read into tokens once, for bigMapping and the parser:
+	// some 40 bytes of heap per byte of YAML, the larger part of the
+	// start-up's peak memory with a big config (BENCHMARKS.md).
+	tokens := lexer.Tokenize(string(data))
+	if key := bigMapping(tokens); key != nil {
 		errs.add(file, key.Position.Line, key.Position.Column,
 			"a mapping with more than %d keys; the parser's time grows with the square of a mapping's keys", maxMapKeys)
 		return d, nil
 	}
 	// Duplicate keys are detected while walking, so that every one is
 	// reported instead of only the first.
-	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
