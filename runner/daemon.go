@@ -114,7 +114,6 @@ type Daemon struct {
 	sender   *receiverSet
 	grace    time.Duration
 	limit    *limiter
-	workers  *workers // the goroutines the runs go on
 	// node is the config's fleet.node at New, recorded with every run: an
 	// instance's name is fixed for its life (a reload does not change it).
 	node      string
@@ -180,7 +179,6 @@ func New(cfg *checks.Config, deps Deps) (*Daemon, error) {
 		grace:    deps.GracePeriod,
 		observer: observerOr(deps.Observer),
 		limit:    newLimiter(cfg.MaxConcurrency),
-		workers:  newWorkers(),
 		node:     cfg.Fleet.Node,
 		cfg:      cfg,
 		redactor: cfg.Redactor(),
@@ -456,7 +454,6 @@ func (d *Daemon) shutdown() {
 	if err := d.sched.Shutdown(); err != nil {
 		d.logger.Error("stopping the scheduler", "error", err)
 	}
-	d.workers.stop()
 }
 
 // State is idle, running, stopping or stopped.

@@ -68,11 +68,9 @@ func (d *Daemon) task(jobCtx context.Context, p *checks.Probe) {
 	release := func() { once.Do(d.limit.release) }
 	defer release()
 
-	d.workers.do(func() {
-		ctx, done := d.runContext(hardCtx, jobCtx)
-		defer done()
-		d.runOnce(ctx, p, release)
-	})
+	ctx, done := d.runContext(hardCtx, jobCtx)
+	defer done()
+	d.runOnce(ctx, p, release)
 }
 
 // runContext returns the context of one run: it ends when hard does (the
