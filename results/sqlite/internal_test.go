@@ -232,21 +232,3 @@ func TestQueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
-
-// TestWriterCheckpointsALongerLog: the writer's connection lets the
-// write-ahead log grow to walCheckpointPages before it checkpoints, not
-// SQLite's 1,000 pages (see walCheckpointPages).
-func TestWriterCheckpointsALongerLog(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var pages int
-	if err := s.writer.QueryRow("PRAGMA wal_autocheckpoint").Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	if pages != walCheckpointPages {
-		t.Errorf("wal_autocheckpoint = %d, want %d", pages, walCheckpointPages)
-	}
-}

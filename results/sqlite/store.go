@@ -130,9 +130,6 @@ func (s *Store) open(ctx context.Context) error {
 	if err := checkPragmas(ctx, s.writer); err != nil {
 		return err
 	}
-	if _, err := s.writer.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walCheckpointPages)); err != nil {
-		return fmt.Errorf("set wal_autocheckpoint: %w", err)
-	}
 	if err := migrate(ctx, s.writer, embedded); err != nil {
 		return err
 	}
@@ -145,18 +142,6 @@ func (s *Store) open(ctx context.Context) error {
 	s.reader.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	return s.reader.PingContext(ctx)
 }
-
-// walCheckpointPages is how many pages the write-ahead log holds before
-// the writer copies them into the database file (SQLite's default is
-// 1,000). A run changes a leaf of each index that starts with its probe,
-// and of probe_hours and shape_counts: pages that the runs of other
-// seconds change again. A checkpoint copies each page once however many
-// commits changed it, so a longer log copies fewer pages per run: at
-// 1,000 runs a second a checkpoint now comes every 2 s or so, not 5 times
-// a second (BENCHMARKS.md, "Checkpoints"). The log's file keeps its
-// largest size, some 40 MB; a commit is as durable as before, since it is
-// in the log, checkpointed or not.
-const walCheckpointPages = 10000
 
 // dsn returns a go-sqlite3 URI for path. The path is percent-encoded so
 // that a space, '?', '#' or '%' in it is part of the file name rather than
