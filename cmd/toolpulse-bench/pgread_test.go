@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,14 +66,7 @@ func TestReadPostgresSmoke(t *testing.T) {
 		t.Errorf("the indexes of results: %s", got)
 	}
 
-	b, err := os.ReadFile(reportPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport[report](t, reportPath)
 	if rep.Database.Rows != smokeResults || rep.Database.ProbeCount != smokeProbes || len(rep.Timings) != 4 {
 		t.Errorf("report: %d rows, %d probes, %d timings", rep.Database.Rows, rep.Database.ProbeCount, len(rep.Timings))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,14 +35,7 @@ func TestRunPostgresSmoke(t *testing.T) {
 			t.Errorf("the table does not mention %q:\n%s", want, stdout.String())
 		}
 	}
-	b, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep runReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport[runReport](t, jsonPath)
 	checkRunReport(t, &rep)
 	if rep.Setup.Store != "postgres" {
 		t.Errorf("setup.store = %q", rep.Setup.Store)

@@ -150,14 +150,7 @@ func TestRunSmokeMCP(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 			}
-			b, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rep runReport
-			if err := json.Unmarshal(b, &rep); err != nil {
-				t.Fatal(err)
-			}
+			rep := readReport[runReport](t, jsonPath)
 			checkRunReport(t, &rep)
 			if rep.Setup.Kind != kindMCP || rep.Setup.MCPEra != era {
 				t.Errorf("setup kind %q era %q, want mcp %s", rep.Setup.Kind, rep.Setup.MCPEra, era)
@@ -189,14 +182,7 @@ func TestRunSmokeSteps(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
 		}
-		b, err := os.ReadFile(jsonPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep runReport
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := readReport[runReport](t, jsonPath)
 		if rep.Setup.Kind != kindSteps || rep.Setup.ExchangesPerRun != 3 {
 			t.Errorf("setup kind %q, %d exchanges a run; want steps, 3", rep.Setup.Kind, rep.Setup.ExchangesPerRun)
 		}
@@ -396,4 +382,18 @@ func TestAlertPlan(t *testing.T) {
 	if len(plan) != 4 {
 		t.Errorf("%d alert probes, want 4", len(plan))
 	}
+}
+
+// readReport reads the JSON report of a bench mode at path.
+func readReport[R any](t *testing.T, path string) R {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep R
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rep
 }
