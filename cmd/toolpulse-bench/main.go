@@ -60,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runRunMode(ctx, args[1:], stdout, stderr)
 	case "soak":
 		err = runSoakMode(ctx, args[1:], stdout, stderr)
+	case "peer":
+		err = runPeerMode(ctx, args[1:], stdout, stderr)
 	case "provider": // hidden: the load generator of run and soak
 		err = runProvider(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -97,6 +99,8 @@ modes:
   soak    run the daemon for long (--duration 10m) under a mixed load with
           SIGHUP reloads and check that memory and goroutines stay flat;
           --soak DURATION is short for soak --duration DURATION
+  peer    run Gatus (--gatus BIN) on the load of run and measure checks per
+          second, CPU per check, memory and start lag, to compare with run
 `)
 }
 

@@ -19,8 +19,12 @@ import (
 )
 
 // TestMain lets the test binary stand in for the bench binary when run and
-// soak re-execute themselves as the provider.
+// soak re-execute themselves as the provider, and for Gatus in the peer
+// mode's test.
 func TestMain(m *testing.M) {
+	if path := os.Getenv("GATUS_CONFIG_PATH"); path != "" {
+		os.Exit(standInGatus(path))
+	}
 	if os.Getenv(providerEnv) != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

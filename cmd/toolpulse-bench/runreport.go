@@ -217,6 +217,8 @@ func writeBenchTable(w io.Writer, rep any) error {
 		return writeRunTable(w, r)
 	case *soakReport:
 		return writeSoakTable(w, r)
+	case *peerReport:
+		return writePeerTable(w, r)
 	}
 	return fmt.Errorf("no table for %T", rep)
 }

@@ -172,18 +172,7 @@ func newSession(ctx context.Context, o loadOptions, spec providerSpec, prog *pro
 			s.close()
 		}
 	}()
-	if o.keep != "" {
-		if err := makeEmptyDir(o.keep); err != nil {
-			return nil, err
-		}
-		s.dir = o.keep
-	} else {
-		if s.dir, err = os.MkdirTemp("", "toolpulse-bench-"); err != nil {
-			return nil, err
-		}
-		s.removeDir = s.dir
-	}
-	if s.dir, err = filepath.Abs(s.dir); err != nil {
+	if s.dir, s.removeDir, err = benchDir(o.keep); err != nil {
 		return nil, err
 	}
 	s.cfgPath = filepath.Join(s.dir, "checks.yaml")
