@@ -51,7 +51,7 @@ func parsePeerFlags(args []string, stderr io.Writer) (peerOptions, error) {
 		items: 20, responseBytes: 2048}
 	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.gatus, "gatus", "", "the Gatus `binary` to measure (required), such as one built by go install github.com/TwiN/gatus/v5@v5.36.0")
+	fs.StringVar(&o.gatus, "gatus", "", "the Gatus `binary` to measure (required), such as one built by go build in a checkout of its tag v5.36.0")
 	fs.IntVar(&o.probes, "probes", o.probes, "endpoints in Gatus's config, each at a path of its own on the provider")
 	fs.DurationVar(&o.interval, "interval", o.interval, "every endpoint's interval")
 	fs.DurationVar(&o.warmup, "warmup", o.warmup, "how long Gatus runs before the measurement starts (default: probes × 222ms, Gatus's start stagger, plus the interval and 1s)")
