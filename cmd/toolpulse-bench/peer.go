@@ -42,6 +42,7 @@ type peerOptions struct {
 	items         int
 	responseBytes int
 	concurrency   int
+	storage       string // memory or sqlite
 	keep          string
 	jsonPath      string
 }
@@ -59,6 +60,7 @@ func parsePeerFlags(args []string, stderr io.Writer) (peerOptions, error) {
 	fs.IntVar(&o.items, "items", o.items, "results in an answer")
 	fs.IntVar(&o.responseBytes, "response-bytes", o.responseBytes, "about how long an answer is, in bytes")
 	fs.IntVar(&o.concurrency, "concurrency", o.concurrency, "Gatus's concurrency: endpoints evaluated at once (0: unlimited; Gatus's own default is 3)")
+	fs.StringVar(&o.storage, "storage", "memory", "Gatus's store: `memory` (its default) or sqlite (a file in the bench's directory, as toolpulse keeps every run)")
 	fs.StringVar(&o.keep, "keep", "", "keep Gatus's config and log and the provider's spec in `dir` (created; it must be empty)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to `file`; - writes them on stdout instead of the table")
 	fs.Usage = func() {
@@ -87,6 +89,8 @@ status, a non-empty results list and the first result's id.
 		return o, &usageError{fmt.Errorf("--duration must be positive, got %s", o.duration)}
 	case o.items < 1:
 		return o, &usageError{fmt.Errorf("--items must be at least 1, got %d", o.items)}
+	case o.storage != "memory" && o.storage != "sqlite":
+		return o, &usageError{fmt.Errorf("--storage must be memory or sqlite, got %q", o.storage)}
 	case o.concurrency < 0:
 		return o, &usageError{fmt.Errorf("--concurrency must not be negative, got %d", o.concurrency)}
 	}
@@ -106,6 +110,7 @@ type peerReport struct {
 		WarmupMS      float64  `json:"warmup_ms"`
 		DurationMS    float64  `json:"duration_ms"`
 		Concurrency   int      `json:"concurrency"`
+		Storage       string   `json:"storage"`
 		Items         int      `json:"items"`
 		ResponseBytes int      `json:"response_bytes"`
 		Conditions    []string `json:"conditions"`
@@ -186,7 +191,7 @@ func benchPeer(ctx context.Context, o peerOptions, prog *progress) (*peerReport,
 		return nil, fmt.Errorf("a loopback port for Gatus: %w", err)
 	}
 	cfgPath := filepath.Join(dir, "gatus.yaml")
-	if err := os.WriteFile(cfgPath, gatusConfig(o, listen, provider.url), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, gatusConfig(o, listen, filepath.Join(dir, "gatus.db"), provider.url), 0o644); err != nil {
 		return nil, fmt.Errorf("write Gatus's config: %w", err)
 	}
 	logFile, err := os.Create(filepath.Join(dir, "gatus.log"))
@@ -208,7 +213,7 @@ func benchPeer(ctx context.Context, o peerOptions, prog *progress) (*peerReport,
 
 	rep := &peerReport{benchHeader: newBenchHeader("peer"), Gatus: o.gatus}
 	st := &rep.Setup
-	st.Probes, st.Concurrency, st.Items, st.Conditions = o.probes, o.concurrency, o.items, gatusConditions
+	st.Probes, st.Concurrency, st.Storage, st.Items, st.Conditions = o.probes, o.concurrency, o.storage, o.items, gatusConditions
 	st.IntervalMS, st.WarmupMS, st.DurationMS = ms(o.interval), ms(o.warmup), ms(o.duration)
 	st.ResponseBytes = spec.ResponseBytes
 	if o.keep != "" {
@@ -293,14 +298,17 @@ func benchDir(keep string) (dir, remove string, err error) {
 	return dir, dir, nil
 }
 
-// gatusConfig is Gatus's config: an in-memory store, no metrics, the web
-// server on listen, and one endpoint per provider path, each POSTing the
-// query of run's probes.
-func gatusConfig(o peerOptions, listen string, url func(int) string) []byte {
+// gatusConfig is Gatus's config: the store (with sqlite, the file db), no
+// metrics, the web server on listen, and one endpoint per provider path,
+// each POSTing the query of run's probes.
+func gatusConfig(o peerOptions, listen, db string, url func(int) string) []byte {
 	host, port, _ := strings.Cut(listen, ":")
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "metrics: false\nconcurrency: %d\nstorage:\n  type: memory\nweb:\n  address: %s\n  port: %s\nendpoints:\n",
-		o.concurrency, host, port)
+	fmt.Fprintf(&b, "metrics: false\nconcurrency: %d\nstorage:\n  type: %s\n", o.concurrency, o.storage)
+	if o.storage == "sqlite" {
+		fmt.Fprintf(&b, "  path: %s\n", strconv.Quote(db))
+	}
+	fmt.Fprintf(&b, "web:\n  address: %s\n  port: %s\nendpoints:\n", host, port)
 	names := benchProbeNames(o.probes)
 	for i, name := range names {
 		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    method: POST\n", name, strconv.Quote(url(i)))
@@ -374,7 +382,7 @@ func writePeerTable(w io.Writer, r *peerReport) error {
 	r.benchHeader.writeLines(tw)
 	st := r.Setup
 	fmt.Fprintf(tw, "gatus\t%s\n", r.Gatus)
-	fmt.Fprintf(tw, "endpoints\t%s every %s, concurrency %d\n", commas(int64(st.Probes)), msDuration(st.IntervalMS), st.Concurrency)
+	fmt.Fprintf(tw, "endpoints\t%s every %s, concurrency %d, %s store\n", commas(int64(st.Probes)), msDuration(st.IntervalMS), st.Concurrency, st.Storage)
 	fmt.Fprintf(tw, "provider\t%s; %d items, %s per answer\n", describeKind(kindHTTP, ""), st.Items, humanBytes(int64(st.ResponseBytes)))
 	fmt.Fprintf(tw, "conditions\t%s\n", strings.Join(st.Conditions, ", "))
 	fmt.Fprintf(tw, "window\t%s, after a warm-up of %s\n", msDuration(r.Window.Seconds*1000), r.Window.Warmup)

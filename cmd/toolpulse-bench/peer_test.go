@@ -29,7 +29,7 @@ func TestPeerSmoke(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"peer", "--gatus", self,
 		"--probes", "5", "--interval", "500ms", "--warmup", "1s", "--duration", "3s",
-		"--json", jsonPath, "--keep", keepDir,
+		"--storage", "sqlite", "--json", jsonPath, "--keep", keepDir,
 	}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
@@ -61,8 +61,12 @@ func TestPeerSmoke(t *testing.T) {
 	if rep.KeptIn == "" {
 		t.Error("kept_in is empty with --keep")
 	}
-	if _, err := os.Stat(filepath.Join(keepDir, "gatus.yaml")); err != nil {
-		t.Errorf("Gatus's config was not kept: %v", err)
+	cfg, err := os.ReadFile(filepath.Join(keepDir, "gatus.yaml"))
+	if err != nil {
+		t.Fatalf("Gatus's config was not kept: %v", err)
+	}
+	if want := "  type: sqlite\n  path: " + strconv.Quote(filepath.Join(keepDir, "gatus.db")) + "\n"; !strings.Contains(string(cfg), want) {
+		t.Errorf("Gatus's config does not have the store %q:\n%s", want, cfg)
 	}
 }
 
