@@ -136,8 +136,11 @@ type Daemon struct {
 	// shutdown), so that a reload never interleaves with either end of Run.
 	jobsMu sync.Mutex
 	// tick is the grid first runs fall on (startTick of the probes the
-	// instance schedules); guarded by jobsMu.
-	tick time.Duration
+	// instance schedules); groups are the jobs, scheduled the probes in
+	// them (see jobGroup). Guarded by jobsMu.
+	tick      time.Duration
+	groups    map[jobKey]*jobGroup
+	scheduled map[string]*scheduledProbe
 
 	mu       sync.Mutex // guards what follows
 	state    daemonState
@@ -322,7 +325,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var errs []error
 	d.tick = startTick(probes, d.maxConcurrency())
 	for _, p := range probes {
-		if err := d.scheduleProbe(s, p, false); err != nil {
+		if err := d.scheduleProbe(s, p); err != nil {
 			errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
 		}
 	}

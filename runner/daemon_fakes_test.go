@@ -395,18 +395,42 @@ func (h *schedHarness) status() daemonStatus {
 		}
 	}
 	if state == stateRunning {
-		next := map[string]time.Time{}
+		next := map[string]time.Time{} // by job name
 		for _, j := range s.Jobs() {
 			if t, err := j.NextRun(); err == nil {
 				next[j.Name()] = t
 			}
 		}
+		d.jobsMu.Lock()
+		job := map[string]string{} // probe name → its group's job name
+		for name, sp := range d.scheduled {
+			job[name] = sp.group.key.name()
+		}
+		d.jobsMu.Unlock()
 		now := d.clock.Now()
 		for i := range st.Probes {
-			st.Probes[i].NextRun = nextRun(next[st.Probes[i].Name], intervals[st.Probes[i].Name], now)
+			name := st.Probes[i].Name
+			st.Probes[i].NextRun = nextRun(next[job[name]], intervals[name], now)
 		}
 	}
 	return st
+}
+
+// armAll waits until the daemon has scheduled probes probes and every
+// job is armed, and returns how many jobs there are: one per group of
+// probes that share a start tick (see jobGroup).
+func (h *schedHarness) armAll(probes int) int {
+	h.Helper()
+	h.eventually(fmt.Sprintf("%d probes scheduled", probes), func() bool {
+		h.d.jobsMu.Lock()
+		defer h.d.jobsMu.Unlock()
+		return len(h.d.scheduled) == probes
+	})
+	h.d.mu.Lock()
+	jobs := len(h.d.sched.Jobs())
+	h.d.mu.Unlock()
+	h.tick(jobs, 0)
+	return jobs
 }
 
 // nextRun is the first run of a job strictly after now, given one of its

@@ -603,6 +603,70 @@ func TestDaemonReloadInFlight(t *testing.T) {
 	}
 }
 
+// TestDaemonReloadGroupedProbes: probes whose first runs fall on the same
+// start tick share one gocron job. A reload that removes one of them while
+// its run hangs, and changes another, leaves the rest on their job and
+// schedule; the hung run is cancelled after the grace period, the changed
+// probe gets a job at its fresh phase, and the job goes with its last
+// probe.
+func TestDaemonReloadGroupedProbes(t *testing.T) {
+	schedCheckLeaks(t)
+	a, b, b2, c, hung := schedServe(t, nil, false), schedServe(t, nil, false), schedServe(t, nil, false),
+		schedServe(t, nil, false), schedServe(t, nil, true)
+	probe := func(name, url string) *checks.Probe {
+		p := schedProbe(t, name, url, time.Second)
+		p.Jitter = 500 * time.Millisecond
+		return p
+	}
+	h := schedNew(t, schedConfig(8, probe("a", a.URL), probe("b", b.URL), probe("c", c.URL), probe("hung", hung.URL)),
+		func(o *Deps) { o.GracePeriod = 2 * time.Second })
+	h.run()
+	if jobs := h.armAll(4); jobs != 1 {
+		h.Fatalf("%d gocron jobs for four probes on one start tick, want 1", jobs)
+	}
+	if h.d.tick == 0 {
+		h.Fatal("no start grid: the test needs one")
+	}
+	h.clock.Advance(minStartLead + schedSkew)
+	for _, name := range []string{"a", "b", "c"} {
+		h.waitRuns(name, 1)
+	}
+	h.eventually("hung's request", func() bool { return hung.requests.Load() == 1 })
+	next := h.probeStatus("a").NextRun
+
+	if err := h.d.Reload(schedConfig(8, probe("a", a.URL), probe("b", b2.URL), probe("c", c.URL))); err != nil {
+		h.Fatalf("Reload: %v", err)
+	}
+	if jobs := h.armAll(3); jobs != 2 {
+		h.Errorf("%d gocron jobs after the reload, want 2: a and c's, and changed b's", jobs)
+	}
+	for _, name := range []string{"a", "c"} {
+		if got := h.probeStatus(name).NextRun; !got.Equal(next) {
+			h.Errorf("%s: next run %v after the reload, want %v as before", name, got, next)
+		}
+	}
+	if got := h.probeStatus("b").NextRun; got.Equal(next) {
+		h.Errorf("changed b kept its old schedule: next run %v", got)
+	}
+	if r := h.waitRuns("hung", 1)[0]; r.Code() != results.CodeCanceled {
+		h.Errorf("removed probe's hung run: %s", dump(r))
+	}
+	h.clock.Advance(time.Second) // past a and c's next run, and b's first at its new phase
+	for _, name := range []string{"a", "b", "c"} {
+		h.waitRuns(name, 2)
+	}
+	if n := b2.requests.Load(); n != 1 {
+		h.Errorf("changed b's new provider saw %d requests, want 1", n)
+	}
+
+	if err := h.d.Reload(schedConfig(8)); err != nil {
+		h.Fatalf("Reload: %v", err)
+	}
+	if jobs := len(h.d.sched.Jobs()); jobs != 0 {
+		h.Errorf("%d gocron jobs once every probe is removed, want 0", jobs)
+	}
+}
+
 // TestDaemonWakesDeliverer fails a probe whose failure alerts: the run
 // wakes the deliverer, which sends the alert long before its next poll,
 // and Run stops the deliverer on shutdown.

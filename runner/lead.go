@@ -2,10 +2,7 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/go-co-op/gocron/v2"
 
 	"github.com/toolpulse/toolpulse/results"
 )
@@ -207,7 +204,7 @@ func (d *Daemon) scheduleAll() {
 	d.mu.Unlock()
 	d.tick = startTick(probes, d.maxConcurrency())
 	for _, p := range probes {
-		if err := d.scheduleProbe(s, p, false); err != nil {
+		if err := d.scheduleProbe(s, p); err != nil {
 			d.logger.Error("scheduling the probe failed", "probe", p.Name, "error", err)
 		}
 	}
@@ -234,7 +231,7 @@ func (d *Daemon) unscheduleAll() {
 	}
 	d.mu.Unlock()
 	for _, name := range names {
-		if err := s.RemoveJob(jobID(name)); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+		if err := d.unscheduleProbe(s, name); err != nil {
 			d.logger.Error("unscheduling the probe failed", "probe", name, "error", err)
 		}
 	}

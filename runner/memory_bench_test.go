@@ -311,7 +311,8 @@ func TestScheduleKeepsNoGoroutinePerProbe(t *testing.T) {
 	h := schedNew(t, schedConfig(8, probes...), nil)
 	before := runtime.NumGoroutine()
 	h.run()
-	h.tick(fleet, minStartLead+schedSkew)
+	h.armAll(fleet)
+	h.clock.Advance(minStartLead + schedSkew)
 	h.eventually("every run recorded", func() bool {
 		all, _, _, _ := h.store.snapshot()
 		return len(all) >= fleet

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/go-co-op/gocron/v2"
-
 	"github.com/toolpulse/toolpulse/checks"
 )
 
@@ -77,9 +75,12 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 			added = append(added, p.Name)
 		}
 		if scheduling {
-			// Update replaces the job under the same identifier and
-			// cancels its context: a run in flight gets the grace period.
-			if err := d.scheduleProbe(s, p, ok); err != nil {
+			// A changed probe leaves its group, and its run in flight
+			// gets the grace period; it joins one at a fresh phase.
+			if err := d.unscheduleProbe(s, p.Name); err != nil {
+				errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
+			}
+			if err := d.scheduleProbe(s, p); err != nil {
 				errs = append(errs, fmt.Errorf("probe %s: %w", p.Name, err))
 				continue
 			}
@@ -92,7 +93,7 @@ func (d *Daemon) Reload(cfg *checks.Config) error {
 		}
 		removed = append(removed, name)
 		if scheduling {
-			if err := s.RemoveJob(jobID(name)); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+			if err := d.unscheduleProbe(s, name); err != nil {
 				errs = append(errs, fmt.Errorf("probe %s: %w", name, err))
 			}
 		}

@@ -1,9 +1,11 @@
 package runner
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +27,7 @@ import (
 //     itself (see Daemon.shutdown), so gocron's is only a backstop;
 //   - per job, a jittered first run instead of an immediate one, and no
 //     singleton mode: the limiter's claim skips overlapping ticks instead
-//     (see scheduleProbe).
+//     (see scheduleProbe); a job runs a group of probes (jobGroup).
 const schedulerStopTimeout = 5 * time.Second
 
 // newScheduler returns the daemon's gocron scheduler, not started.
@@ -44,17 +46,13 @@ func newScheduler(clock clockwork.Clock, logger *slog.Logger) (gocron.Scheduler,
 // (catchUpFirstRun repairs that on a busy machine).
 const minStartLead = 10 * time.Millisecond
 
-// errStillRunning skips a tick that comes while the probe's previous run
-// is still going.
-var errStillRunning = errors.New("the previous run of the probe is still going")
-
 // probeNamespace derives job identifiers from probe names.
 var probeNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/toolpulse/toolpulse#probe"))
 
-// jobID is the gocron identifier of a probe's job: by name only, so that
-// Update replaces a reloaded probe's job under the same identity.
-func jobID(probe string) uuid.UUID {
-	return uuid.NewSHA1(probeNamespace, []byte(probe))
+// jobID is the gocron identifier of a group's job, from its name: a
+// probe's, or a schedule's (which no probe name can spell).
+func jobID(name string) uuid.UUID {
+	return uuid.NewSHA1(probeNamespace, []byte(name))
 }
 
 // jitterOffset is where in [0, jitter) a probe's first run falls, from r
@@ -145,60 +143,211 @@ func firstRun(now time.Time, offset, jitter, tick time.Duration) time.Time {
 	return at
 }
 
-// scheduleProbe creates or, with update, replaces p's job: every
-// p.Interval, first at now plus a random offset in [0, p.Jitter), rounded
-// up to the daemon's start tick (or the longest tick size within the
-// jitter, if shorter): the offset is the job's fixed phase, and probes
-// start in small groups, never all at once.
+// Probes that share an interval and a start tick share one gocron job: a
+// jobGroup. The grid already starts them together; one job for them all
+// keeps the scheduler's state per tick rather than per probe (gocron keeps
+// some 1.8 KB, a context and a timer for each job: most of the daemon's
+// memory at 10,000 probes, BENCHMARKS.md). Without a grid every probe has
+// a group, and a job, of its own.
+type jobGroup struct {
+	key   jobKey
+	mu    sync.Mutex
+	probe []*scheduledProbe // in the order they joined
+	// due are the probes claimed for the job's run about to start.
+	due []*scheduledProbe
+}
+
+// jobKey identifies a group: the probe's name when there is no grid,
+// else the interval and where in it the runs fall, on the grid.
+type jobKey struct {
+	probe    string
+	interval time.Duration
+	phase    time.Duration // the first run's time since the Unix epoch, modulo interval
+}
+
+// name is the group's gocron job name: its probe's, or its schedule.
+func (k jobKey) name() string {
+	if k.probe != "" {
+		return k.probe
+	}
+	return fmt.Sprintf("every %s at +%s", k.interval, k.phase)
+}
+
+// scheduledProbe is a probe's place in a group, from scheduleProbe to
+// unscheduleProbe. Its removal ends its run in flight, after the grace
+// period (see whenRemoved).
+type scheduledProbe struct {
+	probe *checks.Probe
+	group *jobGroup
+
+	mu      sync.Mutex
+	removed bool
+	// onRemove is called once the probe is removed: the run in flight's
+	// (at most one; the limiter's claim keeps runs of a probe apart).
+	onRemove func()
+}
+
+// whenRemoved arranges for f to be called once sp is removed from the
+// schedule, at once if it already is; stop undoes that. A call to f may
+// already be under way when stop returns: f must allow for it.
+func (sp *scheduledProbe) whenRemoved(f func()) (stop func()) {
+	sp.mu.Lock()
+	if sp.removed {
+		sp.mu.Unlock()
+		f()
+		return func() {}
+	}
+	sp.onRemove = f
+	sp.mu.Unlock()
+	return func() {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		sp.onRemove = nil
+	}
+}
+
+// markRemoved tells the run in flight, if any, that sp was removed.
+func (sp *scheduledProbe) markRemoved() {
+	sp.mu.Lock()
+	sp.removed = true
+	f := sp.onRemove
+	sp.onRemove = nil
+	sp.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// scheduleProbe schedules p: every p.Interval, first at now plus a random
+// offset in [0, p.Jitter), rounded up to the daemon's start tick (or the
+// longest tick size within the jitter, if shorter): the offset is the
+// probe's fixed phase, and probes start in small groups, never all at
+// once. A probe whose first run falls where a group's runs do joins it;
+// otherwise it gets a group and a job. d.jobsMu must be held.
 //
 // A tick that comes while the probe's previous run is still going is
-// skipped, not queued. The limiter's claim on the probe's name does that
-// rather than gocron's singleton mode, which keeps a goroutine and a queue
-// per job for the life of the scheduler (BENCHMARKS.md); being keyed by
-// name, it also keeps a reloaded probe's first run off its old job's run.
-func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe, update bool) error {
+// skipped for that probe, not queued: the limiter's claim on its name
+// does that, rather than gocron's singleton mode, which keeps a goroutine
+// and a queue per job for the life of the scheduler (BENCHMARKS.md);
+// being keyed by name, it also keeps a reloaded probe's first run off its
+// old run.
+func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe) error {
 	var err error
 	// The clock can overtake a start before gocron checks it: try again.
 	for range 3 {
-		start := firstRun(d.clock.Now(), jitterOffset(d.rand(), p.Jitter), p.Jitter, min(d.tick, tickAtMost(p.Jitter)))
+		tick := min(d.tick, tickAtMost(p.Jitter))
+		start := firstRun(d.clock.Now(), jitterOffset(d.rand(), p.Jitter), p.Jitter, tick)
+		key := jobKey{probe: p.Name}
+		if tick > 0 {
+			key = jobKey{interval: p.Interval, phase: time.Duration(start.UnixNano() % int64(p.Interval))}
+		}
+		if g := d.groups[key]; g != nil {
+			d.join(g, p)
+			return nil
+		}
+		g := &jobGroup{key: key}
+		d.join(g, p) // before the job exists: it may fire at once
 		fired := new(atomic.Bool)
-		opts := []gocron.JobOption{
-			gocron.WithName(p.Name),
-			gocron.WithIdentifier(jobID(p.Name)),
+		var j gocron.Job
+		j, err = s.NewJob(gocron.DurationJob(p.Interval), gocron.NewTask(d.runGroup, g),
+			gocron.WithName(key.name()),
+			gocron.WithIdentifier(jobID(key.name())),
 			gocron.WithStartAt(gocron.WithStartDateTime(start)),
 			gocron.WithEventListeners(
-				// Called before gocron re-arms the job; once it says yes
-				// the task runs, and gives the claim back.
 				gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
 					fired.Store(true)
-					if !d.limit.claim(p.Name) {
-						return errStillRunning
-					}
-					return nil
+					return d.claimDue(g)
 				}),
 				gocron.AfterJobRunsWithPanic(d.escapedPanic),
-			),
-		}
-		task := gocron.NewTask(func(ctx context.Context) {
-			defer d.limit.unclaim(p.Name)
-			d.task(ctx, p)
-		})
-		var j gocron.Job
-		if update {
-			j, err = s.Update(jobID(p.Name), gocron.DurationJob(p.Interval), task, opts...)
-		} else {
-			j, err = s.NewJob(gocron.DurationJob(p.Interval), task, opts...)
-		}
+			))
 		if err == nil {
+			if d.groups == nil {
+				d.groups = map[jobKey]*jobGroup{}
+			}
+			d.groups[key] = g
 			if err := catchUpFirstRun(j, start, fired); err != nil {
 				d.logger.Warn("the probe's first run was pushed to its next interval", "probe", p.Name, "error", err)
 			}
+			return nil
 		}
+		delete(d.scheduled, p.Name)
 		if !errors.Is(err, gocron.ErrWithStartDateTimePast) {
 			break
 		}
 	}
 	return err
+}
+
+// join adds p to g. d.jobsMu must be held.
+func (d *Daemon) join(g *jobGroup, p *checks.Probe) {
+	sp := &scheduledProbe{probe: p, group: g}
+	g.mu.Lock()
+	g.probe = append(g.probe, sp)
+	g.mu.Unlock()
+	if d.scheduled == nil {
+		d.scheduled = map[string]*scheduledProbe{}
+	}
+	d.scheduled[p.Name] = sp
+}
+
+// unscheduleProbe removes the probe named name from the schedule, and its
+// group's job with the last of the group: a run in flight gets the grace
+// period. d.jobsMu must be held.
+func (d *Daemon) unscheduleProbe(s gocron.Scheduler, name string) error {
+	sp := d.scheduled[name]
+	if sp == nil {
+		return nil
+	}
+	delete(d.scheduled, name)
+	sp.markRemoved()
+	g := sp.group
+	g.mu.Lock()
+	g.probe = slices.DeleteFunc(g.probe, func(x *scheduledProbe) bool { return x == sp })
+	empty := len(g.probe) == 0
+	g.mu.Unlock()
+	if !empty {
+		return nil
+	}
+	delete(d.groups, g.key)
+	if err := s.RemoveJob(jobID(g.key.name())); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+		return err
+	}
+	return nil
+}
+
+// errNoneDue skips a run of a group's job in which every probe of the
+// group is still running.
+var errNoneDue = errors.New("every probe of the group is still running")
+
+// claimDue claims the probes of g whose previous run is over, for the run
+// of g's job that gocron is about to start; runGroup starts them. gocron
+// calls it before it re-arms the job, so that whoever sees the job armed
+// again sees its probes going.
+func (d *Daemon) claimDue(g *jobGroup) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.due)
+	for _, sp := range g.probe {
+		if d.limit.claim(sp.probe.Name) {
+			g.due = append(g.due, sp)
+		}
+	}
+	if len(g.due) == n {
+		return errNoneDue
+	}
+	return nil
+}
+
+// runGroup is a group's job: it starts a run of each probe claimDue
+// claimed.
+func (d *Daemon) runGroup(g *jobGroup) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, sp := range g.due {
+		go d.task(sp)
+	}
+	clear(g.due)
+	g.due = g.due[:0]
 }
 
 // catchUpFirstRun runs now a first run that gocron pushed a whole interval

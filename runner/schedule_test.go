@@ -212,7 +212,7 @@ func TestDaemonFirstRunsOnTicks(t *testing.T) {
 		o.Rand = func() float64 { return math.Mod(float64(n.Add(1))*0.618, 1) }
 	})
 	h.run()
-	h.tick(len(probes), 0) // every job is armed
+	jobs := h.armAll(len(probes))
 	starts := map[time.Time]int{}
 	for _, p := range probes {
 		next := h.probeStatus(p.Name).NextRun
@@ -226,5 +226,9 @@ func TestDaemonFirstRunsOnTicks(t *testing.T) {
 	}
 	if len(starts) > 2 {
 		t.Errorf("first runs at %d instants, want the two ticks of the jitter window: %v", len(starts), starts)
+	}
+	// The probes of a tick share its job.
+	if jobs != len(starts) {
+		t.Errorf("%d gocron jobs for first runs at %d instants, want one job per instant", jobs, len(starts))
 	}
 }

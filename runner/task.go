@@ -35,23 +35,31 @@ func (d *Daemon) end(probe string) {
 	}
 }
 
-// task is one scheduled run of p. gocron passes the job's context, which
-// ends when a reload removes or replaces the job and on scheduler shutdown.
-func (d *Daemon) task(jobCtx context.Context, p *checks.Probe) {
+// task is one scheduled run of sp's probe, started by its group's job
+// with the probe's claim (runGroup), which it gives back. The run ends
+// with shutdown, or the grace period after sp is removed from the
+// schedule (a reload removed or changed the probe).
+func (d *Daemon) task(sp *scheduledProbe) {
+	p := sp.probe
+	defer d.limit.unclaim(p.Name)
+	defer func() {
+		if v := recover(); v != nil {
+			d.escapedPanic(uuid.Nil, p.Name, v)
+		}
+	}()
 	stopCtx, hardCtx, ok := d.begin(p.Name)
 	if !ok {
 		return
 	}
 	defer d.end(p.Name)
 
-	// Waiting for a slot is part of the run: gocron's singleton mode then
-	// keeps the probe from queueing behind itself too. The wait ends with
-	// the job, and at the start of shutdown: a run that has not started is
-	// not one to drain.
-	waitCtx, cancelWait := context.WithCancel(jobCtx)
-	stopWait := context.AfterFunc(stopCtx, cancelWait)
+	// Waiting for a slot is part of the run, and ends when sp is removed,
+	// and at the start of shutdown: a run that has not started is not one
+	// to drain.
+	waitCtx, cancelWait := context.WithCancel(stopCtx)
+	unwatch := sp.whenRemoved(cancelWait)
 	err := d.limit.acquire(waitCtx)
-	stopWait()
+	unwatch()
 	cancelWait()
 	if err != nil {
 		d.logger.Debug("run dropped while waiting for a concurrency slot", "probe", p.Name)
@@ -59,30 +67,30 @@ func (d *Daemon) task(jobCtx context.Context, p *checks.Probe) {
 	}
 	// The slot bounds the probing, not the recording: it is given back
 	// once the answer is judged, before the store commits the run. The
-	// probe's claim (scheduleProbe) is held until the run is recorded, so
-	// its next run starts only after that, and its runs reach the store
-	// and the alert policy in order. With a store whose commit is a round
-	// trip (Postgres), holding the slot through it let 64 slots cap the
-	// runs per second at 64 ÷ the commit wait (BENCHMARKS.md).
+	// probe's claim is held until the run is recorded, so its next run
+	// starts only after that, and its runs reach the store and the alert
+	// policy in order. With a store whose commit is a round trip
+	// (Postgres), holding the slot through it let 64 slots cap the runs per
+	// second at 64 ÷ the commit wait (BENCHMARKS.md).
 	var once sync.Once
 	release := func() { once.Do(d.limit.release) }
 	defer release()
 
-	ctx, done := d.runContext(hardCtx, jobCtx)
+	ctx, done := d.runContext(hardCtx, sp)
 	defer done()
 	d.runOnce(ctx, p, release)
 }
 
-// runContext returns the context of one run: it ends when hard does (the
-// shutdown grace period is over), or the grace period after the job's
-// context ends (a reload removed or replaced the probe), so that a run in
-// flight may finish but not linger. done releases it.
-func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, done func()) {
+// runContext returns the context of one run of sp: it ends when hard does
+// (the shutdown grace period is over), or the grace period after sp is
+// removed from the schedule, so that a run in flight may finish but not
+// linger. done releases it.
+func (d *Daemon) runContext(hard context.Context, sp *scheduledProbe) (ctx context.Context, done func()) {
 	ctx, cancel := context.WithCancel(hard)
 	var mu sync.Mutex
 	var timer *time.Timer
 	finished := false
-	stop := context.AfterFunc(job, func() {
+	unwatch := sp.whenRemoved(func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !finished {
@@ -90,7 +98,7 @@ func (d *Daemon) runContext(hard, job context.Context) (ctx context.Context, don
 		}
 	})
 	return ctx, func() {
-		stop()
+		unwatch()
 		mu.Lock()
 		finished = true
 		if timer != nil {
@@ -167,11 +175,12 @@ func runAttrs(r *results.Result, dec Decision) []any {
 	return attrs
 }
 
-// escapedPanic is gocron's last resort, for a panic that got past runOnce's
-// own recovery (the logger panicking while reporting one, say). It must not
-// panic itself: gocron calls it from a deferred recover, where a second
-// panic would end the process.
+// escapedPanic is the last resort of a group's job (gocron calls it) and
+// of each probe's run (task), for a panic that got past runOnce's own
+// recovery (the logger panicking while reporting one, say); name is the
+// job's or the probe's. It must not panic itself: it is called from a
+// deferred recover, where a second panic would end the process.
 func (d *Daemon) escapedPanic(_ uuid.UUID, name string, v any) {
 	defer func() { _ = recover() }()
-	d.logger.Error("panic escaped a probe run; the schedule goes on", "probe", name, "panic", d.redact(fmt.Sprint(v)))
+	d.logger.Error("panic escaped a probe run; the schedule goes on", "job", name, "panic", d.redact(fmt.Sprint(v)))
 }
