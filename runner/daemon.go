@@ -148,7 +148,7 @@ type Daemon struct {
 	redactor *results.Redactor
 	sched    gocron.Scheduler
 	// probes are the scheduled probes by name; one a reload left unchanged
-	// keeps the value its job holds.
+	// keeps the value its scheduledProbe holds.
 	probes map[string]*checks.Probe
 	// scheduling: the probes have jobs. Always, once Run has scheduled
 	// them, for a single instance; while leading or lapsed in a fleet.

@@ -353,7 +353,7 @@ func (d *Daemon) runGroup(g *jobGroup) {
 // catchUpFirstRun runs now a first run that gocron pushed a whole interval
 // late because the clock overtook its start between the check and the
 // arming of its timer: NextRun is past start and the job's listener has
-// not fired. The run goes through the same listeners; the probe keeps its
+// not fired. The run goes through the same listeners; the group keeps its
 // phase.
 func catchUpFirstRun(j gocron.Job, start time.Time, fired *atomic.Bool) error {
 	next, err := j.NextRun()

@@ -15,10 +15,12 @@ import (
 // byte of YAML, about 110 MB for 10,000 probes. At the default GOGC of 100
 // the heap may grow to twice what is live before a collection, and the
 // process's peak memory is set at start-up by the parse rather than by the
-// probes. At 20 the parse peaks at about 1.2 times its live heap (140 MB
-// instead of 220 MB for 10,000 probes) for about twice the parse time
-// (1.3 s instead of 0.6 s); a config of a hundred probes does not notice.
-const configGCPercent = 20
+// probes. At 10 the parse peaks at about 1.1 times its live heap: for
+// 10,000 probes, `validate` peaks at 133–134 MiB (135–146 MiB at 20,
+// 220 MB at 100) for about 1.5 s of parsing instead of 1.0 s at 20 and
+// 0.6 s at 100 (BENCHMARKS.md); a config of a hundred probes does not
+// notice.
+const configGCPercent = 10
 
 // withTightGC runs load with the collector at configGCPercent, then puts
 // it back as it was and hands the parser's garbage back to the operating

@@ -43,7 +43,7 @@ probes:
 		before, want int
 	}{
 		{"tuned", true, 100, configGCPercent},
-		{"tuned, already tighter", true, 10, 10},
+		{"tuned, already tighter", true, 5, 5},
 		{"tuned, GOGC=off", true, -1, -1},
 		{"not tuned", false, 100, 100},
 	} {
