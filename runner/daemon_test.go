@@ -338,9 +338,9 @@ func TestDaemonPanicBecomesInternalError(t *testing.T) {
 }
 
 // TestDaemonSurvivesEscapedPanic makes the logger panic whenever a run is
-// reported, and on every error line: the panic escapes the task's own
-// recovery and reaches gocron's AfterJobRunsWithPanic, which must keep the
-// process alive (without it, this test crashes the test binary).
+// reported, and on every error line: the panic escapes runOnce's own
+// recovery and reaches the task's last resort (escapedPanic), which must
+// keep the process alive (without it, this test crashes the test binary).
 func TestDaemonSurvivesEscapedPanic(t *testing.T) {
 	schedCheckLeaks(t)
 	prov := schedServe(t, nil, false)
