@@ -421,16 +421,35 @@ func (h *schedHarness) status() daemonStatus {
 // probes that share a start tick (see jobGroup).
 func (h *schedHarness) armAll(probes int) int {
 	h.Helper()
-	h.eventually(fmt.Sprintf("%d probes scheduled", probes), func() bool {
-		h.d.jobsMu.Lock()
-		defer h.d.jobsMu.Unlock()
-		return len(h.d.scheduled) == probes
-	})
-	h.d.mu.Lock()
-	jobs := len(h.d.sched.Jobs())
-	h.d.mu.Unlock()
-	h.tick(jobs, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), schedWait)
+	defer cancel()
+	jobs, err := waitArmed(ctx, h.d, h.clock, probes)
+	if err != nil {
+		h.Fatalf("waiting for %d probes' jobs to be armed: %v", probes, err)
+	}
 	return jobs
+}
+
+// waitArmed waits until d has scheduled probes probes and every job is
+// armed on clock, and returns how many jobs there are.
+func waitArmed(ctx context.Context, d *Daemon, clock *clockwork.FakeClock, probes int) (jobs int, err error) {
+	for {
+		d.jobsMu.Lock()
+		n := len(d.scheduled)
+		d.jobsMu.Unlock()
+		if n == probes {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d probes scheduled: %w", n, probes, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	d.mu.Lock()
+	jobs = len(d.sched.Jobs())
+	d.mu.Unlock()
+	return jobs, clock.BlockUntilContext(ctx, jobs)
 }
 
 // nextRun is the first run of a job strictly after now, given one of its

@@ -215,8 +215,8 @@ func memDaemonRound(b *testing.B, provider *memProvider, probes []*checks.Probe)
 	go func() { done <- d.Run(ctx) }()
 	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer wcancel()
-	if err := clock.BlockUntilContext(wctx, n); err != nil {
-		b.Fatalf("waiting for %d armed jobs: %v", n, err)
+	if _, err := waitArmed(wctx, d, clock, n); err != nil {
+		b.Fatalf("waiting for %d probes' jobs to be armed: %v", n, err)
 	}
 	scheduled := memMeasure()
 	start := time.Now()
