@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/toolpulse/toolpulse/results"
@@ -225,11 +227,8 @@ func (d *Daemon) unscheduleAll() {
 	}
 	d.scheduling = false
 	s := d.sched
-	names := make([]string, 0, len(d.probes))
-	for name := range d.probes {
-		names = append(names, name)
-	}
 	d.mu.Unlock()
+	names := slices.Collect(maps.Keys(d.scheduled))
 	for _, name := range names {
 		if err := d.unscheduleProbe(s, name); err != nil {
 			d.logger.Error("unscheduling the probe failed", "probe", name, "error", err)

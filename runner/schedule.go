@@ -46,15 +46,6 @@ func newScheduler(clock clockwork.Clock, logger *slog.Logger) (gocron.Scheduler,
 // (catchUpFirstRun repairs that on a busy machine).
 const minStartLead = 10 * time.Millisecond
 
-// probeNamespace derives job identifiers from probe names.
-var probeNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/toolpulse/toolpulse#probe"))
-
-// jobID is the gocron identifier of a group's job, from its name: a
-// probe's, or a schedule's (which no probe name can spell).
-func jobID(name string) uuid.UUID {
-	return uuid.NewSHA1(probeNamespace, []byte(name))
-}
-
 // jitterOffset is where in [0, jitter) a probe's first run falls, from r
 // in [0, 1); an r outside is clamped.
 func jitterOffset(r float64, jitter time.Duration) time.Duration {
@@ -151,6 +142,7 @@ func firstRun(now time.Time, offset, jitter, tick time.Duration) time.Time {
 // a group, and a job, of its own.
 type jobGroup struct {
 	key   jobKey
+	id    uuid.UUID // gocron's, once the job exists
 	mu    sync.Mutex
 	probe []*scheduledProbe // in the order they joined
 	// due are the probes claimed for the job's run about to start.
@@ -251,7 +243,6 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe) error {
 		var j gocron.Job
 		j, err = s.NewJob(gocron.DurationJob(p.Interval), gocron.NewTask(d.runGroup, g),
 			gocron.WithName(key.name()),
-			gocron.WithIdentifier(jobID(key.name())),
 			gocron.WithStartAt(gocron.WithStartDateTime(start)),
 			gocron.WithEventListeners(
 				gocron.BeforeJobRunsSkipIfBeforeFuncErrors(func(uuid.UUID, string) error {
@@ -261,6 +252,7 @@ func (d *Daemon) scheduleProbe(s gocron.Scheduler, p *checks.Probe) error {
 				gocron.AfterJobRunsWithPanic(d.escapedPanic),
 			))
 		if err == nil {
+			g.id = j.ID()
 			if d.groups == nil {
 				d.groups = map[jobKey]*jobGroup{}
 			}
@@ -309,7 +301,7 @@ func (d *Daemon) unscheduleProbe(s gocron.Scheduler, name string) error {
 		return nil
 	}
 	delete(d.groups, g.key)
-	if err := s.RemoveJob(jobID(g.key.name())); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+	if err := s.RemoveJob(g.id); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
 		return err
 	}
 	return nil

@@ -37,19 +37,6 @@ func TestSchedJitterOffset(t *testing.T) {
 	}
 }
 
-func TestSchedJobID(t *testing.T) {
-	a, b := jobID("external_search"), jobID("external_search")
-	if a != b {
-		t.Errorf("jobID is not stable: %v, %v", a, b)
-	}
-	if a == jobID("external_search2") {
-		t.Error("two probe names share a job id")
-	}
-	if a.Version() != 5 {
-		t.Errorf("job id version %d, want 5 (SHA-1, name based)", a.Version())
-	}
-}
-
 func TestSchedNextRun(t *testing.T) {
 	t0 := time.Date(2026, 10, 26, 13, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
